@@ -1,0 +1,266 @@
+"""sandboxd: the in-container service of a harness sandbox (stdlib only).
+
+One small asyncio HTTP/1.1 server on one port. The harness talks to it instead of
+`docker exec` because a request on a kept-alive connection costs ~1-9 ms where an
+exec costs ~50 ms. Endpoints (JSON unless said otherwise):
+
+  GET  /health                 -> {"ok": true}
+  POST /exec    {argv, stdin?, timeout, cwd?, env?, max_output}
+                               -> {exit_code, stdout, stderr, timed_out, *_truncated, duration}
+  POST /upload?dest=DIR        body: an uncompressed tar of regular files and dirs
+  GET  /file?path=P            -> the file's bytes (404 when missing)
+
+Every request must carry the header X-Harness-Token equal to $HARNESS_SANDBOX_TOKEN.
+A command runs in its own session; on timeout the whole process tree (session,
+process group and every descendant found in /proc) is SIGKILLed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import signal
+import tarfile
+import time
+import urllib.parse
+
+PORT = int(os.environ.get("HARNESS_SANDBOX_PORT", "8765"))
+TOKEN = os.environ.pop("HARNESS_SANDBOX_TOKEN", "")
+MAX_BODY = 512 * 1024 * 1024
+# After the command's main process exits, background children may still hold its
+# pipes open; wait this long for EOF, then answer with what was read.
+PIPE_GRACE_S = 0.2
+
+
+class HttpError(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+# --------------------------------------------------------------------- processes
+def _proc_table() -> dict[int, tuple[int, int, int]]:
+    """pid -> (ppid, pgid, sid) for every process we can see."""
+    table = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                stat = fh.read().decode(errors="replace")
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        table[int(name)] = (int(fields[1]), int(fields[2]), int(fields[3]))
+    return table
+
+
+def kill_tree(root: int) -> None:
+    """SIGKILL root, its session, its process group and all its descendants."""
+    for _ in range(3):  # repeat: a process may fork while we look
+        table = _proc_table()
+        doomed = {pid for pid, (_, pgid, sid) in table.items() if sid == root or pgid == root}
+        doomed.add(root)
+        frontier = list(doomed)
+        while frontier:
+            parent = frontier.pop()
+            for pid, (ppid, _, _) in table.items():
+                if ppid == parent and pid not in doomed:
+                    doomed.add(pid)
+                    frontier.append(pid)
+        doomed.discard(os.getpid())
+        alive = [pid for pid in doomed if pid in table]
+        if not alive:
+            return
+        for pid in alive:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+async def _drain(stream: asyncio.StreamReader, cap: int, sink: dict) -> None:
+    buf, total = bytearray(), 0
+    sink["buf"], sink["total"] = buf, 0
+    while True:
+        chunk = await stream.read(65536)
+        if not chunk:
+            return
+        total += len(chunk)
+        sink["total"] = total
+        room = cap - len(buf)
+        if room > 0:
+            buf += chunk[:room]
+
+
+def _render(sink: dict, cap: int) -> tuple[str, bool]:
+    buf, total = sink.get("buf", b""), sink.get("total", 0)
+    text = bytes(buf).decode("utf-8", errors="replace")
+    if total > cap:
+        text += f"\n[... output truncated: {total - cap} more bytes not shown ...]"
+        return text, True
+    return text, False
+
+
+async def run_command(req: dict) -> dict:
+    argv = req.get("argv")
+    if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+        raise HttpError(400, "argv must be a non-empty list of strings")
+    timeout = float(req.get("timeout", 60))
+    cap = int(req.get("max_output", 1024 * 1024))
+    env = dict(os.environ)
+    env.update({str(k): str(v) for k, v in (req.get("env") or {}).items()})
+    stdin_data = req.get("stdin")
+    started = time.monotonic()
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.PIPE if stdin_data is not None else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=req.get("cwd") or "/workspace",
+            env=env,
+            start_new_session=True,
+        )
+    except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
+        return {"exit_code": 127, "stdout": "", "stderr": f"{exc}\n", "timed_out": False,
+                "stdout_truncated": False, "stderr_truncated": False, "duration": 0.0}
+    out, err = {}, {}
+    readers = [asyncio.ensure_future(_drain(proc.stdout, cap, out)),
+               asyncio.ensure_future(_drain(proc.stderr, cap, err))]
+    if stdin_data is not None:
+        try:
+            proc.stdin.write(stdin_data.encode())
+            await proc.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        proc.stdin.close()
+    timed_out = False
+    try:
+        await asyncio.wait_for(proc.wait(), timeout)
+    except asyncio.TimeoutError:
+        timed_out = True
+        kill_tree(proc.pid)
+        await proc.wait()
+    done, pending = await asyncio.wait(readers, timeout=PIPE_GRACE_S)
+    for task in pending:
+        task.cancel()
+    stdout, out_trunc = _render(out, cap)
+    stderr, err_trunc = _render(err, cap)
+    code = proc.returncode
+    return {"exit_code": code if not timed_out else -9, "stdout": stdout, "stderr": stderr,
+            "timed_out": timed_out, "stdout_truncated": out_trunc,
+            "stderr_truncated": err_trunc, "duration": time.monotonic() - started}
+
+
+# --------------------------------------------------------------------- files
+def _inside(base: str, path: str) -> bool:
+    return os.path.commonpath([base, path]) == base
+
+
+def extract_upload(body: bytes, dest: str) -> dict:
+    dest = os.path.realpath(dest)
+    if not _inside("/workspace", dest) and not _inside("/tmp", dest):
+        raise HttpError(400, f"upload destination {dest} is outside /workspace and /tmp")
+    written = []
+    with tarfile.open(fileobj=io.BytesIO(body), mode="r:") as tar:
+        members = tar.getmembers()
+        for m in members:  # validate everything before writing anything
+            name = os.path.normpath(m.name)
+            if os.path.isabs(m.name) or name.startswith("..") or not (m.isfile() or m.isdir()):
+                raise HttpError(400, f"refused archive member {m.name!r}")
+        for m in members:
+            target = os.path.realpath(os.path.join(dest, m.name))
+            if not _inside(dest, target):
+                raise HttpError(400, f"refused archive member {m.name!r} (escapes {dest})")
+            if m.isdir():
+                os.makedirs(target, exist_ok=True)
+                continue
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            src = tar.extractfile(m)
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+            with os.fdopen(fd, "wb") as fh:
+                while chunk := src.read(1 << 20):
+                    fh.write(chunk)
+            written.append(m.name)
+    return {"written": written}
+
+
+def read_file(path: str) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        raise HttpError(404, f"no such file: {path}") from None
+    except IsADirectoryError:
+        raise HttpError(400, f"is a directory: {path}") from None
+    except PermissionError:
+        raise HttpError(403, f"permission denied: {path}") from None
+
+
+# --------------------------------------------------------------------- http
+async def dispatch(method: str, target: str, body: bytes) -> tuple[int, bytes, str]:
+    url = urllib.parse.urlsplit(target)
+    query = dict(urllib.parse.parse_qsl(url.query))
+    if method == "GET" and url.path == "/health":
+        return 200, b'{"ok": true}', "application/json"
+    if method == "POST" and url.path == "/exec":
+        result = await run_command(json.loads(body or b"{}"))
+        return 200, json.dumps(result).encode(), "application/json"
+    if method == "POST" and url.path == "/upload":
+        result = extract_upload(body, query.get("dest", "/workspace"))
+        return 200, json.dumps(result).encode(), "application/json"
+    if method == "GET" and url.path == "/file":
+        return 200, read_file(query.get("path", "")), "application/octet-stream"
+    raise HttpError(404, f"no route {method} {url.path}")
+
+
+async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while True:
+            try:
+                head = await reader.readuntil(b"\r\n\r\n")
+            except (asyncio.IncompleteReadError, ConnectionError):
+                return
+            lines = head.decode("latin-1").split("\r\n")
+            method, target, _ = lines[0].split(" ", 2)
+            headers = {}
+            for line in lines[1:]:
+                if ":" in line:
+                    key, value = line.split(":", 1)
+                    headers[key.strip().lower()] = value.strip()
+            length = int(headers.get("content-length", "0"))
+            if length > MAX_BODY:
+                return
+            body = await reader.readexactly(length) if length else b""
+            try:
+                if TOKEN and headers.get("x-harness-token") != TOKEN:
+                    raise HttpError(401, "bad or missing X-Harness-Token")
+                status, payload, ctype = await dispatch(method, target, body)
+            except HttpError as exc:
+                status, payload, ctype = exc.status, json.dumps({"error": str(exc)}).encode(), "application/json"
+            except Exception as exc:  # report, keep serving
+                status = 500
+                payload = json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode()
+                ctype = "application/json"
+            writer.write(
+                f"HTTP/1.1 {status} X\r\nContent-Type: {ctype}\r\n"
+                f"Content-Length: {len(payload)}\r\n\r\n".encode() + payload
+            )
+            await writer.drain()
+    except (ConnectionError, asyncio.IncompleteReadError):
+        pass
+    finally:
+        writer.close()
+
+
+async def main() -> None:
+    server = await asyncio.start_server(handle, "0.0.0.0", PORT)
+    async with server:
+        await server.serve_forever()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
