@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # the editable install may predate the harness package
-    sys.path.insert(0, str(ROOT))
-
-from harness.scoring import (  # noqa: E402
+from harness.scoring import (
     BudgetScorer,
     ExactMatchScorer,
     ExpectedToolCallScorer,

@@ -1,0 +1,56 @@
+"""Find and remove harness containers, and only harness containers.
+
+Every container the harness creates carries the label harness.managed=1 and an
+owner label "host:pid:starttime". A container is an orphan when its owner is a
+process on this host that no longer exists (or whose PID now names another
+process). Containers of live owners, of other hosts, and containers without our
+label are never touched unless asked for by run id (--run-id) or --all; even
+--all only ever selects containers with our label.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import docker.errors
+
+from harness.sandbox.docker import engine, naming
+
+
+@dataclass(frozen=True)
+class Found:
+    id: str
+    name: str
+    run_id: str
+    owner: str
+    state: str
+
+
+def find(run_id: str | None = None) -> list[Found]:
+    filters = [f"{naming.LABEL_MANAGED}=1"]
+    if run_id:
+        filters.append(f"{naming.LABEL_RUN}={run_id}")
+    rows = engine.call("list", lambda: engine.client().api.containers(all=True, filters={"label": filters}))
+    return [
+        Found(r["Id"], (r.get("Names") or ["?"])[0].lstrip("/"), r["Labels"].get(naming.LABEL_RUN, ""),
+              r["Labels"].get(naming.LABEL_OWNER, ""), r.get("State", ""))
+        for r in rows
+    ]
+
+
+def select(found: list[Found], *, run_id: str | None = None, everything: bool = False) -> list[Found]:
+    if everything or run_id:
+        return found
+    return [f for f in found if naming.owner_alive(f.owner) is False]
+
+
+def reap(*, run_id: str | None = None, everything: bool = False, dry_run: bool = False) -> list[Found]:
+    """Remove orphans (default), all containers of run_id, or every harness container."""
+    doomed = select(find(run_id), run_id=run_id, everything=everything)
+    if not dry_run:
+        for item in doomed:
+            try:
+                engine.call("remove", lambda: engine.client().api.remove_container(item.id, force=True, v=True))
+            except docker.errors.NotFound:
+                pass
+    return doomed

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# All set-up on a fresh Debian machine: venv at .venv with the project, a Docker
+# engine that answers, and the sandbox image. Safe to run again (it skips what is done).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PY="${PYTHON:-python3}"
+if ! "$PY" -c 'import sys; assert sys.version_info >= (3, 11)' 2>/dev/null; then
+  echo "setup: need Python >= 3.11 as '$PY' (set PYTHON=...)" >&2; exit 1
+fi
+if [[ ! -x .venv/bin/python ]]; then
+  if ! "$PY" -m venv .venv 2>/dev/null; then
+    if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; then
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+      rm -rf .venv && "$PY" -m venv .venv
+    else
+      echo "setup: '$PY -m venv' failed; install your distribution's python3-venv" >&2; exit 1
+    fi
+  fi
+fi
+stamp=".venv/.installed-$(sha256sum pyproject.toml | cut -c1-12)"
+if [[ ! -f "$stamp" ]]; then
+  .venv/bin/pip install -q --disable-pip-version-check -e '.[dev]'
+  touch "$stamp"
+fi
+bash scripts/ensure-docker.sh
+.venv/bin/harness images build
