@@ -82,48 +82,39 @@ def raw_round(client: docker.DockerClient, image: str, run_id: str, root: Path) 
     return elapsed
 
 
-def lifecycle(client, image: str, run_id: str, root: Path, rounds: int) -> tuple[list[float], list[float]]:
-    ours, raw = [], []
-    for i in range(WARMUP_ROUNDS + rounds):
-        pair = [lambda: harness_round(image, run_id, i, root), lambda: raw_round(client, image, run_id, root)]
-        if i % 2:  # alternate who goes first, to cancel drift
-            t_raw, t_ours = pair[1](), pair[0]()
+def interleave(ours, raw, count: int, warmup: int) -> tuple[list[float], list[float]]:
+    """Time ours() and raw() count times each after warmup, alternating who goes first."""
+    a, b = [], []
+    for i in range(warmup + count):
+        if i % 2:  # alternate the order to cancel drift
+            t_raw, t_ours = raw(i), ours(i)
         else:
-            t_ours, t_raw = pair[0](), pair[1]()
-        if i >= WARMUP_ROUNDS:
-            ours.append(t_ours)
-            raw.append(t_raw)
-    return ours, raw
+            t_ours, t_raw = ours(i), raw(i)
+        if i >= warmup:
+            a.append(t_ours)
+            b.append(t_raw)
+    return a, b
 
 
-def command_latency(client, image: str, run_id: str, count: int) -> tuple[list[float], list[float]]:
-    ours, raw = [], []
+def command_latency(client, image: str, run_id: str, count: int):
     with open_sandbox(SandboxSpec(image=image, run_id=run_id, instance_id="latency")) as sb:
         container = client.containers.get(sb.id)
 
-        def via_harness() -> float:
+        def via_harness(_: int) -> float:
             started = time.perf_counter()
             out = sb.shell("echo hi").stdout
             elapsed = time.perf_counter() - started
             check(out, "hi\n", "harness echo")
             return elapsed
 
-        def via_exec() -> float:
+        def via_exec(_: int) -> float:
             started = time.perf_counter()
             out = container.exec_run(["bash", "-c", "echo hi"]).output.decode()
             elapsed = time.perf_counter() - started
             check(out, "hi\n", "exec_run echo")
             return elapsed
 
-        for i in range(WARMUP_COMMANDS + count):
-            if i % 2:
-                t_raw, t_ours = via_exec(), via_harness()
-            else:
-                t_ours, t_raw = via_harness(), via_exec()
-            if i >= WARMUP_COMMANDS:
-                ours.append(t_ours)
-                raw.append(t_raw)
-    return ours, raw
+        return interleave(via_harness, via_exec, count, WARMUP_COMMANDS)
 
 
 def p90(xs: list[float]) -> float:
@@ -173,7 +164,8 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="harness-bench-") as tmp:
             root = Path(tmp)
             (root / FILE_NAME).write_text(FILE_TEXT)
-            ours, raw = lifecycle(client, image, run_id, root, args.rounds)
+            ours, raw = interleave(lambda i: harness_round(image, run_id, i, root),
+                                   lambda i: raw_round(client, image, run_id, root), args.rounds, WARMUP_ROUNDS)
         life = report("lifecycle per instance (ms): open, copy_in, 3 commands, teardown",
                       [("harness", ours), ("raw", raw)], LIFECYCLE_TARGET)
         ours, raw = command_latency(client, image, run_id, args.commands)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Optional
 
 import typer
@@ -77,6 +78,78 @@ def smoke(
     except HarnessError as exc:
         fail(exc)
     raise typer.Exit(0 if ok else 1)
+
+
+@app.command("run")
+def run_cmd(
+    dataset: Path = typer.Option(..., help="GAIA folder (metadata.jsonl/.parquet) or a .jsonl/.csv file."),
+    model: str = typer.Option(..., help="A [llm.NAME] section of --config, or 'replay'."),
+    output_dir: Path = typer.Option(..., help="Results go to DIR/output.jsonl; re-running resumes."),
+    split: Optional[str] = typer.Option(None, help="With a GAIA root: use 2023/SPLIT/."),
+    agent: str = typer.Option("assistant", help="Built-in agent name or module:function."),
+    workers: int = typer.Option(2, help="Instances run in parallel."),
+    config: Optional[Path] = typer.Option(None, help="TOML file with [llm.NAME] sections."),
+    max_retries: int = typer.Option(2, help="Retries of infrastructure failures, each on a fresh sandbox."),
+    instance_timeout: float = typer.Option(600, help="Wall seconds per instance (the agent is killed)."),
+    max_steps: int = typer.Option(30, help="Model calls per instance."),
+    max_tokens: Optional[int] = typer.Option(None, help="Tokens (prompt+completion) per instance."),
+    command_timeout: float = typer.Option(120, help="Seconds per code-environment command."),
+    limit: Optional[int] = typer.Option(None, help="Run at most N instances."),
+    ids: Optional[str] = typer.Option(None, help="Comma-separated instance ids to run."),
+    skip: Optional[str] = typer.Option(None, help="Comma-separated instance ids to skip."),
+    offset: int = typer.Option(0, help="Start at this index (sharding: --offset K --stride N)."),
+    stride: int = typer.Option(1, help="Take every N-th instance."),
+    shuffle: bool = typer.Option(False, help="Shuffle before offset/stride/limit."),
+    seed: int = typer.Option(0, help="Seed for --shuffle."),
+    scorer: list[str] = typer.Option(["gaia"], help="Scorers; the first decides 'correct'."),
+    network: str = typer.Option("none", help="none, internet, or internal:NAME."),
+    memory: str = typer.Option("2g", help="Memory per sandbox."),
+    cpus: float = typer.Option(1.0, help="CPUs per sandbox."),
+    force: bool = typer.Option(False, help="Resume even though the configuration changed."),
+    record: Optional[Path] = typer.Option(None, help="Append the model's turns to this replay file."),
+) -> None:
+    """Evaluate an agent on a dataset, one sandbox per instance."""
+    from harness.agents.base import Limits
+    from harness.runner.run import RunOptions, run
+
+    split_list = lambda text: [x.strip() for x in text.split(",") if x.strip()] if text else None  # noqa: E731
+    try:
+        from harness.sandbox.contract import SandboxSpec
+
+        SandboxSpec(image="-", run_id="-", instance_id="-", network=network, memory=memory, cpus=cpus)
+    except ValueError as exc:
+        fail(InputError(f"--network/--memory/--cpus: {exc}"))
+    opts = RunOptions(
+        dataset=dataset, model=model, output_dir=output_dir, split=split, agent=agent, workers=workers,
+        config=config, max_retries=max_retries, scorers=scorer, force=force, record=record,
+        limits=Limits(max_steps=max_steps, max_tokens=max_tokens, instance_timeout=instance_timeout,
+                      command_timeout=command_timeout),
+        selection={"ids": split_list(ids), "skip": split_list(skip), "offset": offset, "stride": stride,
+                   "shuffle": shuffle, "seed": seed, "limit": limit},
+        sandbox={"network": network, "memory": memory, "cpus": cpus},
+    )
+    try:
+        code = run(opts, console)
+    except HarnessError as exc:
+        fail(exc)
+    raise typer.Exit(code)
+
+
+@app.command("score")
+def score_cmd(
+    output_dir: Path = typer.Argument(..., help="A run's output directory."),
+    scorer: list[str] = typer.Option(["gaia"], help="Scorers; the first decides 'correct'."),
+) -> None:
+    """Rescore a run's answers without re-running agents; rewrites report.json."""
+    from harness.runner.rescore import rescore
+
+    try:
+        report = rescore(output_dir, scorer)
+    except HarnessError as exc:
+        fail(exc)
+    from harness.report import render
+
+    Console().print(render(report))
 
 
 def main() -> None:  # pragma: no cover - console entry for `python -m harness`

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import docker.errors
-
 from harness.sandbox.docker import engine, naming
 
 
@@ -49,8 +47,5 @@ def reap(*, run_id: str | None = None, everything: bool = False, dry_run: bool =
     doomed = select(find(run_id), run_id=run_id, everything=everything)
     if not dry_run:
         for item in doomed:
-            try:
-                engine.call("remove", lambda: engine.client().api.remove_container(item.id, force=True, v=True))
-            except docker.errors.NotFound:
-                pass
+            engine.remove_container(item.id)
     return doomed

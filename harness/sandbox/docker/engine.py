@@ -133,6 +133,18 @@ def raise_if_dead(container_id: str, name: str, cause: BaseException | None = No
     raise SandboxDied(f"sandbox {name} died: {detail}") from cause
 
 
+def remove_container(container_id: str) -> None:
+    """Force-remove with volumes; gone already, or being removed by someone else, is fine."""
+    try:
+        call("remove", lambda: client().api.remove_container(container_id, force=True, v=True))
+    except docker.errors.NotFound:
+        pass
+    except InfraError as exc:
+        # Another process (a concurrent `harness cleanup`) may be removing it right now.
+        if "already in progress" not in str(exc):
+            raise
+
+
 @functools.cache
 def engine_is_local() -> bool:
     return sandbox_host() in ("127.0.0.1", "localhost", "::1")

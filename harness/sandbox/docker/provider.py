@@ -7,7 +7,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
-import docker.errors
 
 from harness.errors import InfraError, InputError
 from harness.sandbox.contract import DEFAULT_MAX_OUTPUT, WORKSPACE, ExecResult, Sandbox, SandboxSpec
@@ -83,10 +82,7 @@ def _create_kwargs(spec: SandboxSpec, name: str, token: str) -> dict:
 
 
 def _remove(container_id: str) -> None:
-    try:
-        engine.call("remove", lambda: engine.client().api.remove_container(container_id, force=True, v=True))
-    except docker.errors.NotFound:
-        pass
+    engine.remove_container(container_id)
 
 
 def _create_and_start(kwargs: dict, policy: str, host_port: int | None):

@@ -1,0 +1,283 @@
+"""Load a dataset into `Instance`s, validating every row before returning anything.
+
+Two forms are understood:
+
+- GAIA layout: a folder holding ``metadata.jsonl`` or ``metadata.parquet`` (columns
+  ``task_id``, ``Question``, ``Level``, ``Final answer``, optional ``file_name`` and
+  others), attachments beside it. The dataset root with a split resolves to
+  ``ROOT/2023/<split>/``. A ``metadata.*`` file given directly is read the same way.
+- Plain form: a ``.jsonl``, ``.csv`` or ``.parquet`` file with columns ``instance_id``,
+  ``question``, ``answer``, optional ``files`` and ``level``; attachments lie beside it.
+
+Columns not mapped onto `Instance` fields go to ``metadata`` as JSON-safe values.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from harness.datasets.model import Instance
+from harness.errors import InputError
+from harness.sandbox.files import check_name
+
+MAX_REPORTED = 20
+GAIA_FILES = ("metadata.jsonl", "metadata.parquet")
+
+
+@dataclass(frozen=True)
+class _Form:
+    id: str
+    question: str
+    answer: str
+    level: str
+    files: str
+    required: tuple[str, ...]
+
+
+GAIA = _Form("task_id", "Question", "Final answer", "Level", "file_name",
+             required=("task_id", "Question", "Final answer", "Level"))
+PLAIN = _Form("instance_id", "question", "answer", "level", "files",
+              required=("instance_id", "question", "answer"))
+
+
+def load_dataset(path: str | Path, split: str | None = None) -> list[Instance]:
+    """All instances of the dataset at `path`; raises InputError listing every problem found."""
+    file, form = _resolve(Path(path).expanduser(), split)
+    problems: list[str] = []
+    rows, labels = _read(file, problems)
+    missing = [c for c in form.required if c not in rows.columns]
+    if missing:
+        problems.append(f"missing required column(s) {', '.join(map(repr, missing))}")
+        _raise(file, problems)
+    instances: list[Instance] = []
+    seen: dict[str, str] = {}
+    root = file.parent.resolve()
+    for label, record in zip(labels, rows.to_dict(orient="records")):
+        instance = _instance(record, form, root, label, seen, problems, csv=file.suffix == ".csv")
+        if instance is not None:
+            instances.append(instance)
+    if problems:
+        _raise(file, problems)
+    return instances
+
+
+def _raise(file: Path, problems: list[str]) -> None:
+    shown = [f"  - {p}" for p in problems[:MAX_REPORTED]]
+    if len(problems) > MAX_REPORTED:
+        shown.append(f"  ... and {len(problems) - MAX_REPORTED} more")
+    raise InputError(f"dataset {file}: {len(problems)} problem(s):\n" + "\n".join(shown))
+
+
+def _metadata_in(folder: Path) -> Path | None:
+    return next((folder / n for n in GAIA_FILES if (folder / n).is_file()), None)
+
+
+def _resolve(path: Path, split: str | None) -> tuple[Path, _Form]:
+    """The file to read and its form, from a file, a split folder or a GAIA root (+ split)."""
+    if not path.exists():
+        raise InputError(f"dataset path {path} does not exist")
+    if path.is_file():
+        if path.name in GAIA_FILES:
+            if split is not None and path.parent.name != split:
+                raise InputError(f"dataset file {path} is not in split folder {split!r}")
+            return path, GAIA
+        if split is not None:
+            raise InputError(f"--split {split!r} applies to a GAIA dataset folder, not to file {path}")
+        if path.suffix.lower() not in (".jsonl", ".csv", ".parquet"):
+            raise InputError(f"dataset file {path}: unknown extension {path.suffix or '(none)'!r} "
+                             "(expected .jsonl, .csv or .parquet, or a GAIA folder)")
+        return path, PLAIN
+    direct = _metadata_in(path)
+    if direct is not None:
+        if split is not None and path.name != split:
+            raise InputError(f"dataset folder {path} holds split {path.name!r}, not {split!r}")
+        return direct, GAIA
+    found = sorted({p.parent.name for n in GAIA_FILES for p in path.glob(f"2023/*/{n}")})
+    if split is not None:
+        chosen = _metadata_in(path / "2023" / split)
+        if chosen is None:
+            raise InputError(f"dataset {path}: no split {split!r} (no metadata.jsonl/metadata.parquet "
+                             f"in {path / '2023' / split}); splits found: {', '.join(found) or 'none'}")
+        return chosen, GAIA
+    if len(found) == 1:
+        return _metadata_in(path / "2023" / found[0]), GAIA  # type: ignore[return-value]
+    if not found:
+        raise InputError(f"dataset folder {path} holds no metadata.jsonl/metadata.parquet "
+                         "(neither directly nor under 2023/<split>/)")
+    raise InputError(f"dataset {path} has several splits, choose one with --split: {', '.join(found)}")
+
+
+def _read(file: Path, problems: list[str]) -> tuple[pd.DataFrame, list[str]]:
+    """The table of `file` and a label per row ('line N' for jsonl, 'row N' otherwise)."""
+    suffix = file.suffix.lower()
+    try:
+        if suffix == ".jsonl":
+            return _read_jsonl(file, problems)
+        if suffix == ".csv":
+            frame = pd.read_csv(file, dtype=str, keep_default_na=False)
+        else:
+            frame = pd.read_parquet(file, dtype_backend="numpy_nullable")
+    except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+        raise InputError(f"dataset file {file} could not be read: {exc}") from exc
+    return frame, [f"row {i}" for i in range(1, len(frame) + 1)]
+
+
+def _read_jsonl(file: Path, problems: list[str]) -> tuple[pd.DataFrame, list[str]]:
+    records: list[dict[str, Any]] = []
+    labels: list[str] = []
+    with open(file, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                problems.append(f"line {number}: invalid JSON ({exc.msg} at column {exc.colno})")
+                continue
+            if not isinstance(record, dict):
+                problems.append(f"line {number}: expected a JSON object, got {type(record).__name__}")
+                continue
+            records.append(record)
+            labels.append(f"line {number}")
+    return pd.DataFrame.from_records(records).astype(object), labels
+
+
+def _missing(value: Any) -> bool:
+    if value is None or value is pd.NA or value is pd.NaT:
+        return True
+    return isinstance(value, (float, np.floating)) and math.isnan(value)
+
+
+def jsonable(value: Any) -> Any:
+    """`value` with numpy/pandas types turned into plain JSON-safe Python values."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if _missing(value) or (isinstance(value, float) and not math.isfinite(value)):
+        return None
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, (datetime, date, pd.Timestamp)):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+def _text(value: Any) -> str | None:
+    """A cell as text; missing or blank is None."""
+    value = jsonable(value)
+    if value is None:
+        return None
+    text = value if isinstance(value, str) else json.dumps(value) if isinstance(value, (dict, list)) else str(value)
+    return text if text.strip() else None
+
+
+def _level(value: Any) -> int:
+    """An integer level, or ValueError."""
+    value = jsonable(value)
+    if isinstance(value, bool):
+        raise ValueError
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        return int(value.strip())
+    raise ValueError
+
+
+def _file_names(value: Any, csv: bool) -> list[str]:
+    """The attachment names of a cell: a list, one name, ';'-joined names (CSV) or a JSON list."""
+    value = jsonable(value)
+    if value is None:
+        return []
+    if isinstance(value, str):
+        text = value.strip()
+        if csv and text.startswith("["):
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"files {text!r} is not a valid JSON list ({exc.msg})") from None
+        elif csv:
+            return [n.strip() for n in text.split(";") if n.strip()]
+        else:
+            return [text] if text else []
+    if not isinstance(value, list) or not all(isinstance(n, str) for n in value):
+        raise ValueError(f"files must be a list of names or a single name, got {value!r}")
+    return [n for n in value if n.strip()]
+
+
+def _attachment_problem(root: Path, name: str) -> str | None:
+    target = root / name
+    if not target.exists():
+        return f"attachment {name!r} not found at {target}"
+    if not target.is_dir() and not target.is_file():
+        return f"attachment {name!r} at {target} is not a regular file or folder"
+    real = target.resolve()
+    if os.path.commonpath([root, real]) != str(root):
+        return f"attachment {name!r} points outside the dataset folder (to {real})"
+    if not os.access(target, os.R_OK | (os.X_OK if target.is_dir() else 0)):
+        return f"attachment {name!r} at {target} is not readable"
+    return None
+
+
+def _instance(record: dict[str, Any], form: _Form, root: Path, label: str, seen: dict[str, str],
+              problems: list[str], *, csv: bool) -> Instance | None:
+    before = len(problems)
+    instance_id = _text(record.get(form.id))
+    where = f"{label} (id {instance_id!r})" if instance_id else label
+    if instance_id is None:
+        problems.append(f"{label}: empty {form.id!r}")
+    elif instance_id in seen:
+        problems.append(f"{label}: duplicate id {instance_id!r} (first at {seen[instance_id]})")
+    else:
+        seen[instance_id] = label
+    question = _text(record.get(form.question))
+    if question is None:
+        problems.append(f"{where}: empty {form.question!r}")
+    level = None
+    if _text(raw := jsonable(record.get(form.level))) is not None:
+        try:
+            level = _level(raw)
+        except ValueError:
+            problems.append(f"{where}: {form.level!r} {raw!r} is not an integer")
+    files: list[str] = []
+    try:
+        raw_names = _file_names(record.get(form.files), csv)
+    except ValueError as exc:
+        problems.append(f"{where}: {exc}")
+        raw_names = []
+    for raw_name in raw_names:
+        try:
+            name = check_name(raw_name)
+        except InputError as exc:
+            problems.append(f"{where}: {exc}")
+            continue
+        if (problem := _attachment_problem(root, name)) is not None:
+            problems.append(f"{where}: {problem}")
+        files.append(name)
+    if len(problems) > before:
+        return None
+    answer = _text(record.get(form.answer)) if csv else jsonable(record.get(form.answer))
+    if answer is not None and not isinstance(answer, str):
+        answer = json.dumps(answer) if isinstance(answer, (dict, list)) else str(answer)
+    mapped = {form.id, form.question, form.answer, form.level, form.files}
+    return Instance(
+        instance_id=instance_id, question=question,
+        answer=answer,
+        files=files, root=root, level=level,
+        metadata={str(k): jsonable(v) for k, v in record.items() if k not in mapped},
+    )

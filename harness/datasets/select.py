@@ -1,0 +1,53 @@
+"""Choose which instances of a dataset to run: by id, skipping, shuffled, sharded, limited."""
+
+from __future__ import annotations
+
+import random
+from typing import Sequence
+
+from harness.datasets.model import Instance
+from harness.errors import InputError
+
+
+def _unknown(flag: str, wanted: Sequence[str], known: set[str]) -> None:
+    missing = sorted({i for i in wanted if i not in known})
+    if missing:
+        shown = ", ".join(repr(i) for i in missing[:20]) + (f" and {len(missing) - 20} more" if len(missing) > 20 else "")
+        raise InputError(f"{flag}: {len(missing)} unknown instance id(s): {shown}")
+
+
+def select(
+    instances: Sequence[Instance],
+    *,
+    ids: list[str] | None = None,
+    skip: list[str] | None = None,
+    offset: int = 0,
+    stride: int = 1,
+    shuffle: bool = False,
+    seed: int = 0,
+    limit: int | None = None,
+) -> list[Instance]:
+    """Filter by `ids`, drop `skip`, shuffle (deterministic per `seed`), take `[offset::stride]`, then `limit`.
+
+    `stride` N with `offset` 0..N-1 splits the selection into N disjoint shards covering it.
+    """
+    if offset < 0:
+        raise InputError(f"--offset must be >= 0 (got {offset})")
+    if stride < 1:
+        raise InputError(f"--stride must be >= 1 (got {stride})")
+    if limit is not None and limit < 0:
+        raise InputError(f"--limit must be >= 0 (got {limit})")
+    known = {i.instance_id for i in instances}
+    chosen = list(instances)
+    if ids is not None:
+        _unknown("--ids", ids, known)
+        wanted = set(ids)
+        chosen = [i for i in chosen if i.instance_id in wanted]
+    if skip:
+        _unknown("--skip", skip, known)
+        dropped = set(skip)
+        chosen = [i for i in chosen if i.instance_id not in dropped]
+    if shuffle:
+        random.Random(seed).shuffle(chosen)
+    chosen = chosen[offset::stride]
+    return chosen if limit is None else chosen[:limit]

@@ -1,0 +1,53 @@
+"""The code environment: run Python or shell inside the instance's sandbox."""
+
+from __future__ import annotations
+
+import time
+
+from harness.environments.trace import Tracer
+from harness.errors import SandboxDied
+from harness.sandbox.contract import ExecResult, Sandbox
+
+
+def format_result(result: ExecResult) -> str:
+    """How a command's outcome reads to a model."""
+    parts = []
+    if result.timed_out:
+        parts.append(f"[timed out after {result.duration:.0f}s; the command and its children were killed]")
+    parts.append(f"exit code: {result.exit_code}")
+    if result.stdout:
+        parts.append("stdout:\n" + result.stdout)
+    if result.stderr:
+        parts.append("stderr:\n" + result.stderr)
+    return "\n".join(parts)
+
+
+class CodeEnv:
+    def __init__(self, sandbox: Sandbox, tracer: Tracer, *, timeout: float = 120.0,
+                 on_fatal=None):
+        self.sandbox, self.tracer, self.timeout = sandbox, tracer, timeout
+        self.on_fatal = on_fatal  # called with SandboxDied: the run cannot go on
+
+    def _traced(self, action: str, args: dict, call) -> ExecResult:
+        started = time.monotonic()
+        try:
+            result = call()
+        except SandboxDied as exc:
+            self.tracer.event({"type": "env", "env": "code", "action": action, "args": args,
+                               "error": f"sandbox died: {exc}"})
+            if self.on_fatal:
+                self.on_fatal(exc)
+            raise
+        self.tracer.event({"type": "env", "env": "code", "action": action, "args": args,
+                           "seconds": round(time.monotonic() - started, 4), "exit_code": result.exit_code,
+                           "timed_out": result.timed_out, "stdout": result.stdout[-4000:],
+                           "stderr": result.stderr[-4000:]})
+        return result
+
+    def run_python(self, code: str, timeout: float | None = None) -> ExecResult:
+        return self._traced("run_python", {"code": code},
+                            lambda: self.sandbox.python(code, timeout=timeout or self.timeout))
+
+    def run_shell(self, command: str, timeout: float | None = None) -> ExecResult:
+        return self._traced("run_shell", {"command": command},
+                            lambda: self.sandbox.shell(command, timeout=timeout or self.timeout))

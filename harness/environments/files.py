@@ -1,0 +1,115 @@
+"""The file environment: workspace files as markdown (markitdown, run inside the sandbox).
+
+Conversion happens in the container, so agent-chosen paths and file contents never
+reach a parser on the host. Paths are confined to /workspace (no '..', no symlink
+escape: the real path is checked inside the container). Conversions are cached
+per file (path, size, mtime) and served in pages.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from harness.environments.trace import Tracer
+from harness.sandbox.contract import WORKSPACE, Sandbox
+
+CONVERT = r"""
+import json, os, sys
+root = "/workspace"
+real = os.path.realpath(os.path.join(root, sys.argv[1]))
+def out(**kw):
+    print(json.dumps(kw)); sys.exit(0)
+if os.path.commonpath([root, real]) != root:
+    out(error=f"{sys.argv[1]!r} is outside {root}")
+if not os.path.exists(real):
+    out(error=f"no such file: {sys.argv[1]!r}")
+if os.path.isdir(real):
+    out(error=f"{sys.argv[1]!r} is a directory; list it instead")
+st = os.stat(real)
+key = f"{real}:{st.st_size}:{st.st_mtime_ns}"
+if len(sys.argv) > 2 and sys.argv[2] == key:
+    out(path=real, key=key, cached=True)
+try:
+    from markitdown import MarkItDown
+    result = MarkItDown().convert(real)
+    text = getattr(result, "markdown", None) or result.text_content
+except Exception as exc:
+    out(error=f"cannot convert {sys.argv[1]!r}: {type(exc).__name__}: {exc}"[:2000])
+out(path=real, key=key, markdown=text)
+"""
+
+LIST = r"""
+import os, sys
+root = "/workspace"
+base = os.path.realpath(os.path.join(root, sys.argv[1]))
+if os.path.commonpath([root, base]) != root:
+    print(f"error: {sys.argv[1]!r} is outside {root}"); sys.exit(0)
+for dirpath, dirs, files in os.walk(base):
+    dirs.sort()
+    for name in sorted(files):
+        full = os.path.join(dirpath, name)
+        print(f"{os.path.relpath(full, root)}\t{os.path.getsize(full)} bytes")
+"""
+
+
+class FileEnv:
+    def __init__(self, sandbox: Sandbox, tracer: Tracer, *, page_size: int = 8000):
+        self.sandbox, self.tracer, self.page_size = sandbox, tracer, page_size
+        self._cache: dict[str, tuple[str, str]] = {}  # requested path -> (key, markdown)
+
+    def _trace(self, action: str, args: dict, started: float, **result) -> None:
+        self.tracer.event({"type": "env", "env": "file", "action": action, "args": args,
+                           "seconds": round(time.monotonic() - started, 4), **result})
+
+    def list_files(self, path: str = ".") -> str:
+        started = time.monotonic()
+        result = self.sandbox.exec(["python3", "-c", LIST, path], timeout=30)
+        text = result.stdout.strip() or "(no files)"
+        self._trace("list_files", {"path": path}, started, result=text[:2000])
+        return text
+
+    def markdown(self, path: str) -> str:
+        """The whole document as markdown; raises ValueError with a clear message on failure."""
+        rel = path[len(WORKSPACE) + 1 :] if path.startswith(WORKSPACE + "/") else path
+        cached = self._cache.get(rel)
+        argv = ["python3", "-c", CONVERT, rel] + ([cached[0]] if cached else [])
+        result = self.sandbox.exec(argv, timeout=120, max_output=16 * 1024 * 1024)
+        try:
+            data = json.loads(result.stdout.strip().splitlines()[-1])
+        except (json.JSONDecodeError, IndexError):
+            raise ValueError(f"cannot convert {path!r}: {result.stderr[-1000:]}") from None
+        if "error" in data:
+            raise ValueError(data["error"])
+        if data.get("cached"):
+            return cached[1]
+        self._cache[rel] = (data["key"], data["markdown"])
+        return data["markdown"]
+
+    def read(self, path: str, page: int = 1) -> str:
+        started = time.monotonic()
+        try:
+            text = self.markdown(path)
+        except ValueError as exc:
+            self._trace("read", {"path": path, "page": page}, started, error=str(exc))
+            return f"Error: {exc}"
+        pages = max(1, -(-len(text) // self.page_size))
+        page = min(max(1, page), pages)
+        chunk = text[(page - 1) * self.page_size : page * self.page_size]
+        self._trace("read", {"path": path, "page": page}, started, pages=pages, chars=len(text))
+        return f"[{path}: page {page} of {pages}]\n{chunk}"
+
+    def find(self, path: str, query: str) -> str:
+        started = time.monotonic()
+        try:
+            text = self.markdown(path)
+        except ValueError as exc:
+            return f"Error: {exc}"
+        hits, low, q = [], text.lower(), query.lower()
+        start = low.find(q)
+        while start != -1 and len(hits) < 20:
+            page = start // self.page_size + 1
+            hits.append(f"page {page}: ...{text[max(0, start - 80): start + len(query) + 80]}...")
+            start = low.find(q, start + 1)
+        self._trace("find", {"path": path, "query": query}, started, hits=len(hits))
+        return "\n".join(hits) if hits else f"{query!r} not found in {path}"

@@ -1,0 +1,96 @@
+"""Model sections of the TOML config: `[llm.NAME]`.
+
+    [llm.gpt4o]
+    model = "gpt-4o"
+    base_url = "https://api.openai.com/v1"   # any OpenAI-compatible server (vLLM, Ollama, llama.cpp)
+    api_key_env = "OPENAI_API_KEY"           # the key is read from this variable, never stored
+    temperature = 0.0
+    price_input_per_1k = 0.0025
+    price_output_per_1k = 0.01
+    max_retries = 5                          # the client's own retries (429, 5xx, timeouts)
+    timeout = 120
+    [llm.gpt4o.model_info]                   # needed for names the OpenAI client does not know
+    vision = false
+    function_calling = true
+    json_output = true
+    family = "unknown"
+    structured_output = false
+
+    [llm.replay]
+    kind = "replay"
+    path = "datasets/gaia-smoke/replay.jsonl"  # recorded turns per instance (see models/replay.py)
+
+`--model replay` works without a config: it plays `replay.jsonl` beside the dataset.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from harness.errors import InputError
+
+
+class ModelSection(BaseModel):
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    name: str
+    kind: Literal["openai", "replay"] = "openai"
+    model: str = ""
+    base_url: str | None = None
+    api_key_env: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None  # per completion
+    model_info: dict | None = None
+    price_input_per_1k: float = 0.0
+    price_output_per_1k: float = 0.0
+    max_retries: int = 5
+    timeout: float = 120.0
+    path: str | None = None  # replay: the recorded turns
+
+    def public(self) -> dict:
+        """Settings that define results (for the resume fingerprint); no secrets in here."""
+        return self.model_dump(exclude={"timeout", "max_retries"})
+
+    def api_key(self) -> str:
+        if not self.api_key_env:
+            return "not-needed"  # local OpenAI-compatible servers ignore it
+        value = os.environ.get(self.api_key_env)
+        if not value:
+            raise InputError(f"model {self.name}: environment variable {self.api_key_env} is not set")
+        return value
+
+
+def load_config(path: Path | None) -> dict:
+    if path is None:
+        return {}
+    try:
+        return tomllib.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise InputError(f"--config {path}: no such file") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"--config {path}: not valid TOML: {exc}") from None
+
+
+def model_section(config: dict, name: str, *, dataset_root: Path | None = None) -> ModelSection:
+    sections = config.get("llm", {})
+    raw = sections.get(name)
+    if raw is None and name == "replay":
+        default = (dataset_root / "replay.jsonl") if dataset_root else None
+        raw = {"kind": "replay", "path": str(default) if default else None}
+    if raw is None:
+        known = ", ".join(sorted(sections)) or "none"
+        raise InputError(f"--model {name}: no [llm.{name}] section in the config (known: {known})")
+    try:
+        section = ModelSection(name=name, **raw)
+    except ValidationError as exc:
+        raise InputError(f"[llm.{name}] in the config: {exc}") from None
+    if section.kind == "replay" and (not section.path or not Path(section.path).is_file()):
+        raise InputError(f"--model {name}: replay file {section.path!r} not found")
+    if section.kind == "openai" and not section.model:
+        raise InputError(f"[llm.{name}]: 'model' is required")
+    return section

@@ -1,0 +1,16 @@
+"""Aggregate result rows into a run report (JSON, a summary CSV row, a terminal table)."""
+
+from harness.report.build import LevelStats, Report, TimeStats, build_report, wilson_interval
+from harness.report.output import append_summary, render, summary_row, write_report
+
+__all__ = [
+    "LevelStats",
+    "Report",
+    "TimeStats",
+    "append_summary",
+    "build_report",
+    "render",
+    "summary_row",
+    "wilson_interval",
+    "write_report",
+]

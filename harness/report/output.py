@@ -1,0 +1,135 @@
+"""Report outputs: DIR/report.json, a summary CSV across runs, a terminal table."""
+
+from __future__ import annotations
+
+import csv
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+from rich.table import Table
+
+from harness.report.build import Report
+
+REPORT_JSON = "report.json"
+
+
+def write_report(report: Report, output_dir: Path) -> Path:
+    """Write DIR/report.json atomically; returns its path."""
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    path = output_dir / REPORT_JSON
+    tmp = path.with_name(f".{REPORT_JSON}.{os.getpid()}.tmp")
+    tmp.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def _round(x: float | None, digits: int = 4) -> float | None:
+    return None if x is None else round(x, digits)
+
+
+def summary_row(report: Report, *, run_label: str, extra: dict[str, Any]) -> dict[str, Any]:
+    """One flat CSV row: label, timestamp, `extra`, then the headline metrics."""
+    row: dict[str, Any] = {
+        "run_label": run_label,
+        "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        **extra,
+        "n_selected": report.n_selected,
+        "n_correct": report.n_correct,
+        "accuracy": _round(report.accuracy),
+        "ci95_low": _round(report.ci95[0]),
+        "ci95_high": _round(report.ci95[1]),
+        "stderr": _round(report.stderr),
+    }
+    for level, stats in report.per_level.items():
+        row[f"accuracy_level_{level}"] = _round(stats.accuracy)
+    row.update(
+        n_errors=report.n_errors,
+        n_missing=report.n_missing,
+        n_limit=sum(report.n_limit.values()),
+        tokens_total=report.tokens["total"],
+        cost=_round(report.cost, 6),
+        llm_calls=report.llm_calls,
+        time_mean_s=_round(report.time_per_instance_s.mean, 2),
+        wall_time_s=_round(report.wall_time_s, 2),
+        leaked_containers=report.leaked_containers,
+    )
+    return row
+
+
+def append_summary(report: Report, csv_path: Path, *, run_label: str, extra: dict[str, Any]) -> None:
+    """Append one row; a new column (a new level or extra key) rewrites the file with the union header."""
+    csv_path = Path(csv_path)
+    csv_path.parent.mkdir(parents=True, exist_ok=True)
+    row = summary_row(report, run_label=run_label, extra=extra)
+    with FileLock(str(csv_path) + ".lock", timeout=30):
+        header: list[str] = []
+        old: list[dict[str, str]] = []
+        if csv_path.exists() and csv_path.stat().st_size:
+            with open(csv_path, newline="", encoding="utf-8") as fh:
+                reader = csv.DictReader(fh)
+                header = list(reader.fieldnames or [])
+                if not set(row) <= set(header):
+                    old = list(reader)
+        if header and set(row) <= set(header):
+            with open(csv_path, "a", newline="", encoding="utf-8") as fh:
+                csv.DictWriter(fh, fieldnames=header).writerow(row)
+            return
+        fields = header + [k for k in row if k not in header]
+        tmp = csv_path.with_name(f".{csv_path.name}.{os.getpid()}.tmp")
+        with open(tmp, "w", newline="", encoding="utf-8") as fh:
+            writer = csv.DictWriter(fh, fieldnames=fields)
+            writer.writeheader()
+            writer.writerows(old)
+            writer.writerow(row)
+        os.replace(tmp, csv_path)
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def _ci(ci: tuple[float, float]) -> str:
+    return f"[{_pct(ci[0])}, {_pct(ci[1])}]"
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in counts.items()) or "none"
+
+
+def _secs(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1f}s"
+
+
+def render(report: Report) -> Table:
+    """A compact two-column table: overall, per level, failures, usage, time, leaks."""
+    table = Table(title="Run report", show_header=False, title_justify="left")
+    table.add_column("metric", style="bold")
+    table.add_column("value")
+    r = report
+    table.add_row("accuracy", f"{r.n_correct}/{r.n_selected} = {_pct(r.accuracy)} (stderr {_pct(r.stderr)})")
+    table.add_row("95% CI (Wilson)", _ci(r.ci95))
+    table.add_section()
+    for level, s in r.per_level.items():
+        table.add_row(f"level {level}", f"{s.correct}/{s.n} = {_pct(s.accuracy)}  {_ci(s.ci95)}")
+    table.add_section()
+    table.add_row("errors", f"{r.n_errors} ({_counts(r.errors_by_kind)})")
+    table.add_row("missing", str(r.n_missing))
+    table.add_row("limits hit", _counts(r.n_limit))
+    table.add_row("answer sources", _counts(r.answer_sources))
+    table.add_section()
+    t = r.tokens
+    table.add_row("tokens", f"{t['total']:,} (prompt {t['prompt']:,}, completion {t['completion']:,})")
+    table.add_row("cost / llm calls", f"${r.cost:.4f} / {r.llm_calls}")
+    tp = r.time_per_instance_s
+    table.add_row("time per instance", f"mean {_secs(tp.mean)}, median {_secs(tp.median)}, p90 {_secs(tp.p90)}")
+    table.add_row("wall time", _secs(r.wall_time_s))
+    table.add_section()
+    if r.clean:
+        table.add_row("leaked containers", "[green]0[/green]")
+    else:
+        table.add_row("leaked containers", f"[bold red]{r.leaked_containers} LEAKED - cleanup failed[/bold red]")
+    return table

@@ -1,0 +1,47 @@
+"""The result-row contract: one row per instance in DIR/output.jsonl."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class Usage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    llm_calls: int = 0
+    cost: float = 0.0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class ResultRow(BaseModel):
+    instance_id: str
+    attempt: int = 1  # how many sandboxes this instance used (infra retries add attempts)
+    # ok: the agent finished; limit: it hit a limit (still scored); error: it could not finish
+    status: Literal["ok", "limit", "error"]
+    error_kind: str | None = None  # infra / agent / model / scorer / input (harness.errors)
+    error: str | None = None
+    limit: str | None = None  # wall_time / max_steps / max_tokens
+    answer: str | None = None
+    answer_source: Literal["solution_tag", "final_message", "none"] = "none"
+    target: str | None = None
+    level: int | None = None
+    correct: bool | None = None  # the primary scorer's verdict
+    scores: dict[str, dict] = Field(default_factory=dict)  # scorer name -> Score.model_dump()
+    usage: Usage = Field(default_factory=Usage)
+    steps: int = 0
+    tool_calls: list[str] = Field(default_factory=list)
+    duration_s: float = 0.0
+    started_at: str = ""
+    finished_at: str = ""
+    sandbox: str | None = None
+    trace: str | None = None  # path of the trace file, relative to the output dir
+
+    @property
+    def finished(self) -> bool:
+        """Done for resume purposes: errors are retried on the next run, limits are not."""
+        return self.status != "error"

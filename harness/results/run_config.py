@@ -1,0 +1,114 @@
+"""DIR/run.json: what a run was started with, so a resume cannot silently mix configs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock, Timeout
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from harness.errors import InputError
+
+RUN_JSON = "run.json"
+LOCK_NAME = ".harness.lock"
+# Fields that change results; `selection` and the dataset path are left out on purpose
+# (a resume may widen --limit; a moved dataset with the same content is the same dataset).
+FINGERPRINTED = ("dataset_fingerprint", "model", "model_settings", "agent", "image", "limits", "scorers")
+
+
+class RunConfig(BaseModel):
+    model_config = ConfigDict(protected_namespaces=())
+
+    dataset: str
+    dataset_fingerprint: str
+    model: str
+    model_settings: dict[str, Any] = Field(default_factory=dict)  # never secrets
+    agent: str
+    image: str
+    limits: dict[str, Any] = Field(default_factory=dict)  # instance_timeout, max_steps, max_tokens
+    scorers: list[str] = Field(default_factory=list)
+    selection: dict[str, Any] = Field(default_factory=dict)  # ids/skip/offset/stride/shuffle/seed/limit
+
+    def fingerprint(self) -> str:
+        payload = {name: getattr(self, name) for name in FINGERPRINTED}
+        blob = json.dumps(payload, sort_keys=True, default=str, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = json.dumps(value, sort_keys=True, default=str) if not isinstance(value, str) else value
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def diff(old: RunConfig, new: RunConfig) -> list[str]:
+    """Human-readable differences in the fingerprinted fields ("image changed (a -> b)")."""
+    out: list[str] = []
+    for name in FINGERPRINTED:
+        a, b = getattr(old, name), getattr(new, name)
+        if a == b:
+            continue
+        if isinstance(a, dict) and isinstance(b, dict):
+            for key in sorted(set(a) | set(b), key=str):
+                if a.get(key) != b.get(key):
+                    out.append(f"{name}.{key} changed ({_short(a.get(key))} -> {_short(b.get(key))})")
+        else:
+            out.append(f"{name} changed ({_short(a)} -> {_short(b)})")
+    return out
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def save_or_check(output_dir: Path, config: RunConfig, *, force: bool) -> None:
+    """Write DIR/run.json, or refuse to resume into DIR when the fingerprint differs."""
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    path = output_dir / RUN_JSON
+    text = json.dumps({**config.model_dump(mode="json"), "fingerprint": config.fingerprint()}, indent=2) + "\n"
+    if path.exists() and not force:
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            raw.pop("fingerprint", None)
+            old = RunConfig.model_validate(raw)
+        except (ValueError, ValidationError) as exc:
+            raise InputError(
+                f"refusing to resume into {output_dir}: {path} is unreadable ({str(exc).splitlines()[0]}); "
+                "use --force to resume anyway or choose another --output-dir"
+            ) from exc
+        if old.fingerprint() != config.fingerprint():
+            changes = "; ".join(diff(old, config)) or "configuration changed"
+            raise InputError(
+                f"refusing to resume into {output_dir}: {changes}; "
+                "use --force to resume anyway or choose another --output-dir"
+            )
+    elif path.exists():  # force: keep the previous config next to the new one
+        os.replace(path, output_dir / f"{RUN_JSON}.prev")
+    _write_atomic(path, text)
+
+
+class OutputDirLock(FileLock):
+    """A FileLock that never waits: a second holder gets an InputError at once."""
+
+    def acquire(self, *args: Any, **kwargs: Any):  # type: ignore[override]
+        kwargs["blocking"] = False
+        try:
+            return super().acquire(*args, **kwargs)
+        except Timeout as exc:
+            raise InputError(f"another harness run is writing to {Path(self.lock_file).parent}") from exc
+
+
+def lock_output_dir(output_dir: Path) -> FileLock:
+    """The output-dir lock (not yet held): `with lock_output_dir(d): ...` raises InputError if taken."""
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    return OutputDirLock(str(output_dir / LOCK_NAME), timeout=0)

@@ -1,0 +1,166 @@
+"""One instance, start to finish: sandbox -> agent process -> answer -> score -> result row.
+
+Infrastructure failures are retried on a fresh sandbox with backoff; agent and
+model errors are recorded, not retried. Every path ends in exactly one ResultRow.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.agents.base import Limits
+from harness.answers import extract_answer
+from harness.datasets.model import Instance
+from harness.environments.trace import read_trace
+from harness.errors import HarnessError, InfraError
+from harness.models.config import ModelSection
+from harness.results.model import ResultRow, Usage
+from harness.runner.child import ChildRequest, ChildResult
+from harness.runner.prompt import instruction
+from harness.sandbox.contract import SandboxSpec
+from harness.sandbox.docker.provider import open_sandbox
+from harness.scoring.base import ScoreContext
+
+# Backoff between infrastructure retries: the engine is often just overloaded.
+RETRY_BACKOFF_S = float(os.environ.get("HARNESS_RETRY_BACKOFF", 2.0))
+
+
+@dataclass
+class RunSettings:
+    run_id: str
+    image: str
+    agent: str
+    model: ModelSection
+    limits: Limits
+    output_dir: Path
+    scorers: list = field(default_factory=list)  # Scorer objects; the first gives `correct`
+    max_retries: int = 2
+    sandbox: dict = field(default_factory=dict)  # extra SandboxSpec fields (memory, cpus, network...)
+    record: bool = False
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _trace_name(instance: Instance, attempt: int) -> str:
+    from harness.sandbox.docker.naming import slug
+    import hashlib
+
+    digest = hashlib.sha256(instance.instance_id.encode()).hexdigest()[:8]
+    return f"traces/{slug(instance.instance_id, 60)}-{digest}-a{attempt}.jsonl"
+
+
+def _run_child(request: ChildRequest, timeout: float | None) -> tuple[ChildResult, bool]:
+    """Run the agent process; kill it (whole group) at the wall-clock limit."""
+    with tempfile.TemporaryDirectory(prefix="harness-child-") as tmp:
+        req_path, res_path = Path(tmp, "request.json"), Path(tmp, "result.json")
+        req_path.write_text(request.model_dump_json())
+        proc = subprocess.Popen([sys.executable, "-m", "harness.runner.child", str(req_path), str(res_path)],
+                                start_new_session=True, stdout=subprocess.DEVNULL,
+                                stderr=open(Path(tmp, "stderr"), "wb"))
+        killed = False
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            killed = True
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        if res_path.exists():
+            return ChildResult.model_validate_json(res_path.read_text()), killed
+        if killed:
+            return ChildResult(limit="wall_time"), True
+        stderr = Path(tmp, "stderr").read_text(errors="replace")[-3000:]
+        return ChildResult(error_kind="agent", error=f"agent process exited {proc.returncode}: {stderr}"), False
+
+
+def _salvage(result: ChildResult, trace_path: Path) -> ChildResult:
+    """After a kill, recover usage and the last message from the trace."""
+    usage, last_text, tools = Usage(), "", []
+    for event in read_trace(trace_path):
+        if event.get("type") == "llm_call":
+            usage.llm_calls += 1
+            usage.prompt_tokens += event.get("usage", {}).get("prompt_tokens", 0)
+            usage.completion_tokens += event.get("usage", {}).get("completion_tokens", 0)
+        elif event.get("type") == "message":
+            message = event["message"]
+            if message.get("type") == "ToolCallRequestEvent":
+                tools += [c.get("name") for c in message.get("content", [])]
+            elif isinstance(message.get("content"), str) and message.get("source") != "user":
+                last_text = message["content"]
+    result.usage, result.final_message, result.tool_calls = usage, last_text, tools
+    return result
+
+
+def run_instance(instance: Instance, settings: RunSettings) -> ResultRow:
+    started, t0 = _now(), time.monotonic()
+    task = instruction(instance)
+    result, sandbox_name, trace_rel, attempt = ChildResult(), None, None, 0
+    for attempt in range(1, settings.max_retries + 2):
+        trace_rel = _trace_name(instance, attempt)
+        trace_path = settings.output_dir / trace_rel
+        trace_path.parent.mkdir(parents=True, exist_ok=True)
+        trace_path.unlink(missing_ok=True)
+        spec = SandboxSpec(image=settings.image, run_id=settings.run_id, instance_id=instance.instance_id,
+                           attempt=attempt, **settings.sandbox)
+        try:
+            with open_sandbox(spec) as sandbox:
+                sandbox_name = sandbox.name
+                sandbox.copy_in(instance.root, instance.files)
+                host, port = sandbox.endpoint
+                request = ChildRequest(
+                    instance=instance, task=task, agent=settings.agent, model=settings.model.model_dump(),
+                    limits=settings.limits.__dict__, trace_path=str(trace_path), record=settings.record,
+                    sandbox={"spec": spec.model_dump(), "container_id": sandbox.id, "name": sandbox.name,
+                             "host": host, "port": port, "token": sandbox.service.token})
+                result, killed = _run_child(request, settings.limits.instance_timeout)
+                if killed:
+                    result = _salvage(result, trace_path)
+                    result.limit = "wall_time"
+        except InfraError as exc:
+            result = ChildResult(error_kind=exc.kind, error=str(exc))
+        except HarnessError as exc:  # input errors (e.g. refused files): recorded, not retried
+            result = ChildResult(error_kind=exc.kind, error=str(exc))
+            break
+        if result.error_kind != "infra" or attempt > settings.max_retries:
+            break
+        time.sleep(RETRY_BACKOFF_S * attempt)
+    return _finish(instance, settings, result, attempt, started, t0, sandbox_name, trace_rel)
+
+
+def _finish(instance, settings, result: ChildResult, attempt, started, t0, sandbox_name, trace_rel) -> ResultRow:
+    answer, source = extract_answer(result.final_message)
+    status = "error" if result.error_kind else ("limit" if result.limit else "ok")
+    context = ScoreContext(tool_calls=result.tool_calls, total_tokens=result.usage.total_tokens,
+                           max_tokens=settings.limits.max_tokens, steps=result.usage.llm_calls,
+                           max_steps=settings.limits.max_steps, question=instance.question)
+    scores, correct = {}, None
+    if status != "error" and instance.answer is not None:
+        for scorer in settings.scorers:
+            try:
+                score = scorer.score(answer, instance.answer, context=context)
+            except HarnessError as exc:
+                scores[scorer.name] = {"scorer": scorer.name, "correct": None, "value": 0.0,
+                                       "explanation": f"scorer error: {exc}"}
+                continue
+            scores[scorer.name] = score.model_dump()
+        if settings.scorers:
+            correct = scores.get(settings.scorers[0].name, {}).get("correct")
+    return ResultRow(
+        instance_id=instance.instance_id, attempt=attempt, status=status, error_kind=result.error_kind,
+        error=result.error, limit=result.limit, answer=answer, answer_source=source, target=instance.answer,
+        level=instance.level, correct=correct if status != "error" else False, scores=scores,
+        usage=result.usage, steps=result.usage.llm_calls, tool_calls=result.tool_calls,
+        duration_s=round(time.monotonic() - t0, 3), started_at=started, finished_at=_now(),
+        sandbox=sandbox_name, trace=trace_rel,
+    )

@@ -1,0 +1,166 @@
+"""`harness run`: validate everything, then evaluate the selected instances in parallel.
+
+All input checks (dataset, selection, config, agent, replay coverage) happen before
+any container starts. Results are appended one row per instance to
+DIR/output.jsonl; a re-run into the same DIR resumes (finished rows are kept,
+errored ones are retried) unless the configuration changed.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from harness.agents.base import Limits
+from harness.agents.registry import resolve
+from harness.datasets import dataset_fingerprint, load_dataset, select
+from harness.errors import InputError
+from harness.images.build import build
+from harness.models.config import load_config, model_section
+from harness.models.replay import load_turns
+from harness.report import append_summary, build_report, render, write_report
+from harness.results.model import ResultRow
+from harness.results.run_config import RunConfig, lock_output_dir, save_or_check
+from harness.results.store import append_row, pending, read_rows, repair
+from harness.runner.instance import RunSettings, run_instance
+from harness.sandbox.docker import cleanup, engine, networks
+from harness.sandbox.docker.naming import slug
+from harness.scoring import get_scorer
+
+
+@dataclass
+class RunOptions:
+    dataset: Path
+    model: str
+    output_dir: Path
+    split: str | None = None
+    agent: str = "assistant"
+    workers: int = 2
+    config: Path | None = None
+    max_retries: int = 2
+    limits: Limits = field(default_factory=Limits)
+    scorers: list[str] = field(default_factory=lambda: ["gaia"])
+    selection: dict = field(default_factory=dict)  # ids, skip, offset, stride, shuffle, seed, limit
+    sandbox: dict = field(default_factory=dict)  # memory, cpus, pids, network
+    force: bool = False
+    record: Path | None = None
+    summary_csv: Path | None = None
+
+
+def _prepare(opts: RunOptions):
+    """Every check that needs no container. Raises InputError (exit 2)."""
+    if opts.workers < 1:
+        raise InputError("--workers must be >= 1")
+    if opts.max_retries < 0:
+        raise InputError("--max-retries must be >= 0")
+    instances = load_dataset(opts.dataset, opts.split)
+    selected = select(instances, **opts.selection)
+    config = load_config(opts.config)
+    root = Path(opts.dataset) if Path(opts.dataset).is_dir() else Path(opts.dataset).parent
+    section = model_section(config, opts.model, dataset_root=root)
+    resolve(opts.agent)
+    scorers = []
+    for name in opts.scorers:
+        try:
+            scorers.append(get_scorer(name))
+        except (ValueError, TypeError) as exc:
+            raise InputError(f"--scorer {name}: {exc}") from None
+    if section.kind == "replay":
+        recorded = load_turns(Path(section.path))
+        missing = [i.instance_id for i in selected if i.instance_id not in recorded]
+        if missing:
+            raise InputError(f"replay file {section.path} has no turns for: {', '.join(missing[:10])}")
+    return instances, selected, section, scorers
+
+
+def run(opts: RunOptions, console: Console | None = None) -> int:
+    console = console or Console(stderr=True)
+    instances, selected, section, scorers = _prepare(opts)
+    # Preflight: the engine, the image and the network policy, before any instance starts.
+    engine.client()
+    image = build(log=lambda m: console.print(m))
+    networks.check_policy(opts.sandbox.get("network", "none"))
+    opts.output_dir.mkdir(parents=True, exist_ok=True)
+    out = opts.output_dir / "output.jsonl"
+    with lock_output_dir(opts.output_dir):
+        save_or_check(opts.output_dir, RunConfig(
+            dataset=str(opts.dataset), dataset_fingerprint=dataset_fingerprint(selected), model=opts.model,
+            model_settings=section.public(), agent=opts.agent, image=image, limits=opts.limits.__dict__,
+            scorers=opts.scorers, selection=opts.selection), force=opts.force)
+        (opts.output_dir / "selected.json").write_text(
+            json.dumps({i.instance_id: i.level for i in selected}, indent=0))
+        if repair(out):
+            console.print("[yellow]repaired a torn last line in output.jsonl (a crash mid-write)[/yellow]")
+        reaped = cleanup.reap()
+        if reaped:
+            console.print(f"removed {len(reaped)} sandbox(es) left by killed harness processes")
+        to_run, done = pending([i.instance_id for i in selected], read_rows(out))
+        by_id = {i.instance_id: i for i in selected}
+        run_id = f"{slug(opts.output_dir.name, 12)}-{secrets.token_hex(3)}"
+        settings = RunSettings(run_id=run_id, image=image, agent=opts.agent, model=section, limits=opts.limits,
+                               output_dir=opts.output_dir, scorers=scorers, max_retries=opts.max_retries,
+                               sandbox=opts.sandbox, record=opts.record is not None)
+        if done:
+            console.print(f"resuming: {len(done)} instance(s) already finished, {len(to_run)} to run")
+        started = time.monotonic()
+        _evaluate([by_id[i] for i in to_run], settings, out, opts, console)
+        rows = read_rows(out)
+        leaked = len(cleanup.find(run_id))
+        report = build_report(rows, [i.instance_id for i in selected], leaked_containers=leaked,
+                              wall_time_s=time.monotonic() - started,
+                              levels={i.instance_id: i.level for i in selected})
+        write_report(report, opts.output_dir)
+        append_summary(report, opts.summary_csv or opts.output_dir.parent / "summary.csv",
+                       run_label=opts.output_dir.name,
+                       extra={"model": opts.model, "agent": opts.agent, "dataset": str(opts.dataset)})
+    Console().print(render(report))
+    return 0 if leaked == 0 else 1
+
+
+def _evaluate(todo, settings: RunSettings, out: Path, opts: RunOptions, console: Console) -> None:
+    stats = {"done": 0, "correct": 0, "errors": 0}
+    lock = threading.Lock()
+    recorded: list[dict] = []
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("pass {task.fields[rate]}  errors {task.fields[errors]}"), TimeRemainingColumn()]
+    with Progress(*columns, console=console, transient=False) as progress:
+        task = progress.add_task("instances", total=len(todo), rate="-", errors=0)
+        with ThreadPoolExecutor(opts.workers) as pool:
+            futures = {pool.submit(run_instance, inst, settings): inst for inst in todo}
+            try:
+                for future in as_completed(futures):
+                    row: ResultRow = future.result()
+                    append_row(out, row)
+                    with lock:
+                        stats["done"] += 1
+                        stats["correct"] += bool(row.correct)
+                        stats["errors"] += row.status == "error"
+                        if opts.record is not None:
+                            recorded.append({"instance_id": row.instance_id, "trace": row.trace})
+                    progress.update(task, advance=1, errors=stats["errors"],
+                                    rate=f"{stats['correct'] / stats['done']:.0%}")
+            except KeyboardInterrupt:
+                for future in futures:
+                    future.cancel()
+                raise
+    if opts.record is not None:
+        _write_recording(opts.record, settings.output_dir, recorded)
+
+
+def _write_recording(path: Path, output_dir: Path, recorded: list[dict]) -> None:
+    """Turn the traces' model calls into a replay file (see harness/models/replay.py)."""
+    from harness.environments.trace import read_trace
+
+    with open(path, "a", encoding="utf-8") as fh:
+        for item in recorded:
+            turns = [{k: v for k, v in e.items() if k in ("content", "tool_calls", "usage")}
+                     for e in read_trace(output_dir / item["trace"]) if e.get("type") == "llm_call"]
+            fh.write(json.dumps({"instance_id": item["instance_id"], "turns": turns}) + "\n")
