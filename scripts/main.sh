@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# README command 1: set everything up, then run the main job.
+# README command 1: set everything up, then run the main job: the bundled GAIA-style
+# smoke set, evaluated with the offline replay model in real sandboxes.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 bash scripts/setup.sh
-.venv/bin/harness smoke --sandboxes 8
+.venv/bin/harness run --dataset datasets/gaia-smoke --model replay --agent assistant \
+  --output-dir "runs/gaia-smoke-$(date +%Y%m%d-%H%M%S)" --workers 2 "$@"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from harness.environments.code import CodeEnv
 from harness.environments.files import FileEnv
@@ -23,6 +23,9 @@ class Environments:
     code: CodeEnv
     file: FileEnv
     web: Any = None
+    # Called with an InfraError (sandbox died or unreachable): the instance cannot go on,
+    # and the failure must not reach the model as ordinary tool output.
+    on_fatal: Callable[[BaseException], None] | None = None
 
     def publish(self) -> None:
         code_env.set(self.code)

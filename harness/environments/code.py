@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from harness.environments.trace import Tracer
-from harness.errors import SandboxDied
+from harness.errors import InfraError
 from harness.sandbox.contract import ExecResult, Sandbox
 
 
@@ -23,20 +23,16 @@ def format_result(result: ExecResult) -> str:
 
 
 class CodeEnv:
-    def __init__(self, sandbox: Sandbox, tracer: Tracer, *, timeout: float = 120.0,
-                 on_fatal=None):
+    def __init__(self, sandbox: Sandbox, tracer: Tracer, *, timeout: float = 120.0):
         self.sandbox, self.tracer, self.timeout = sandbox, tracer, timeout
-        self.on_fatal = on_fatal  # called with SandboxDied: the run cannot go on
 
     def _traced(self, action: str, args: dict, call) -> ExecResult:
         started = time.monotonic()
         try:
             result = call()
-        except SandboxDied as exc:
+        except InfraError as exc:
             self.tracer.event({"type": "env", "env": "code", "action": action, "args": args,
-                               "error": f"sandbox died: {exc}"})
-            if self.on_fatal:
-                self.on_fatal(exc)
+                               "error": f"{type(exc).__name__}: {exc}"})
             raise
         self.tracer.event({"type": "env", "env": "code", "action": action, "args": args,
                            "seconds": round(time.monotonic() - started, 4), "exit_code": result.exit_code,

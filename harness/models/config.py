@@ -93,4 +93,6 @@ def model_section(config: dict, name: str, *, dataset_root: Path | None = None) 
         raise InputError(f"--model {name}: replay file {section.path!r} not found")
     if section.kind == "openai" and not section.model:
         raise InputError(f"[llm.{name}]: 'model' is required")
+    if section.kind == "openai":
+        section.api_key()  # a missing key variable is an input error now, before any container starts
     return section

@@ -105,15 +105,15 @@ def run(request: ChildRequest, result_path: Path) -> int:
 
     def sandbox_died(exc: BaseException) -> None:
         # A dead sandbox must not reach the model as ordinary tool output: stop now.
-        result.error_kind, result.error = "infra", f"sandbox died: {exc}"
+        result.error_kind, result.error = "infra", f"{type(exc).__name__}: {exc}"
         finish(EXIT_SANDBOX_DIED)
         os._exit(EXIT_SANDBOX_DIED)
 
     box = request.sandbox
     sandbox = DockerSandbox(SandboxSpec(**box["spec"]), box["container_id"], box["name"], box["host"],
                             box["port"], box["token"])
-    envs = Environments(code=CodeEnv(sandbox, tracer, timeout=limits.command_timeout, on_fatal=sandbox_died),
-                        file=FileEnv(sandbox, tracer))
+    envs = Environments(code=CodeEnv(sandbox, tracer, timeout=limits.command_timeout),
+                        file=FileEnv(sandbox, tracer), on_fatal=sandbox_died)
     envs.publish()
     outcome = AgentOutcome()
     try:

@@ -8,6 +8,10 @@ from autogen_agentchat.teams import MagenticOneGroupChat, RoundRobinGroupChat
 
 from harness.agents.autogen.tools import sandbox_tools
 
+# The agent may loop over tools freely: the harness's meter enforces --max-steps
+# (model calls) the same way for every agent and team, and records the limit.
+UNBOUNDED = 10_000
+
 SYSTEM = (
     "You solve tasks with tools that run inside a sandbox holding the task's files in /workspace. "
     "Inspect files and compute answers with the tools instead of guessing. When you are done, reply "
@@ -18,13 +22,13 @@ SYSTEM = (
 def assistant(model_client, envs, instance, limits):
     """One AssistantAgent that loops over tool calls until it answers in text."""
     return AssistantAgent("assistant", model_client, tools=sandbox_tools(envs), system_message=SYSTEM,
-                          max_tool_iterations=limits.max_steps or 30, reflect_on_tool_use=False)
+                          max_tool_iterations=UNBOUNDED, reflect_on_tool_use=False)
 
 
 def roundrobin(model_client, envs, instance, limits):
     """A solver with tools and a reviewer that approves with the final <solution>."""
     solver = AssistantAgent("solver", model_client, tools=sandbox_tools(envs), system_message=SYSTEM,
-                            max_tool_iterations=limits.max_steps or 30, reflect_on_tool_use=False)
+                            max_tool_iterations=UNBOUNDED, reflect_on_tool_use=False)
     reviewer = AssistantAgent("reviewer", model_client, system_message=(
         "Check the solver's work. If it is right, repeat its final answer inside <solution></solution>."))
     stop = TextMentionTermination("</solution>", sources=["reviewer"]) | MaxMessageTermination(

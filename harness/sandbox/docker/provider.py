@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
@@ -31,6 +32,8 @@ class DockerSandbox(Sandbox):
 
     def _died_or(self, exc: ServiceUnreachable) -> InfraError:
         engine.raise_if_dead(self.id, self.name, exc)  # raises SandboxDied if gone
+        time.sleep(0.5)  # the engine may not have noticed the exit yet
+        engine.raise_if_dead(self.id, self.name, exc)
         return exc
 
     def exec(self, argv: Sequence[str], *, timeout: float = 60, stdin: str | None = None,

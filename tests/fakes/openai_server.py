@@ -1,0 +1,217 @@
+"""A small scripted OpenAI-compatible server for tests (stdlib only).
+
+    script = [
+        error(500, {"error": {"message": "boom"}}),
+        error(429, headers={"retry-after": "0", "retry-after-ms": "10"}),
+        tool_calls(("run_python", {"code": "print(1)"}), usage=(100, 20)),
+        text("done <solution>1</solution>", usage=(150, 10)),
+    ]
+    with FakeOpenAI(script) as server:
+        server.base_url   # http://127.0.0.1:PORT/v1
+        server.requests   # every request: method, path, headers (lower-case names), json
+        server.responses  # (status, body) of every chat completion answer, in order
+
+Each `POST /v1/chat/completions` (non-streaming) takes the next item of the script:
+
+- ``("error", status, body_dict, headers)``: that status, JSON body and extra headers;
+- ``("tool_calls", [(name, arguments), ...], (prompt_tokens, completion_tokens))``: an
+  assistant message with OpenAI-format tool calls, finish_reason "tool_calls";
+- ``("text", content, (prompt_tokens, completion_tokens))``: assistant text, finish_reason "stop".
+
+When the script is used up, `default` is served (e.g. an error for "always fails");
+without a default the server answers 400 with ``x-should-retry: false`` so a test
+that under-scripted fails fast and visibly (``server.exhausted`` counts those).
+`GET /v1/models` lists one model. Every completion carries ``usage``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Sequence
+
+Item = tuple
+
+_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
+            500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable"}
+
+
+def error(status: int, body: dict | None = None, headers: dict | None = None) -> Item:
+    body = body if body is not None else {"error": {"message": f"scripted error {status}", "type": "server_error",
+                                                    "param": None, "code": None}}
+    return ("error", status, body, dict(headers or {}))
+
+
+def tool_calls(*calls: tuple[str, dict | str], usage: tuple[int, int] = (10, 5)) -> Item:
+    return ("tool_calls", list(calls), usage)
+
+
+def text(content: str, usage: tuple[int, int] = (10, 5)) -> Item:
+    return ("text", content, usage)
+
+
+def _usage(usage: tuple[int, int]) -> dict:
+    prompt, completion = usage
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+class FakeOpenAI:
+    def __init__(self, script: Sequence[Item], *, default: Item | None = None, model: str = "fake-model-1"):
+        for item in list(script) + ([default] if default else []):
+            if not (isinstance(item, tuple) and item and item[0] in ("error", "tool_calls", "text")):
+                raise ValueError(f"not a script item: {item!r}")
+        self.script = list(script)
+        self.default = default
+        self.model = model
+        self.requests: list[dict[str, Any]] = []
+        self.responses: list[tuple[int, Any]] = []  # (status, JSON body) of every chat completion answer
+        self.exhausted = 0
+        self._next = 0
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "server not started"
+        return self._server.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def chat_requests(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if r["path"].rstrip("/").endswith("/chat/completions")]
+
+    @property
+    def served(self) -> int:
+        """Script items consumed so far."""
+        return self._next
+
+    def start(self) -> "FakeOpenAI":
+        server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        server.daemon_threads = True
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="fake-openai", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> "FakeOpenAI":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # -- responses ----------------------------------------------------------------------------
+
+    def _take(self) -> Item | None:
+        with self._lock:
+            if self._next < len(self.script):
+                item = self.script[self._next]
+                self._next += 1
+                return item
+            if self.default is None:
+                self.exhausted += 1
+            return self.default
+
+    def respond_chat(self, body: Any) -> tuple[int, dict, dict]:
+        item = self._take()
+        if item is None:
+            return 400, {"error": {"message": "fake server: script exhausted", "type": "invalid_request_error",
+                                   "param": None, "code": "script_exhausted"}}, {"x-should-retry": "false"}
+        kind = item[0]
+        if kind == "error":
+            _, status, payload, headers = item
+            return status, payload, headers
+        model = body.get("model", self.model) if isinstance(body, dict) else self.model
+        if kind == "tool_calls":
+            _, calls, usage = item
+            message = {"role": "assistant", "content": None, "tool_calls": [
+                {"id": f"call_{next(self._ids):04d}", "type": "function",
+                 "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}}
+                for name, args in calls]}
+            finish = "tool_calls"
+        else:
+            _, content, usage = item
+            message = {"role": "assistant", "content": content}
+            finish = "stop"
+        return 200, {
+            "id": f"chatcmpl-fake-{next(self._ids)}", "object": "chat.completion", "created": int(time.time()),
+            "model": model, "system_fingerprint": None,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+            "usage": _usage(usage),
+        }, {}
+
+    def record(self, method: str, path: str, headers, body: Any) -> None:
+        with self._lock:
+            self.requests.append({"method": method, "path": path,
+                                  "headers": {k.lower(): v for k, v in headers.items()}, "json": body})
+
+
+def _handler_for(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive; every response has a Content-Length
+        disable_nagle_algorithm = True
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet in tests
+            pass
+
+        def _read_body(self) -> bytes:
+            length = int(self.headers.get("Content-Length") or 0)
+            return self.rfile.read(length) if length else b""
+
+        def _send(self, status: int, payload: Any, headers: dict | None = None) -> None:
+            body = json.dumps(payload).encode()
+            lines = [f"{self.protocol_version} {status} {_REASONS.get(status, 'Status')}",
+                     "Content-Type: application/json", f"Content-Length: {len(body)}",
+                     f"Date: {self.date_time_string()}", "Server: fake-openai"]
+            lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
+            if self.close_connection:
+                lines.append("Connection: close")
+            head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+            self.wfile.write(head + body)  # one write: headers and body together
+            self.wfile.flush()
+
+        def do_POST(self) -> None:  # noqa: N802
+            raw = self._read_body()
+            try:
+                body = json.loads(raw) if raw else None
+            except json.JSONDecodeError:
+                body = {"_raw": raw.decode(errors="replace")}
+            fake.record("POST", self.path, self.headers, body)
+            if self.path.split("?")[0].rstrip("/") != "/v1/chat/completions":
+                self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+                return
+            if isinstance(body, dict) and body.get("stream"):
+                self._send(400, {"error": {"message": "fake server: streaming not supported",
+                                           "type": "invalid_request_error"}}, {"x-should-retry": "false"})
+                return
+            status, payload, headers = fake.respond_chat(body)
+            with fake._lock:
+                fake.responses.append((status, payload))
+            self._send(status, payload, headers)
+
+        def do_GET(self) -> None:  # noqa: N802
+            fake.record("GET", self.path, self.headers, None)
+            if self.path.split("?")[0].rstrip("/") == "/v1/models":
+                self._send(200, {"object": "list", "data": [
+                    {"id": fake.model, "object": "model", "created": 0, "owned_by": "fake"}]})
+                return
+            self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+
+    return Handler

@@ -1,0 +1,210 @@
+"""`harness run` end to end: replayed models, real containers, real AutoGen agents."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.sandbox.docker import engine
+
+pytestmark = pytest.mark.docker
+REPO = Path(__file__).resolve().parents[1]
+SMOKE = REPO / "datasets" / "gaia-smoke"
+
+
+def harness(*args, env=None, timeout=600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness", *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, cwd=REPO, env={**os.environ, **(env or {})})
+
+
+def containers_of(out_dir: Path) -> list[str]:
+    """Containers of runs into out_dir (run ids start with the dir's name); others may run tests too."""
+    prefix = out_dir.name[:12] + "-"
+    return [c["Id"] for c in engine.client().api.containers(all=True, filters={"label": "harness.managed=1"})
+            if c["Labels"].get("harness.run_id", "").startswith(prefix)]
+
+
+def rows(out_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (out_dir / "output.jsonl").read_text().splitlines()]
+
+
+def trace(out_dir: Path, row: dict) -> list[dict]:
+    return [json.loads(line) for line in (out_dir / row["trace"]).read_text().splitlines()]
+
+
+def one_instance(tmp_path: Path, turns: list[dict], answer="6", files=None) -> tuple[Path, Path]:
+    data = tmp_path / "data.jsonl"
+    (tmp_path / "nums.csv").write_text("x\n1\n2\n3\n")
+    data.write_text(json.dumps({"instance_id": "only one", "question": "Sum column x of nums.csv.",
+                                "answer": answer, "files": files if files is not None else ["nums.csv"],
+                                "level": 1}) + "\n")
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text(json.dumps({"instance_id": "only one", "turns": turns}) + "\n")
+    config = tmp_path / "config.toml"
+    config.write_text(f'[llm.rec]\nkind = "replay"\npath = "{replay}"\n')
+    return data, config
+
+
+SUM = [{"tool_calls": [{"name": "run_python", "arguments": {
+    "code": "import pandas as pd; print(pd.read_csv('nums.csv').x.sum())"}}]},
+    {"content": "Done.\n<SOLUTION>\n6\n</Solution>"}]
+
+
+def test_smoke_set_runs_resumes_rescores_and_refuses_changed_config(tmp_path):
+    out = tmp_path / f"r{secrets.token_hex(4)}"
+    proc = harness("run", "--dataset", SMOKE, "--model", "replay", "--output-dir", out, "--workers", 2)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = rows(out)
+    metadata = [json.loads(x) for x in (SMOKE / "2023/validation/metadata.jsonl").read_text().splitlines()]
+    assert sorted(r["instance_id"] for r in got) == sorted(m["task_id"] for m in metadata)
+    assert sum(r["correct"] for r in got) == 13
+    assert {r["answer_source"] for r in got} == {"solution_tag", "final_message"}
+    for row in got:  # the answers came from real work in the sandbox, not from the recording alone
+        if row["correct"]:
+            runs = [e for e in trace(out, row) if e["type"] == "env" and e["action"] == "run_python"]
+            assert runs and runs[-1]["stdout"].strip().splitlines()[-1] == row["target"]
+        assert row["usage"]["llm_calls"] == row["steps"] >= 2
+    report = json.loads((out / "report.json").read_text())
+    assert report["n_selected"] == 15 and report["n_correct"] == 13 and report["leaked_containers"] == 0
+    assert report["per_level"]["3"]["correct"] == 3
+    assert (tmp_path / "summary.csv").read_text().count("\n") == 2
+    assert containers_of(out) == []
+
+    again = harness("run", "--dataset", SMOKE, "--model", "replay", "--output-dir", out)
+    assert again.returncode == 0 and "15 instance(s) already finished, 0 to run" in again.stderr
+    assert len(rows(out)) == 15
+
+    changed = harness("run", "--dataset", SMOKE, "--model", "replay", "--output-dir", out, "--max-steps", 9)
+    assert changed.returncode == 2 and "max_steps" in changed.stderr and "--force" in changed.stderr
+
+    rescored = harness("score", out, "--scorer", "exact")
+    assert rescored.returncode == 0, rescored.stderr
+    assert json.loads((out / "report.json").read_text())["n_correct"] == 13
+    assert all("exact" in r["scores"] for r in rows(out))
+
+
+def test_sigkill_mid_run_then_rerun_loses_nothing_and_leaks_nothing(tmp_path):
+    out = tmp_path / f"r{secrets.token_hex(4)}"
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--dataset", str(SMOKE), "--model", "replay",
+                             "--output-dir", str(out), "--workers", "2"], cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        done = (out / "output.jsonl").read_text().count("\n") if (out / "output.jsonl").exists() else 0
+        if done >= 3:
+            break
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    partial = rows(out)
+    assert 3 <= len(partial) < 15
+    with open(out / "output.jsonl", "a") as fh:  # a crash mid-write leaves a torn line
+        fh.write('{"instance_id": "torn')
+    rerun = harness("run", "--dataset", SMOKE, "--model", "replay", "--output-dir", out, "--workers", 2)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    final = rows(out)
+    ids = [r["instance_id"] for r in final]
+    assert len(ids) == 15 == len(set(ids)), "every instance exactly once"
+    assert containers_of(out) == []
+
+
+@pytest.mark.parametrize("content, message", [
+    ('{"instance_id": "a", "question": "q", "answer": "1"}\n{"instance_id": "a", "question": "q", "answer": "2"}\n',
+     "duplicate id 'a'"),
+    ('{"instance_id": "a", "question": "q", "answer": "1", "files": ["missing.pdf"]}\n', "missing.pdf"),
+    ('{"instance_id": "a", "question": "q", "answer": "1"}\n{not json\n', "line 2"),
+    ('{"id": "a", "question": "q", "answer": "1"}\n', "instance_id"),
+    ('{"instance_id": "a", "question": "q", "answer": "1", "files": ["../etc/passwd"]}\n', ".."),
+])
+def test_malformed_datasets_exit_2_before_any_container(tmp_path, content, message):
+    data = tmp_path / "bad.jsonl"
+    data.write_text(content)
+    out = tmp_path / f"r{secrets.token_hex(4)}"
+    proc = harness("run", "--dataset", data, "--model", "replay", "--output-dir", out)
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr
+    # Refused during validation: the output dir (made after preflight) and containers never existed.
+    assert not out.exists() and containers_of(out) == []
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--stride", "0"], "--stride"), (["--model", "nope"], "--model nope"), (["--agent", "nope"], "--agent nope"),
+    (["--network", "bogus"], "network"), (["--ids", "not-there"], "not-there"),
+])
+def test_bad_flags_exit_2(tmp_path, flags, message):
+    data, config = one_instance(tmp_path, SUM)
+    args = ["run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", tmp_path / "o"]
+    args += flags
+    if "--model" in flags:
+        args = args[:3] + args[5:]
+    proc = harness(*args)
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr
+
+
+def test_wall_time_limit_kills_the_agent_and_still_scores(tmp_path):
+    data, config = one_instance(tmp_path, [{"tool_calls": [{"name": "run_shell", "arguments": {"command": "sleep 600"}}]},
+                                           {"content": "<solution>6</solution>"}])
+    out = tmp_path / f"r{secrets.token_hex(4)}"
+    started = time.monotonic()
+    proc = harness("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out,
+                   "--instance-timeout", 4, "--command-timeout", 900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert time.monotonic() - started < 60
+    (row,) = rows(out)
+    assert row["status"] == "limit" and row["limit"] == "wall_time" and row["correct"] is False
+    assert row["usage"]["llm_calls"] == 1 and row["tool_calls"] == ["run_shell"]  # salvaged from the trace
+    assert containers_of(out) == []
+
+
+def test_max_steps_limit_is_recorded_and_scored(tmp_path):
+    call = {"tool_calls": [{"name": "run_shell", "arguments": {"command": "echo step"}}]}
+    data, config = one_instance(tmp_path, [call] * 5 + [{"content": "<solution>6</solution>"}])
+    out = tmp_path / f"r{secrets.token_hex(4)}"
+    proc = harness("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out,
+                   "--max-steps", 2)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (row,) = rows(out)
+    assert row["status"] == "limit" and row["limit"] == "max_steps" and row["usage"]["llm_calls"] == 2
+
+
+def test_answer_tags_any_case_multiline_and_team_agent(tmp_path):
+    turns = SUM + [{"content": "Checked: <solution>6</solution>"}]
+    data, config = one_instance(tmp_path, turns)
+    out = tmp_path / f"r{secrets.token_hex(4)}"
+    proc = harness("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out,
+                   "--agent", "roundrobin")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (row,) = rows(out)
+    assert row["status"] == "ok" and row["correct"] is True and row["answer"] == "6"
+    sources = {e["message"]["source"] for e in trace(out, row) if e["type"] == "message"}
+    assert {"solver", "reviewer"} <= sources
+
+
+def test_dead_sandbox_is_an_infra_error_retried_on_a_fresh_sandbox(tmp_path):
+    data, config = one_instance(tmp_path, SUM)
+    out = tmp_path / f"r{secrets.token_hex(4)}"
+    env = {"HARNESS_TEST_MARKER": str(tmp_path / "marker"), "HARNESS_RETRY_BACKOFF": "0.1"}
+    proc = harness("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out,
+                   "--agent", "tests.helpers.agents:kills_its_first_sandbox", "--max-retries", 1, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (row,) = rows(out)
+    assert row["attempt"] == 2 and row["status"] == "ok" and row["correct"] is True
+    assert (tmp_path / "marker").exists()
+
+    (tmp_path / "marker").unlink()
+    out2 = tmp_path / f"r{secrets.token_hex(4)}"
+    proc = harness("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out2,
+                   "--agent", "tests.helpers.agents:kills_its_first_sandbox", "--max-retries", 0, env=env)
+    assert proc.returncode == 0
+    (row,) = rows(out2)
+    assert row["status"] == "error" and row["error_kind"] == "infra" and row["correct"] is False
+    assert json.loads((out2 / "report.json").read_text())["errors_by_kind"] == {"infra": 1}
