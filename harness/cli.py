@@ -107,6 +107,7 @@ def run_cmd(
     cpus: float = typer.Option(1.0, help="CPUs per sandbox."),
     force: bool = typer.Option(False, help="Resume even though the configuration changed."),
     record: Optional[Path] = typer.Option(None, help="Append the model's turns to this replay file."),
+    judge_model: Optional[str] = typer.Option(None, help="[llm.NAME] section for --scorer llm_judge."),
 ) -> None:
     """Evaluate an agent on a dataset, one sandbox per instance."""
     from harness.agents.base import Limits
@@ -121,7 +122,7 @@ def run_cmd(
         fail(InputError(f"--network/--memory/--cpus: {exc}"))
     opts = RunOptions(
         dataset=dataset, model=model, output_dir=output_dir, split=split, agent=agent, workers=workers,
-        config=config, max_retries=max_retries, scorers=scorer, force=force, record=record,
+        config=config, max_retries=max_retries, scorers=scorer, force=force, record=record, judge_model=judge_model,
         limits=Limits(max_steps=max_steps, max_tokens=max_tokens, instance_timeout=instance_timeout,
                       command_timeout=command_timeout),
         selection={"ids": split_list(ids), "skip": split_list(skip), "offset": offset, "stride": stride,
@@ -139,12 +140,14 @@ def run_cmd(
 def score_cmd(
     output_dir: Path = typer.Argument(..., help="A run's output directory."),
     scorer: list[str] = typer.Option(["gaia"], help="Scorers; the first decides 'correct'."),
+    config: Optional[Path] = typer.Option(None, help="TOML config (for the judge's model section)."),
+    judge_model: Optional[str] = typer.Option(None, help="[llm.NAME] section for --scorer llm_judge."),
 ) -> None:
     """Rescore a run's answers without re-running agents; rewrites report.json."""
     from harness.runner.rescore import rescore
 
     try:
-        report = rescore(output_dir, scorer)
+        report = rescore(output_dir, scorer, config=config, judge_model=judge_model)
     except HarnessError as exc:
         fail(exc)
     from harness.report import render

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,6 +60,20 @@ def _trace_name(instance: Instance, attempt: int) -> str:
     return f"traces/{slug(instance.instance_id, 60)}-{digest}-a{attempt}.jsonl"
 
 
+_live: set[subprocess.Popen] = set()
+_live_lock = threading.Lock()
+
+
+def kill_agents() -> None:
+    """Kill every running agent process (Ctrl-C: their sandboxes are then removed by their threads)."""
+    with _live_lock:
+        for proc in list(_live):
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 def _run_child(request: ChildRequest, timeout: float | None) -> tuple[ChildResult, bool]:
     """Run the agent process; kill it (whole group) at the wall-clock limit."""
     with tempfile.TemporaryDirectory(prefix="harness-child-") as tmp:
@@ -67,6 +82,8 @@ def _run_child(request: ChildRequest, timeout: float | None) -> tuple[ChildResul
         proc = subprocess.Popen([sys.executable, "-m", "harness.runner.child", str(req_path), str(res_path)],
                                 start_new_session=True, stdout=subprocess.DEVNULL,
                                 stderr=open(Path(tmp, "stderr"), "wb"))
+        with _live_lock:
+            _live.add(proc)
         killed = False
         try:
             proc.wait(timeout=timeout)
@@ -76,6 +93,8 @@ def _run_child(request: ChildRequest, timeout: float | None) -> tuple[ChildResul
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+            with _live_lock:
+                _live.discard(proc)
         if res_path.exists():
             return ChildResult.model_validate_json(res_path.read_text()), killed
         if killed:
@@ -103,7 +122,16 @@ def _salvage(result: ChildResult, trace_path: Path) -> ChildResult:
 
 
 def run_instance(instance: Instance, settings: RunSettings) -> ResultRow:
+    """Never raises (but for KeyboardInterrupt): a bug here must cost one row, not the run."""
     started, t0 = _now(), time.monotonic()
+    try:
+        return _run_instance(instance, settings, started, t0)
+    except Exception as exc:  # noqa: BLE001
+        result = ChildResult(error_kind="infra", error=f"harness failure: {type(exc).__name__}: {exc}")
+        return _finish(instance, settings, result, 1, started, t0, None, None)
+
+
+def _run_instance(instance: Instance, settings: RunSettings, started: str, t0: float) -> ResultRow:
     task = instruction(instance)
     result, sandbox_name, trace_rel, attempt = ChildResult(), None, None, 0
     for attempt in range(1, settings.max_retries + 2):

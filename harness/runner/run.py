@@ -30,10 +30,10 @@ from harness.report import append_summary, build_report, render, write_report
 from harness.results.model import ResultRow
 from harness.results.run_config import RunConfig, lock_output_dir, save_or_check
 from harness.results.store import append_row, pending, read_rows, repair
-from harness.runner.instance import RunSettings, run_instance
+from harness.runner.scorers import build_scorers
+from harness.runner.instance import RunSettings, kill_agents, run_instance
 from harness.sandbox.docker import cleanup, engine, networks
 from harness.sandbox.docker.naming import slug
-from harness.scoring import get_scorer
 
 
 @dataclass
@@ -53,6 +53,7 @@ class RunOptions:
     force: bool = False
     record: Path | None = None
     summary_csv: Path | None = None
+    judge_model: str | None = None
 
 
 def _prepare(opts: RunOptions):
@@ -67,12 +68,7 @@ def _prepare(opts: RunOptions):
     root = Path(opts.dataset) if Path(opts.dataset).is_dir() else Path(opts.dataset).parent
     section = model_section(config, opts.model, dataset_root=root)
     resolve(opts.agent)
-    scorers = []
-    for name in opts.scorers:
-        try:
-            scorers.append(get_scorer(name))
-        except (ValueError, TypeError) as exc:
-            raise InputError(f"--scorer {name}: {exc}") from None
+    scorers = build_scorers(opts.scorers, config, opts.judge_model)
     if section.kind == "replay":
         recorded = load_turns(Path(section.path))
         missing = [i.instance_id for i in selected if i.instance_id not in recorded]
@@ -97,6 +93,7 @@ def run(opts: RunOptions, console: Console | None = None) -> int:
             scorers=opts.scorers, selection=opts.selection), force=opts.force)
         (opts.output_dir / "selected.json").write_text(
             json.dumps({i.instance_id: i.level for i in selected}, indent=0))
+        (opts.output_dir / "questions.json").write_text(json.dumps({i.instance_id: i.question for i in selected}))
         if repair(out):
             console.print("[yellow]repaired a torn last line in output.jsonl (a crash mid-write)[/yellow]")
         reaped = cleanup.reap()
@@ -150,6 +147,8 @@ def _evaluate(todo, settings: RunSettings, out: Path, opts: RunOptions, console:
             except KeyboardInterrupt:
                 for future in futures:
                     future.cancel()
+                kill_agents()  # running instances end now; their sandboxes are removed in finally
+                console.print("[yellow]interrupted: finished rows are kept; re-run to resume[/yellow]")
                 raise
     if opts.record is not None:
         _write_recording(opts.record, settings.output_dir, recorded)

@@ -1,0 +1,28 @@
+"""A plain prompt -> text completion function from a model section (used by the LLM judge)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from harness.errors import InputError, ModelError
+from harness.models.config import ModelSection
+
+
+def completer(section: ModelSection) -> Callable[[str], str]:
+    if section.kind != "openai":
+        raise InputError(f"judge model {section.name}: must be an OpenAI-compatible section, not {section.kind}")
+    import openai
+
+    client = openai.OpenAI(api_key=section.api_key(), base_url=section.base_url,
+                           max_retries=section.max_retries, timeout=section.timeout)
+
+    def complete(prompt: str) -> str:
+        kwargs = {"temperature": section.temperature} if section.temperature is not None else {}
+        try:
+            reply = client.chat.completions.create(model=section.model,
+                                                   messages=[{"role": "user", "content": prompt}], **kwargs)
+        except openai.OpenAIError as exc:
+            raise ModelError(f"judge model {section.name}: {exc}") from exc
+        return reply.choices[0].message.content or ""
+
+    return complete

@@ -1,0 +1,29 @@
+"""Build the scorers a run asks for (the LLM judge gets its own model section and rubric)."""
+
+from __future__ import annotations
+
+from harness.errors import InputError
+from harness.models.completion import completer
+from harness.models.config import model_section
+from harness.scoring import get_scorer
+
+
+def build_scorers(names: list[str], config: dict, judge_model: str | None = None) -> list:
+    scorers = []
+    for name in names:
+        kwargs: dict = {}
+        if name == "llm_judge":
+            settings = config.get("scorer", {}).get("llm_judge", {})
+            judge = judge_model or settings.get("model")
+            if not judge:
+                raise InputError("--scorer llm_judge needs --judge-model NAME or [scorer.llm_judge] model = NAME")
+            kwargs = {"complete": completer(model_section(config, judge))}
+            if settings.get("rubric"):
+                kwargs["rubric"] = settings["rubric"]
+        try:
+            scorers.append(get_scorer(name, **kwargs))
+        except (ValueError, TypeError) as exc:
+            raise InputError(f"--scorer {name}: {exc}") from None
+    if not scorers:
+        raise InputError("--scorer: at least one scorer is needed")
+    return scorers
