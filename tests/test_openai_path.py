@@ -244,3 +244,46 @@ def test_missing_api_key_fails_before_any_container(tmp_path, instance_id):
     assert containers_created_between(instance_id, since, until) == []
     assert not harness_containers(instance_id)
     assert not (out / "output.jsonl").exists()
+
+
+def test_record_a_real_run_then_replay_it_and_judge_with_its_own_model(tmp_path, image, instance_id):
+    script = [tool_calls(("run_python", {"code": CODE}), usage=(300, 40)),
+              text(f"<solution>{TOTAL}</solution>", usage=(500, 10))]
+    judge_script = [text("The candidate equals the reference.\n**Verdict:** CORRECT", usage=(50, 5))]
+    dataset, out, recording = make_dataset(tmp_path, instance_id), tmp_path / "rec-run", tmp_path / "rec.jsonl"
+    with FakeOpenAI(script) as server, FakeOpenAI(judge_script) as judge:
+        config = make_config(tmp_path, server.base_url)
+        config.write_text(config.read_text() + f"""
+[llm.judge]
+model = "judge-model"
+base_url = "{judge.base_url}"
+api_key_env = "{KEY_ENV}"
+""")
+        env = {**os.environ, KEY_ENV: KEY}
+        proc = subprocess.run([sys.executable, "-m", "harness", "run", "--dataset", str(dataset), "--model", "fake",
+                               "--config", str(config), "--output-dir", str(out), "--record", str(recording),
+                               "--scorer", "gaia", "--scorer", "llm_judge", "--judge-model", "judge"],
+                              cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, explain(proc)
+    (row,) = rows_of(out)
+    assert row["correct"] is True and row["scores"]["llm_judge"]["correct"] is True
+    (judged,) = judge.chat_requests
+    prompt = judged["json"]["messages"][0]["content"]
+    assert "total of the 'amount' column" in prompt and str(TOTAL) in prompt
+
+    (recorded,) = [json.loads(line) for line in recording.read_text().splitlines()]
+    assert recorded["instance_id"] == instance_id
+    assert [list(t)[0] for t in recorded["turns"]] == ["tool_calls", "content"]
+    assert recorded["turns"][0]["tool_calls"][0] == {"name": "run_python", "arguments": {"code": CODE}}
+
+    replay_config = tmp_path / "replay.toml"
+    replay_config.write_text(f'[llm.again]\nkind = "replay"\npath = "{recording}"\n')
+    out2 = tmp_path / "replayed"
+    proc = subprocess.run([sys.executable, "-m", "harness", "run", "--dataset", str(dataset), "--model", "again",
+                           "--config", str(replay_config), "--output-dir", str(out2)],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, explain(proc)
+    (again,) = rows_of(out2)
+    assert again["correct"] is True and again["usage"]["prompt_tokens"] == 800
+    events = [json.loads(line) for line in (out2 / again["trace"]).read_text().splitlines()]
+    assert any(e.get("action") == "run_python" and f"TOTAL={TOTAL}" in e.get("stdout", "") for e in events)
