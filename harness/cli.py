@@ -108,6 +108,7 @@ def run_cmd(
     force: bool = typer.Option(False, help="Resume even though the configuration changed."),
     record: Optional[Path] = typer.Option(None, help="Append the model's turns to this replay file."),
     judge_model: Optional[str] = typer.Option(None, help="[llm.NAME] section for --scorer llm_judge."),
+    website: Optional[Path] = typer.Option(None, help="Offline site folder to serve on an internal network."),
 ) -> None:
     """Evaluate an agent on a dataset, one sandbox per instance."""
     from harness.agents.base import Limits
@@ -122,7 +123,7 @@ def run_cmd(
         fail(InputError(f"--network/--memory/--cpus: {exc}"))
     opts = RunOptions(
         dataset=dataset, model=model, output_dir=output_dir, split=split, agent=agent, workers=workers,
-        config=config, max_retries=max_retries, scorers=scorer, force=force, record=record, judge_model=judge_model,
+        config=config, max_retries=max_retries, scorers=scorer, force=force, record=record, judge_model=judge_model, website=website,
         limits=Limits(max_steps=max_steps, max_tokens=max_tokens, instance_timeout=instance_timeout,
                       command_timeout=command_timeout),
         selection={"ids": split_list(ids), "skip": split_list(skip), "offset": offset, "stride": stride,

@@ -6,4 +6,5 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 bash scripts/setup.sh
 .venv/bin/harness run --dataset datasets/gaia-smoke --model replay --agent assistant \
+  --website datasets/gaia-smoke/website \
   --output-dir "runs/gaia-smoke-$(date +%Y%m%d-%H%M%S)" --workers 2 "$@"

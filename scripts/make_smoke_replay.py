@@ -12,12 +12,41 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "datasets" / "gaia-smoke"
 NO_TAGS = "5a79f795-8c1f-5451-9f49-e9fd38daa1f9"
+SITE = "http://shop.gaia.test/"
+Q3_CODE = """import pandas as pd
+df = pd.read_csv("/workspace/downloads/supplier-deliveries-2023.csv", parse_dates=["date"])
+q3 = df[(df.date >= "2023-07-01") & (df.date < "2023-10-01")]
+print(q3.groupby("supplier").quantity.sum().sort_values(ascending=False))
+print(q3.groupby("supplier").quantity.sum().idxmax())
+"""
+
+
+def call(name: str, **arguments) -> dict:
+    return {"tool_calls": [{"name": name, "arguments": arguments}],
+            "usage": {"prompt_tokens": 700, "completion_tokens": 30}}
+
+
+# Browsing tasks (scripts/make_smoke_web.py): a model that browses the offline website.
+WEB_TURNS = {
+    "9cb9fa0f-0690-58a0-b62a-5d6e05c663d0": [
+        call("visit_url", url=SITE + "catalog"), call("click", target="Next page"),
+        call("click", target="Next page")],
+    "220e4558-9eb1-5246-b9e6-02823d126c41": [
+        call("visit_url", url=SITE), call("click", target="Supplier reports"),
+        call("click", target="Supplier deliveries 2023 (CSV)"), call("run_python", code=Q3_CODE)],
+    "a9360975-2563-5f10-a1be-68dcb8e24b46": [
+        call("visit_url", url=SITE), call("type_text", target="Search products", text="hose"),
+        call("click", target="Hose Reel Cart"), call("find_on_page", text="Warranty")],
+}
 WRONG = "964d85c4-677b-56b1-946d-d39b4af02e50"
 
 
 def turns_for(row: dict) -> list[dict]:
-    code = (ROOT / "solutions" / f"{row['task_id']}.py").read_text()
     answer = row["Final answer"]
+    if row["task_id"] in WEB_TURNS:
+        final = f"From the website: <solution>{answer}</solution>"
+        return WEB_TURNS[row["task_id"]] + [{"content": final, "usage": {"prompt_tokens": 1500, "completion_tokens": 20}}]
+    code = (ROOT / "solutions" / f"{row['task_id']}.py").read_text()
     turns = []
     if row["file_name"]:
         turns.append({"tool_calls": [{"name": "list_files", "arguments": {"path": "."}}],

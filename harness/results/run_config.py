@@ -17,7 +17,8 @@ RUN_JSON = "run.json"
 LOCK_NAME = ".harness.lock"
 # Fields that change results; `selection` and the dataset path are left out on purpose
 # (a resume may widen --limit; a moved dataset with the same content is the same dataset).
-FINGERPRINTED = ("dataset_fingerprint", "model", "model_settings", "agent", "image", "limits", "scorers")
+FINGERPRINTED = ("dataset_fingerprint", "model", "model_settings", "agent", "image", "limits", "scorers",
+                 "environment")
 
 
 class RunConfig(BaseModel):
@@ -32,6 +33,7 @@ class RunConfig(BaseModel):
     limits: dict[str, Any] = Field(default_factory=dict)  # instance_timeout, max_steps, max_tokens
     scorers: list[str] = Field(default_factory=list)
     selection: dict[str, Any] = Field(default_factory=dict)  # ids/skip/offset/stride/shuffle/seed/limit
+    environment: dict[str, Any] = Field(default_factory=dict)  # sandbox limits, network policy, website hash
 
     def fingerprint(self) -> str:
         payload = {name: getattr(self, name) for name in FINGERPRINTED}

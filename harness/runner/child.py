@@ -74,10 +74,10 @@ def classify(exc: BaseException) -> str:
 
 
 def run(request: ChildRequest, result_path: Path) -> int:
-    from harness.agents.autogen.run import run_autogen
     from harness.agents.registry import resolve
     from harness.environments import CodeEnv, Environments, FileEnv
     from harness.environments.trace import Tracer
+    from harness.environments.web import WebEnv
     from harness.models.clients import build_client
     from harness.models.config import ModelSection
     from harness.models.metered import BudgetExceeded, Meter
@@ -112,15 +112,18 @@ def run(request: ChildRequest, result_path: Path) -> int:
     box = request.sandbox
     sandbox = DockerSandbox(SandboxSpec(**box["spec"]), box["container_id"], box["name"], box["host"],
                             box["port"], box["token"])
+    trace_path = Path(request.trace_path)
     envs = Environments(code=CodeEnv(sandbox, tracer, timeout=limits.command_timeout),
-                        file=FileEnv(sandbox, tracer), on_fatal=sandbox_died)
+                        file=FileEnv(sandbox, tracer),
+                        web=WebEnv(sandbox, tracer, screenshots=trace_path.with_name(trace_path.stem + "-shots")),
+                        on_fatal=sandbox_died)
     envs.publish()
     outcome = AgentOutcome()
     try:
         client = build_client(section, meter, request.instance.instance_id)
         agent = resolve(request.agent)(client, envs, request.instance, limits)
         tracer.event({"type": "task", "task": request.task})
-        outcome = asyncio.run(run_autogen(agent, request.task, tracer))
+        outcome = asyncio.run(_run_and_close(agent, request.task, tracer, envs))
     except BudgetExceeded as exc:
         result.limit = exc.limit
         tracer.event({"type": "limit", "limit": exc.limit, "detail": str(exc)})
@@ -134,6 +137,15 @@ def run(request: ChildRequest, result_path: Path) -> int:
     result.final_message = outcome.final_message
     result.messages, result.tool_calls = outcome.messages, outcome.tool_calls
     return finish(0)
+
+
+async def _run_and_close(agent, task, tracer, envs) -> AgentOutcome:
+    from harness.agents.autogen.run import run_autogen
+
+    try:
+        return await run_autogen(agent, task, tracer)
+    finally:
+        await envs.web.close()
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ errored ones are retried) unless the configuration changed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import threading
@@ -33,6 +34,7 @@ from harness.results.store import append_row, pending, read_rows, repair
 from harness.runner.scorers import build_scorers
 from harness.runner.instance import RunSettings, kill_agents, run_instance
 from harness.sandbox.docker import cleanup, engine, networks
+from harness.services.website import site_info, website
 from harness.sandbox.docker.naming import slug
 
 
@@ -54,6 +56,7 @@ class RunOptions:
     record: Path | None = None
     summary_csv: Path | None = None
     judge_model: str | None = None
+    website: Path | None = None  # an offline site folder (harness/services/website.py)
 
 
 def _prepare(opts: RunOptions):
@@ -68,6 +71,10 @@ def _prepare(opts: RunOptions):
     root = Path(opts.dataset) if Path(opts.dataset).is_dir() else Path(opts.dataset).parent
     section = model_section(config, opts.model, dataset_root=root)
     resolve(opts.agent)
+    if opts.website is not None:
+        site_info(opts.website)
+        if opts.sandbox.get("network", "none") != "none":
+            raise InputError("--website gives sandboxes the site's internal network; drop --network")
     scorers = build_scorers(opts.scorers, config, opts.judge_model)
     if section.kind == "replay":
         recorded = load_turns(Path(section.path))
@@ -86,32 +93,40 @@ def run(opts: RunOptions, console: Console | None = None) -> int:
     networks.check_policy(opts.sandbox.get("network", "none"))
     opts.output_dir.mkdir(parents=True, exist_ok=True)
     out = opts.output_dir / "output.jsonl"
+    environment = dict(opts.sandbox)
+    if opts.website is not None:
+        environment["website"] = site_info(opts.website)
     with lock_output_dir(opts.output_dir):
         save_or_check(opts.output_dir, RunConfig(
             dataset=str(opts.dataset), dataset_fingerprint=dataset_fingerprint(selected), model=opts.model,
             model_settings=section.public(), agent=opts.agent, image=image, limits=opts.limits.__dict__,
-            scorers=opts.scorers, selection=opts.selection), force=opts.force)
-        (opts.output_dir / "selected.json").write_text(
-            json.dumps({i.instance_id: i.level for i in selected}, indent=0))
+            scorers=opts.scorers, selection=opts.selection, environment=environment), force=opts.force)
+        (opts.output_dir / "selected.json").write_text(json.dumps({i.instance_id: i.level for i in selected}))
         (opts.output_dir / "questions.json").write_text(json.dumps({i.instance_id: i.question for i in selected}))
         if repair(out):
             console.print("[yellow]repaired a torn last line in output.jsonl (a crash mid-write)[/yellow]")
         reaped = cleanup.reap()
         if reaped:
-            console.print(f"removed {len(reaped)} sandbox(es) left by killed harness processes")
+            console.print(f"removed {len(reaped)} container(s) left by killed harness processes")
         to_run, done = pending([i.instance_id for i in selected], read_rows(out))
-        by_id = {i.instance_id: i for i in selected}
-        run_id = f"{slug(opts.output_dir.name, 12)}-{secrets.token_hex(3)}"
-        settings = RunSettings(run_id=run_id, image=image, agent=opts.agent, model=section, limits=opts.limits,
-                               output_dir=opts.output_dir, scorers=scorers, max_retries=opts.max_retries,
-                               sandbox=opts.sandbox, record=opts.record is not None)
         if done:
             console.print(f"resuming: {len(done)} instance(s) already finished, {len(to_run)} to run")
+        by_id = {i.instance_id: i for i in selected}
+        run_id = f"{slug(opts.output_dir.name, 12)}-{secrets.token_hex(3)}"
         started = time.monotonic()
-        _evaluate([by_id[i] for i in to_run], settings, out, opts, console)
-        rows = read_rows(out)
+        with contextlib.ExitStack() as stack:
+            sandbox = dict(opts.sandbox)
+            if opts.website is not None and to_run:
+                site = stack.enter_context(website(opts.website, image, run_id))
+                console.print(f"website {site.alias} up on internal network {site.network}")
+                sandbox["network"] = f"internal:{site.network}"
+            settings = RunSettings(run_id=run_id, image=image, agent=opts.agent, model=section,
+                                   limits=opts.limits, output_dir=opts.output_dir, scorers=scorers,
+                                   max_retries=opts.max_retries, sandbox=sandbox, record=opts.record is not None)
+            _evaluate([by_id[i] for i in to_run], settings, out, opts, console)
+        # The leak audit: every container of this run (sandboxes and website) must be gone now.
         leaked = len(cleanup.find(run_id))
-        report = build_report(rows, [i.instance_id for i in selected], leaked_containers=leaked,
+        report = build_report(read_rows(out), [i.instance_id for i in selected], leaked_containers=leaked,
                               wall_time_s=time.monotonic() - started,
                               levels={i.instance_id: i.level for i in selected})
         write_report(report, opts.output_dir)

@@ -79,6 +79,10 @@ class ServiceClient:
             raise RequestRefused(resp.status, json.loads(resp.data or b"{}").get("error", ""))
         return resp.data
 
+    def start_browser(self) -> dict:
+        """Start (or find, or restart) Chromium inside the sandbox; returns its DevTools ws path."""
+        return self._json("POST", "/browser/start", timeout=90)
+
     def close(self) -> None:
         self._pool.close()
 

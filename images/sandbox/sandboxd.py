@@ -9,6 +9,10 @@ exec costs ~50 ms. Endpoints (JSON unless said otherwise):
                                -> {exit_code, stdout, stderr, timed_out, *_truncated, duration}
   POST /upload?dest=DIR        body: an uncompressed tar of regular files and dirs
   GET  /file?path=P            -> the file's bytes (404 when missing)
+  POST /browser/start          -> {"ws_path": "/devtools/browser/..."}: starts Chromium on first use
+                                  (and again after a crash), DevTools on 127.0.0.1:9222 only
+  /devtools/..., /json/...     -> forwarded byte for byte to Chromium's DevTools (WebSocket included),
+                                  so the harness reaches the browser through this one published port
 
 Every request must carry the header X-Harness-Token equal to $HARNESS_SANDBOX_TOKEN.
 A command runs in its own session; on timeout the whole process tree (session,
@@ -32,6 +36,19 @@ MAX_BODY = 512 * 1024 * 1024
 # After the command's main process exits, background children may still hold its
 # pipes open; wait this long for EOF, then answer with what was read.
 PIPE_GRACE_S = 0.2
+
+
+CDP_PORT = 9222
+CHROMIUM = os.environ.get("HARNESS_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_FLAGS = [
+    "--headless=new", "--no-sandbox",  # the container is the sandbox (no user namespaces in it)
+    "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--no-default-browser-check",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-quic", "--disable-features=Translate,MediaRouter", "--mute-audio",
+    f"--remote-debugging-port={CDP_PORT}", "--remote-debugging-address=127.0.0.1",
+    "--user-data-dir=/tmp/harness-chromium", "--window-size=1280,1024", "about:blank",
+]
+_browser: dict = {}
 
 
 class HttpError(Exception):
@@ -200,6 +217,76 @@ def read_file(path: str) -> bytes:
         raise HttpError(403, f"permission denied: {path}") from None
 
 
+# --------------------------------------------------------------------- browser
+async def _devtools_version() -> dict | None:
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", CDP_PORT)
+    except OSError:
+        return None
+    try:
+        writer.write(b"GET /json/version HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        await writer.drain()
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+        length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                       if line.lower().startswith(b"content-length:")), 0)
+        return json.loads(await asyncio.wait_for(reader.readexactly(length), 5))
+    except (OSError, ValueError, IndexError, asyncio.TimeoutError, asyncio.IncompleteReadError):
+        return None
+    finally:
+        writer.close()
+
+
+async def start_browser(timeout: float = 30.0) -> dict:
+    """Start Chromium unless it runs; a crashed one is started again."""
+    lock = _browser.setdefault("lock", asyncio.Lock())
+    async with lock:
+        proc = _browser.get("proc")
+        if proc is not None and proc.returncode is None:
+            info = await _devtools_version()
+            if info:
+                return {"ws_path": urllib.parse.urlsplit(info["webSocketDebuggerUrl"]).path, "restarted": False}
+            kill_tree(proc.pid)
+        restarted = proc is not None
+        _browser["proc"] = await asyncio.create_subprocess_exec(
+            CHROMIUM, *CHROMIUM_FLAGS, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            info = await _devtools_version()
+            if info:
+                ws = urllib.parse.urlsplit(info["webSocketDebuggerUrl"]).path
+                return {"ws_path": ws, "restarted": restarted}
+            if _browser["proc"].returncode is not None:
+                raise HttpError(500, f"chromium exited with {_browser['proc'].returncode}")
+            await asyncio.sleep(0.05)
+        raise HttpError(504, f"chromium did not answer within {timeout:.0f}s")
+
+
+async def forward(head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Splice this connection to Chromium's DevTools, rewriting Host (DevTools insists on an IP)."""
+    try:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", CDP_PORT)
+    except OSError:
+        writer.write(b"HTTP/1.1 502 X\r\nContent-Length: 0\r\n\r\n")
+        await writer.drain()
+        return
+    lines = head.split(b"\r\n")
+    lines = [b"Host: 127.0.0.1:%d" % CDP_PORT if l.lower().startswith(b"host:") else l for l in lines]
+    up_writer.write(b"\r\n".join(lines))
+
+    async def pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+        try:
+            while chunk := await src.read(65536):
+                dst.write(chunk)
+                await dst.drain()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            dst.close()
+
+    await asyncio.gather(pump(reader, up_writer), pump(up_reader, writer))
+
+
 # --------------------------------------------------------------------- http
 async def dispatch(method: str, target: str, body: bytes) -> tuple[int, bytes, str]:
     url = urllib.parse.urlsplit(target)
@@ -214,6 +301,8 @@ async def dispatch(method: str, target: str, body: bytes) -> tuple[int, bytes, s
         return 200, json.dumps(result).encode(), "application/json"
     if method == "GET" and url.path == "/file":
         return 200, read_file(query.get("path", "")), "application/octet-stream"
+    if method == "POST" and url.path == "/browser/start":
+        return 200, json.dumps(await start_browser()).encode(), "application/json"
     raise HttpError(404, f"no route {method} {url.path}")
 
 
@@ -231,6 +320,13 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
                 if ":" in line:
                     key, value = line.split(":", 1)
                     headers[key.strip().lower()] = value.strip()
+            if target.startswith(("/devtools/", "/json")):
+                if TOKEN and headers.get("x-harness-token") != TOKEN:
+                    writer.write(b"HTTP/1.1 401 X\r\nContent-Length: 0\r\n\r\n")
+                    await writer.drain()
+                    return
+                await forward(head, reader, writer)
+                return
             length = int(headers.get("content-length", "0"))
             if length > MAX_BODY:
                 return

@@ -6,7 +6,7 @@ from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.conditions import MaxMessageTermination, TextMentionTermination
 from autogen_agentchat.teams import MagenticOneGroupChat, RoundRobinGroupChat
 
-from harness.agents.autogen.tools import sandbox_tools
+from harness.agents.autogen.tools import sandbox_tools, web_tools
 
 # The agent may loop over tools freely: the harness's meter enforces --max-steps
 # (model calls) the same way for every agent and team, and records the limit.
@@ -21,7 +21,8 @@ SYSTEM = (
 
 def assistant(model_client, envs, instance, limits):
     """One AssistantAgent that loops over tool calls until it answers in text."""
-    return AssistantAgent("assistant", model_client, tools=sandbox_tools(envs), system_message=SYSTEM,
+    tools = sandbox_tools(envs) + (web_tools(envs) if envs.web is not None else [])
+    return AssistantAgent("assistant", model_client, tools=tools, system_message=SYSTEM,
                           max_tool_iterations=UNBOUNDED, reflect_on_tool_use=False)
 
 

@@ -42,10 +42,22 @@ def select(found: list[Found], *, run_id: str | None = None, everything: bool = 
     return [f for f in found if naming.owner_alive(f.owner) is False]
 
 
+def find_networks(run_id: str | None = None) -> list[Found]:
+    """Per-run harness networks (websites); the shared isolated network carries no owner."""
+    filters = [f"{naming.LABEL_MANAGED}=1", naming.LABEL_OWNER] + ([f"{naming.LABEL_RUN}={run_id}"] if run_id else [])
+    rows = engine.call("list networks", lambda: engine.client().api.networks(filters={"label": filters}))
+    return [Found(r["Id"], r["Name"], r["Labels"].get(naming.LABEL_RUN, ""), r["Labels"].get(naming.LABEL_OWNER, ""),
+                  "network") for r in rows]
+
+
 def reap(*, run_id: str | None = None, everything: bool = False, dry_run: bool = False) -> list[Found]:
-    """Remove orphans (default), all containers of run_id, or every harness container."""
+    """Remove orphans (default), all containers of run_id, or every harness container;
+    then the per-run networks chosen the same way (containers first: a network in use cannot go)."""
     doomed = select(find(run_id), run_id=run_id, everything=everything)
+    nets = select(find_networks(run_id), run_id=run_id, everything=everything)
     if not dry_run:
         for item in doomed:
             engine.remove_container(item.id)
-    return doomed
+        for item in nets:
+            engine.remove_network(item.id)
+    return doomed + nets

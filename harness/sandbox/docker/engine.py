@@ -145,6 +145,14 @@ def remove_container(container_id: str) -> None:
             raise
 
 
+def remove_network(name: str) -> None:
+    """Remove a harness network; already gone is fine."""
+    try:
+        call("network remove", lambda: client().api.remove_network(name))
+    except docker.errors.NotFound:
+        pass
+
+
 @functools.cache
 def engine_is_local() -> bool:
     return sandbox_host() in ("127.0.0.1", "localhost", "::1")

@@ -1,0 +1,257 @@
+"""The browser environment: Chromium inside the sandbox, driven by Playwright from the harness.
+
+Chromium starts lazily on the first action (sandboxd launches it, DevTools on the
+container's 127.0.0.1), and Playwright connects over CDP through the instance's one
+published port. Pages are serialized to text by a script running in the browser, so
+page content never reaches a parser on the host. Every action has a short timeout;
+a page that does not answer is reported as `timeout`, a dead browser is restarted
+and reported as `crashed`. Downloads land in /workspace/downloads inside the sandbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+from harness.environments.trace import Tracer
+from harness.errors import InfraError
+from harness.sandbox.contract import WORKSPACE
+
+PAGE_JS = (Path(__file__).with_name("page.js")).read_text()
+DOWNLOADS = f"{WORKSPACE}/downloads"
+# One browser action (navigation, click, serialization). Pages on the offline
+# network answer in milliseconds; a page that takes longer is stuck, not slow.
+ACTION_TIMEOUT_S = float(os.environ.get("HARNESS_BROWSER_ACTION_TIMEOUT", 20))
+
+FETCH = r"""
+import os, re, sys, urllib.parse, urllib.request
+url, folder = sys.argv[1], sys.argv[2]
+os.makedirs(folder, exist_ok=True)
+with urllib.request.urlopen(url, timeout=30) as resp:
+    name = None
+    disposition = resp.headers.get("Content-Disposition") or ""
+    m = re.search(r'filename="?([^";]+)"?', disposition)
+    if m:
+        name = m.group(1)
+    name = os.path.basename(name or urllib.parse.urlsplit(url).path) or "download"
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", name).lstrip(".") or "download"
+    path = os.path.join(folder, name)
+    with open(path, "wb") as fh:
+        fh.write(resp.read())
+print(path, os.path.getsize(path))
+"""
+
+
+class WebEnv:
+    def __init__(self, sandbox, tracer: Tracer, *, screenshots: Path | None = None, page_size: int = 6000,
+                 action_timeout: float = ACTION_TIMEOUT_S):
+        self.sandbox, self.tracer, self.page_size = sandbox, tracer, page_size
+        self.screenshots, self.action_timeout = screenshots, action_timeout
+        self._pw = self._browser = self._page = None
+        self._text, self._url, self._title, self._page_no = "", "", "", 1
+        self._downloads: dict[str, dict] = {}
+        self.restarts = 0
+
+    # ------------------------------------------------------------------ connection
+    async def _connect(self) -> None:
+        from playwright.async_api import async_playwright
+
+        started = await asyncio.to_thread(self.sandbox.service.start_browser)
+        host, port = self.sandbox.endpoint
+        if self._pw is None:
+            self._pw = await async_playwright().start()
+        self._browser = await self._pw.chromium.connect_over_cdp(
+            f"ws://{host}:{port}{started['ws_path']}", headers={"X-Harness-Token": self.sandbox.service.token},
+            timeout=self.action_timeout * 1000)
+        context = self._browser.contexts[0] if self._browser.contexts else await self._browser.new_context()
+        self._page = context.pages[0] if context.pages else await context.new_page()
+        cdp = await self._browser.new_browser_cdp_session()
+        await cdp.send("Browser.setDownloadBehavior",
+                       {"behavior": "allow", "downloadPath": DOWNLOADS, "eventsEnabled": True})
+        cdp.on("Browser.downloadWillBegin", lambda e: self._downloads.setdefault(e["guid"], {}).update(
+            name=e.get("suggestedFilename"), url=e.get("url")))
+        cdp.on("Browser.downloadProgress", lambda e: self._downloads.setdefault(e["guid"], {}).update(
+            state=e.get("state")))
+
+    async def _ensure(self) -> None:
+        if self._browser is None or not self._browser.is_connected():
+            await self._connect()
+
+    async def playwright_context(self):
+        """The Playwright BrowserContext, e.g. for AutoGen's MultimodalWebSurfer(context=...)."""
+        await self._ensure()
+        return self._page.context
+
+    async def close(self) -> None:
+        if self._pw is not None:
+            await self._pw.stop()
+        self._pw = self._browser = self._page = None
+
+    # ------------------------------------------------------------------ action wrapper
+    async def _act(self, action: str, args: dict, body) -> str:
+        from playwright.async_api import Error as PlaywrightError
+
+        started = time.monotonic()
+        outcome = "ok"
+        try:
+            await self._ensure()
+            text = await asyncio.wait_for(body(), self.action_timeout)
+        except asyncio.TimeoutError:
+            outcome = "timeout"
+            text = (f"Error (timeout): the page did not respond within {self.action_timeout:.0f}s. "
+                    "It may be blocking the browser; try another page.")
+            await self._fresh_page()
+        except PlaywrightError as exc:
+            if self._browser is None or not self._browser.is_connected() or "closed" in str(exc).lower():
+                outcome = "crashed"
+                self.restarts += 1
+                self._browser = None
+                text = "Error (crashed): the browser crashed and was restarted; page state was lost."
+            else:
+                outcome = "error"
+                text = f"Error: {str(exc).splitlines()[0]}"
+        except InfraError:
+            raise
+        self.tracer.event({"type": "env", "env": "web", "action": action, "args": args, "outcome": outcome,
+                           "seconds": round(time.monotonic() - started, 4), "url": self._url,
+                           "result": text[:2000]})
+        return text
+
+    async def _fresh_page(self) -> None:
+        try:
+            if self._page is not None:
+                context = self._page.context
+                await asyncio.wait_for(self._page.close(), 5)
+                self._page = await asyncio.wait_for(context.new_page(), 5)
+        except Exception:  # noqa: BLE001 - a browser this stuck is restarted on the next action
+            self._browser = None
+
+    # ------------------------------------------------------------------ page text
+    async def _snapshot(self) -> None:
+        data = await self._page.evaluate(PAGE_JS)
+        self._text, self._url, self._title, self._page_no = data["text"], data["url"], data["title"], 1
+
+    def _view(self) -> str:
+        pages = max(1, -(-len(self._text) // self.page_size))
+        self._page_no = min(max(1, self._page_no), pages)
+        chunk = self._text[(self._page_no - 1) * self.page_size : self._page_no * self.page_size]
+        return f"Title: {self._title}\nURL: {self._url}\n[page {self._page_no} of {pages}]\n\n{chunk}"
+
+    async def _settle(self) -> None:
+        try:
+            await self._page.wait_for_load_state("domcontentloaded", timeout=self.action_timeout * 1000)
+        except Exception:  # noqa: BLE001 - a page that never settles is still shown as it is
+            pass
+        await self._snapshot()
+
+    # ------------------------------------------------------------------ actions
+    async def visit(self, url: str) -> str:
+        async def body():
+            target = url if re.match(r"^[a-z][a-z0-9+.-]*:", url, re.I) else f"http://{url}"
+            await self._page.goto(target, wait_until="domcontentloaded", timeout=self.action_timeout * 1000)
+            await self._snapshot()
+            return self._view()
+        return await self._act("visit", {"url": url}, body)
+
+    async def read_page(self, page: int | None = None) -> str:
+        async def body():
+            if page is not None:
+                self._page_no = page
+            return self._view()
+        return await self._act("read_page", {"page": page}, body)
+
+    async def page_down(self) -> str:
+        self._page_no += 1
+        return await self.read_page()
+
+    async def page_up(self) -> str:
+        self._page_no -= 1
+        return await self.read_page()
+
+    async def find(self, text: str) -> str:
+        async def body():
+            hits, low, start = [], self._text.lower(), self._text.lower().find(text.lower())
+            while start != -1 and len(hits) < 20:
+                hits.append(f"page {start // self.page_size + 1}: ...{self._text[max(0, start - 80):start + len(text) + 80]}...")
+                start = low.find(text.lower(), start + 1)
+            return "\n".join(hits) if hits else f"{text!r} not found on {self._url}"
+        return await self._act("find", {"text": text}, body)
+
+    def _locator(self, target: str):
+        """A [N] reference from the page view, or a link/button/text by its visible text."""
+        target = target.strip().strip("[]")
+        if target.isdigit():
+            return self._page.locator(f'[data-harness-ref="{target}"]')
+        page = self._page
+        return page.get_by_role("link", name=target).or_(page.get_by_role("button", name=target)).or_(
+            page.get_by_text(target)).first
+
+    async def click(self, target: str) -> str:
+        async def body():
+            before = set(self._downloads)
+            await self._locator(target).first.click(timeout=self.action_timeout * 1000)
+            await asyncio.sleep(0.2)
+            new = [g for g in self._downloads if g not in before]
+            if new:
+                return await self._await_download(new[0])
+            await self._settle()
+            return self._view()
+        return await self._act("click", {"target": target}, body)
+
+    async def type_text(self, target: str, text: str, submit: bool = True) -> str:
+        async def body():
+            field = self._locator(target).first
+            await field.fill(text, timeout=self.action_timeout * 1000)
+            if submit:
+                await field.press("Enter")
+            await self._settle()
+            return self._view()
+        return await self._act("type_text", {"target": target, "text": text, "submit": submit}, body)
+
+    async def back(self) -> str:
+        async def body():
+            await self._page.go_back(wait_until="domcontentloaded", timeout=self.action_timeout * 1000)
+            await self._snapshot()
+            return self._view()
+        return await self._act("back", {}, body)
+
+    async def _await_download(self, guid: str) -> str:
+        while self._downloads[guid].get("state") not in ("completed", "canceled"):
+            await asyncio.sleep(0.05)
+        item = self._downloads[guid]
+        if item["state"] != "completed":
+            return f"Download of {item.get('url')} was canceled."
+        return f"Downloaded {item.get('url')} to {DOWNLOADS}/{item.get('name')}"
+
+    async def download(self, target: str) -> str:
+        """Fetch a URL (or the link with this reference/text) into /workspace/downloads, inside the sandbox."""
+        async def body():
+            url = target
+            if not re.match(r"^[a-z][a-z0-9+.-]*://", target, re.I):
+                url = await self._locator(target).first.evaluate("el => el.href", timeout=self.action_timeout * 1000)
+            result = await asyncio.to_thread(self.sandbox.exec, ["python3", "-c", FETCH, url, DOWNLOADS],
+                                             timeout=self.action_timeout)
+            if result.exit_code != 0:
+                return f"Error: download of {url} failed: {result.stderr.strip().splitlines()[-1:] or result.stdout}"
+            path, size = result.stdout.split()
+            return f"Downloaded {url} to {path} ({size} bytes)"
+        return await self._act("download", {"target": target}, body)
+
+    async def screenshot(self) -> str:
+        async def body():
+            png = await self._page.screenshot(timeout=self.action_timeout * 1000)
+            if self.screenshots is None:
+                return "Screenshot taken (not kept: no trace directory)."
+            self.screenshots.mkdir(parents=True, exist_ok=True)
+            path = self.screenshots / f"shot-{int(time.time() * 1000)}.png"
+            path.write_bytes(png)
+            self.tracer.event({"type": "screenshot", "path": str(path), "url": self._url})
+            return f"Screenshot saved to the trace ({path.name}). Current page: {self._url}"
+        return await self._act("screenshot", {}, body)
+
+    def describe(self) -> str:
+        return json.dumps({"url": self._url, "title": self._title, "restarts": self.restarts})
