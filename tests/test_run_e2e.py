@@ -60,34 +60,46 @@ SUM = [{"tool_calls": [{"name": "run_python", "arguments": {
 
 def test_smoke_set_runs_resumes_rescores_and_refuses_changed_config(tmp_path):
     out = tmp_path / f"r{secrets.token_hex(4)}"
-    proc = harness("run", "--dataset", SMOKE, "--model", "replay", "--output-dir", out, "--workers", 2)
+    proc = harness("run", "--dataset", SMOKE, "--model", "replay", "--output-dir", out, "--workers", 2,
+                   "--website", SMOKE / "website")
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = rows(out)
     metadata = [json.loads(x) for x in (SMOKE / "2023/validation/metadata.jsonl").read_text().splitlines()]
     assert sorted(r["instance_id"] for r in got) == sorted(m["task_id"] for m in metadata)
-    assert sum(r["correct"] for r in got) == 13
+    assert len(got) == 18 and sum(r["correct"] for r in got) == 16
+    browsing = [r for r in got if "visit_url" in r["tool_calls"]]
+    assert len(browsing) == 3 and all(r["correct"] for r in browsing)
+    for row in browsing:  # the pages really came from the offline site, through the sandbox's browser
+        web = [e for e in trace(out, row) if e["type"] == "env" and e["env"] == "web"]
+        assert web and all(e["outcome"] == "ok" for e in web), web
+        assert "shop.gaia.test" in web[0]["url"]
+    downloads = [e for r in browsing for e in trace(out, r) if e.get("action") == "click"
+                 and "Downloaded" in e.get("result", "")]
+    assert downloads and "/workspace/downloads/supplier-deliveries-2023.csv" in downloads[0]["result"]
     assert {r["answer_source"] for r in got} == {"solution_tag", "final_message"}
     for row in got:  # the answers came from real work in the sandbox, not from the recording alone
-        if row["correct"]:
+        if row["correct"] and row not in browsing:
             runs = [e for e in trace(out, row) if e["type"] == "env" and e["action"] == "run_python"]
             assert runs and runs[-1]["stdout"].strip().splitlines()[-1] == row["target"]
         assert row["usage"]["llm_calls"] == row["steps"] >= 2
     report = json.loads((out / "report.json").read_text())
-    assert report["n_selected"] == 15 and report["n_correct"] == 13 and report["leaked_containers"] == 0
+    assert report["n_selected"] == 18 and report["n_correct"] == 16 and report["leaked_containers"] == 0
     assert report["per_level"]["3"]["correct"] == 3
     assert (tmp_path / "summary.csv").read_text().count("\n") == 2
     assert containers_of(out) == []
 
-    again = harness("run", "--dataset", SMOKE, "--model", "replay", "--output-dir", out)
-    assert again.returncode == 0 and "15 instance(s) already finished, 0 to run" in again.stderr
-    assert len(rows(out)) == 15
+    again = harness("run", "--dataset", SMOKE, "--model", "replay", "--output-dir", out,
+                    "--website", SMOKE / "website")
+    assert again.returncode == 0 and "18 instance(s) already finished, 0 to run" in again.stderr
+    assert len(rows(out)) == 18
 
-    changed = harness("run", "--dataset", SMOKE, "--model", "replay", "--output-dir", out, "--max-steps", 9)
+    changed = harness("run", "--dataset", SMOKE, "--model", "replay", "--output-dir", out, "--max-steps", 9,
+                      "--website", SMOKE / "website")
     assert changed.returncode == 2 and "max_steps" in changed.stderr and "--force" in changed.stderr
 
     rescored = harness("score", out, "--scorer", "exact")
     assert rescored.returncode == 0, rescored.stderr
-    assert json.loads((out / "report.json").read_text())["n_correct"] == 13
+    assert json.loads((out / "report.json").read_text())["n_correct"] == 16
     assert all("exact" in r["scores"] for r in rows(out))
 
 
@@ -105,14 +117,14 @@ def test_sigkill_mid_run_then_rerun_loses_nothing_and_leaks_nothing(tmp_path):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     partial = rows(out)
-    assert 3 <= len(partial) < 15
+    assert 3 <= len(partial) < 18
     with open(out / "output.jsonl", "a") as fh:  # a crash mid-write leaves a torn line
         fh.write('{"instance_id": "torn')
     rerun = harness("run", "--dataset", SMOKE, "--model", "replay", "--output-dir", out, "--workers", 2)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     final = rows(out)
     ids = [r["instance_id"] for r in final]
-    assert len(ids) == 15 == len(set(ids)), "every instance exactly once"
+    assert len(ids) == 18 == len(set(ids)), "every instance exactly once"
     assert containers_of(out) == []
 
 

@@ -114,6 +114,8 @@ class WebEnv:
             else:
                 outcome = "error"
                 text = f"Error: {str(exc).splitlines()[0]}"
+        except LookupError as exc:
+            outcome, text = "error", f"Error: {exc}"
         except InfraError:
             raise
         self.tracer.event({"type": "env", "env": "web", "action": action, "args": args, "outcome": outcome,
@@ -181,19 +183,29 @@ class WebEnv:
             return "\n".join(hits) if hits else f"{text!r} not found on {self._url}"
         return await self._act("find", {"text": text}, body)
 
-    def _locator(self, target: str):
-        """A [N] reference from the page view, or a link/button/text by its visible text."""
+    async def _find(self, target: str, *, field: bool = False):
+        """A [N] reference from the page view, or an element by its visible text or label.
+
+        Fails at once (not after the action timeout) when nothing on the page matches."""
         target = target.strip().strip("[]")
-        if target.isdigit():
-            return self._page.locator(f'[data-harness-ref="{target}"]')
         page = self._page
-        return page.get_by_role("link", name=target).or_(page.get_by_role("button", name=target)).or_(
-            page.get_by_text(target)).first
+        if target.isdigit():
+            candidates = [page.locator(f'[data-harness-ref="{target}"]')]
+        elif field:
+            candidates = [page.get_by_label(target), page.get_by_placeholder(target),
+                          page.get_by_role("textbox", name=target), page.locator(f'[name="{target}"]')]
+        else:
+            candidates = [page.get_by_role("link", name=target), page.get_by_role("button", name=target),
+                          page.get_by_text(target)]
+        for locator in candidates:
+            if await locator.count():
+                return locator.first
+        raise LookupError(f"nothing on {self._url} matches {target!r}; use a [N] reference from the page view")
 
     async def click(self, target: str) -> str:
         async def body():
             before = set(self._downloads)
-            await self._locator(target).first.click(timeout=self.action_timeout * 1000)
+            await (await self._find(target)).click(timeout=self.action_timeout * 1000)
             await asyncio.sleep(0.2)
             new = [g for g in self._downloads if g not in before]
             if new:
@@ -204,7 +216,7 @@ class WebEnv:
 
     async def type_text(self, target: str, text: str, submit: bool = True) -> str:
         async def body():
-            field = self._locator(target).first
+            field = await self._find(target, field=True)
             await field.fill(text, timeout=self.action_timeout * 1000)
             if submit:
                 await field.press("Enter")
@@ -232,7 +244,7 @@ class WebEnv:
         async def body():
             url = target
             if not re.match(r"^[a-z][a-z0-9+.-]*://", target, re.I):
-                url = await self._locator(target).first.evaluate("el => el.href", timeout=self.action_timeout * 1000)
+                url = await (await self._find(target)).evaluate("el => el.href")
             result = await asyncio.to_thread(self.sandbox.exec, ["python3", "-c", FETCH, url, DOWNLOADS],
                                              timeout=self.action_timeout)
             if result.exit_code != 0:

@@ -14,8 +14,11 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import Executor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 from harness.agents.base import Limits
 from harness.answers import extract_answer
@@ -27,7 +30,7 @@ from harness.results.model import ResultRow, Usage
 from harness.runner.child import ChildRequest, ChildResult
 from harness.runner.prompt import instruction
 from harness.sandbox.contract import SandboxSpec
-from harness.sandbox.docker.provider import open_sandbox
+from harness.sandbox.docker.provider import DockerSandbox, start, teardown
 from harness.scoring.base import ScoreContext
 
 # Backoff between infrastructure retries: the engine is often just overloaded.
@@ -46,6 +49,26 @@ class RunSettings:
     max_retries: int = 2
     sandbox: dict = field(default_factory=dict)  # extra SandboxSpec fields (memory, cpus, network...)
     record: bool = False
+    # Where sandboxes are removed. Removing a container whose Chromium ran takes ~4 s here
+    # (the engine tears down its memory cgroup), so a run removes them on a background pool
+    # and waits for it before its leak audit; None removes them in the worker itself.
+    reaper: Executor | None = None
+
+
+@contextmanager
+def _sandbox(spec: SandboxSpec, reaper: Executor | None) -> Iterator[DockerSandbox]:
+    """A sandbox removed on every way out; by the reaper when there is one."""
+    sandbox = start(spec)
+    try:
+        yield sandbox
+    finally:
+        if reaper is None:
+            teardown(sandbox)
+        else:
+            try:
+                reaper.submit(teardown, sandbox)
+            except RuntimeError:  # the pool is shutting down (Ctrl-C): remove it here
+                teardown(sandbox)
 
 
 def _now() -> str:
@@ -142,7 +165,7 @@ def _run_instance(instance: Instance, settings: RunSettings, started: str, t0: f
         spec = SandboxSpec(image=settings.image, run_id=settings.run_id, instance_id=instance.instance_id,
                            attempt=attempt, **settings.sandbox)
         try:
-            with open_sandbox(spec) as sandbox:
+            with _sandbox(spec, settings.reaper) as sandbox:
                 sandbox_name = sandbox.name
                 sandbox.copy_in(instance.root, instance.files)
                 host, port = sandbox.endpoint

@@ -145,7 +145,10 @@ def _evaluate(todo, settings: RunSettings, out: Path, opts: RunOptions, console:
                TextColumn("pass {task.fields[rate]}  errors {task.fields[errors]}"), TimeRemainingColumn()]
     with Progress(*columns, console=console, transient=False) as progress:
         task = progress.add_task("instances", total=len(todo), rate="-", errors=0)
-        with ThreadPoolExecutor(opts.workers) as pool:
+        # Leaving this block waits for every sandbox removal, on success and on Ctrl-C alike.
+        with ThreadPoolExecutor(2, thread_name_prefix="reaper") as reaper, \
+                ThreadPoolExecutor(opts.workers) as pool:
+            settings.reaper = reaper
             futures = {pool.submit(run_instance, inst, settings): inst for inst in todo}
             try:
                 for future in as_completed(futures):
