@@ -121,6 +121,10 @@ def run_cmd(
         SandboxSpec(image="-", run_id="-", instance_id="-", network=network, memory=memory, cpus=cpus)
     except ValueError as exc:
         fail(InputError(f"--network/--memory/--cpus: {exc}"))
+    for flag, value, low in (("--max-steps", max_steps, 1), ("--max-tokens", max_tokens, 1),
+                             ("--instance-timeout", instance_timeout, 1e-9), ("--command-timeout", command_timeout, 1e-9)):
+        if value is not None and value < low:
+            fail(InputError(f"{flag} must be > 0, not {value}"))
     opts = RunOptions(
         dataset=dataset, model=model, output_dir=output_dir, split=split, agent=agent, workers=workers,
         config=config, max_retries=max_retries, scorers=scorer, force=force, record=record, judge_model=judge_model, website=website,

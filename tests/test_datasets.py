@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -230,6 +232,58 @@ def test_attachment_symlink_outside_root(tmp_path: Path) -> None:
         load_dataset(write_jsonl(tmp_path / "ds" / "x.jsonl", [row("a", files=["link.txt"])]))
 
 
+def folder_attachment(tmp_path: Path) -> Path:
+    """A dataset folder `ds` holding attachment folder `dir` (with `ok.txt` and `sub/`)."""
+    (tmp_path / "ds" / "dir" / "sub").mkdir(parents=True)
+    (tmp_path / "ds" / "dir" / "ok.txt").write_text("ok")
+    return tmp_path / "ds"
+
+
+def test_folder_attachment_with_fifo(tmp_path: Path) -> None:
+    ds = folder_attachment(tmp_path)
+    os.mkfifo(ds / "dir" / "sub" / "pipe")
+    with pytest.raises(InputError) as excinfo:
+        load_dataset(write_jsonl(ds / "x.jsonl", [row("a"), row("b", files=["dir"])]))
+    text = message(excinfo)
+    assert "1 problem(s)" in text
+    assert "line 2 (id 'b'): attachment 'dir': 'dir/sub/pipe'" in text
+    assert "not a regular file or folder" in text
+
+
+def test_folder_attachment_with_escaping_symlink(tmp_path: Path) -> None:
+    ds = folder_attachment(tmp_path)
+    (tmp_path / "outside.txt").write_text("o")
+    (ds / "dir" / "sub" / "link.txt").symlink_to(tmp_path / "outside.txt")
+    (ds / "dir" / "inside.txt").symlink_to(ds / "dir" / "ok.txt")  # inside the root: fine
+    with pytest.raises(InputError) as excinfo:
+        load_dataset(write_jsonl(ds / "x.jsonl", [row("a", files=["dir"])]))
+    text = message(excinfo)
+    assert "1 problem(s)" in text
+    assert "line 1 (id 'a'): attachment 'dir': 'dir/sub/link.txt' points outside" in text
+    assert str(tmp_path / "outside.txt") in text
+
+
+def test_folder_attachment_with_unreadable_entries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ds = folder_attachment(tmp_path)
+    (ds / "dir" / "sub" / "secret.txt").write_text("s")
+    real_access = os.access
+    monkeypatch.setattr("harness.datasets.load.os.access",
+                        lambda p, mode: Path(p).name not in ("secret.txt", "sub") and real_access(p, mode))
+    with pytest.raises(InputError) as excinfo:
+        load_dataset(write_jsonl(ds / "x.jsonl", [row("a", files=["dir"])]))
+    text = message(excinfo)
+    assert "2 problem(s)" in text
+    assert "line 1 (id 'a'): attachment 'dir': 'dir/sub/secret.txt'" in text
+    assert "line 1 (id 'a'): attachment 'dir': 'dir/sub' at" in text and "not readable" in text
+
+
+def test_valid_folder_attachment_with_inner_symlink(tmp_path: Path) -> None:
+    ds = folder_attachment(tmp_path)
+    (ds / "dir" / "sub" / "again.txt").symlink_to(ds / "dir" / "ok.txt")
+    (inst,) = load_dataset(write_jsonl(ds / "x.jsonl", [row("a", files=["dir"])]))
+    assert inst.files == ["dir"]
+
+
 def test_nonexistent_path(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="does not exist"):
         load_dataset(tmp_path / "nope.jsonl")
@@ -319,6 +373,38 @@ def test_fingerprint_tracks_attachment_bytes(tmp_path: Path) -> None:
     instances = load_dataset(folder)
     instances[0] = instances[0].model_copy(update={"answer": "5"})
     assert dataset_fingerprint(instances) != dataset_fingerprint(load_dataset(folder))
+
+
+def test_fingerprint_unreadable_file_is_input_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "a.txt").write_text("a")
+    instances = load_dataset(plain(tmp_path, [row("a", files=["a.txt"])]))
+
+    def refuse(path: object, *args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr("harness.datasets.open", refuse, raising=False)
+    with pytest.raises(InputError, match=r"a\.txt.*Permission denied"):
+        dataset_fingerprint(instances)
+
+
+# --- imports ------------------------------------------------------------------------------------------
+
+def test_model_import_does_not_load_pandas() -> None:
+    code = "import sys, harness.datasets.model; print('pandas' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                            cwd=Path(__file__).resolve().parent.parent)
+    assert result.stdout.strip() == "False"
+
+
+def test_package_exports_still_work() -> None:
+    import harness.datasets as package
+    from harness.datasets.load import load_dataset as loader
+    from harness.datasets.select import select as selector
+
+    assert package.load_dataset is loader and package.select is selector
+    assert {"Instance", "load_dataset", "select", "dataset_fingerprint"} <= set(dir(package))
+    with pytest.raises(AttributeError):
+        package.nope  # noqa: B018
 
 
 # --- the bundled smoke dataset ------------------------------------------------------------------------

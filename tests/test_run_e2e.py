@@ -150,6 +150,8 @@ def test_malformed_datasets_exit_2_before_any_container(tmp_path, content, messa
 @pytest.mark.parametrize("flags, message", [
     (["--stride", "0"], "--stride"), (["--model", "nope"], "--model nope"), (["--agent", "nope"], "--agent nope"),
     (["--network", "bogus"], "network"), (["--ids", "not-there"], "not-there"),
+    (["--memory", "abc"], "memory"), (["--cpus", "0"], "cpus"), (["--max-steps", "0"], "--max-steps"),
+    (["--scorer", "tool_calls"], "tool_calls"),
 ])
 def test_bad_flags_exit_2(tmp_path, flags, message):
     data, config = one_instance(tmp_path, SUM)
@@ -186,6 +188,11 @@ def test_max_steps_limit_is_recorded_and_scored(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     (row,) = rows(out)
     assert row["status"] == "limit" and row["limit"] == "max_steps" and row["usage"]["llm_calls"] == 2
+    assert row["tool_calls"] == ["run_shell", "run_shell"]  # kept from the trace
+
+    wider = harness("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out,
+                    "--max-steps", 2, "--limit", 5)  # a wider selection is the same run: it resumes
+    assert wider.returncode == 0 and "already finished" in wider.stderr
 
 
 def test_answer_tags_any_case_multiline_and_team_agent(tmp_path):
@@ -210,6 +217,7 @@ def test_dead_sandbox_is_an_infra_error_retried_on_a_fresh_sandbox(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     (row,) = rows(out)
     assert row["attempt"] == 2 and row["status"] == "ok" and row["correct"] is True
+    assert row["usage"]["llm_calls"] == 3  # the lost attempt's model call still counts
     assert (tmp_path / "marker").exists()
 
     (tmp_path / "marker").unlink()

@@ -223,3 +223,25 @@ def test_cleanup_leaves_live_owners_alone(image, run_id):
         assert [f.name for f in removed] == [sb.name]
     finally:
         teardown(sb)
+
+
+def test_agent_code_cannot_kill_the_service_and_orphans_are_reaped(image, run_id):
+    with open_sandbox(spec(image, run_id)) as sb:
+        assert sb.shell("ps -o pid=,args= -p 1").stdout.split()[0] == "1"  # sandboxd is init
+        sb.shell("kill -9 -1; pkill -9 python3; kill -9 1", timeout=10)
+        assert sb.shell("echo still here").stdout == "still here\n"
+        # Orphans (a backgrounded child whose parent exits) become init's children: reaped, no zombies.
+        sb.shell("for i in 1 2 3 4 5; do (sleep 0.2 &) ; done; setsid sleep 0.2 &")
+        time.sleep(3.5)
+        zombies = sb.shell("ps -eo stat= | grep -c '^Z' || true").stdout.strip()
+        assert zombies == "0", sb.shell("ps -eo pid,ppid,stat,args").stdout
+
+
+def test_unauthenticated_requests_get_nothing_buffered(image, run_id):
+    import socket
+
+    with open_sandbox(spec(image, run_id)) as sb:
+        host, port = sb.endpoint
+        with socket.create_connection((host, port), timeout=5) as conn:
+            conn.sendall(b"POST /exec HTTP/1.1\r\nHost: x\r\nContent-Length: 500000000\r\n\r\n")
+            assert conn.recv(100).startswith(b"HTTP/1.1 401")  # answered before any body was sent

@@ -1,24 +1,49 @@
-"""Datasets: load GAIA-layout or plain files into `Instance`s, select, and fingerprint them."""
+"""Datasets: load GAIA-layout or plain files into `Instance`s, select, and fingerprint them.
+
+`load_dataset` is imported lazily (PEP 562): it needs pandas/numpy, which processes that
+only use `Instance` (e.g. every agent process) should not pay for.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-from harness.datasets.load import load_dataset
 from harness.datasets.model import Instance
+# Eager on purpose: the submodule has the same name as the function, so a lazy import would let
+# any `import harness.datasets.select` rebind the package attribute `select` to the module.
 from harness.datasets.select import select
+from harness.errors import InputError
+
+if TYPE_CHECKING:
+    from harness.datasets.load import load_dataset
 
 __all__ = ["Instance", "load_dataset", "select", "dataset_fingerprint"]
 
 
+def __getattr__(name: str) -> Any:
+    if name == "load_dataset":
+        from harness.datasets.load import load_dataset
+
+        return load_dataset
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | {"load_dataset"})
+
+
 def _file_digest(path: Path) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
+    try:
+        with open(path, "rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+    except OSError as exc:
+        raise InputError(f"dataset attachment {path} could not be read for the fingerprint: "
+                         f"{exc.strerror or exc}") from exc
     return digest.hexdigest()
 
 

@@ -220,18 +220,44 @@ def _file_names(value: Any, csv: bool) -> list[str]:
     return [n for n in value if n.strip()]
 
 
-def _attachment_problem(root: Path, name: str) -> str | None:
+def _entry_problem(root: Path, path: Path, shown: str) -> str | None:
+    """What stops the sandbox packer from storing `path`, as `build_archive` judges it, or None."""
+    try:
+        real = path.resolve()
+    except (OSError, RuntimeError) as exc:  # e.g. a symlink loop
+        return f"{shown} at {path} cannot be resolved ({exc})"
+    if os.path.commonpath([root, real]) != str(root):
+        return f"{shown} points outside the dataset folder (to {real})"
+    if real.is_dir():
+        mode = os.R_OK | os.X_OK
+    elif real.is_file():
+        mode = os.R_OK
+    else:
+        return f"{shown} at {path} is not a regular file or folder"
+    if not os.access(path, mode):
+        return f"{shown} at {path} is not readable"
+    return None
+
+
+def _attachment_problems(root: Path, name: str) -> list[str]:
+    """Every problem with attachment `name`, walking folders with the sandbox packer's rules."""
     target = root / name
     if not target.exists():
-        return f"attachment {name!r} not found at {target}"
-    if not target.is_dir() and not target.is_file():
-        return f"attachment {name!r} at {target} is not a regular file or folder"
-    real = target.resolve()
-    if os.path.commonpath([root, real]) != str(root):
-        return f"attachment {name!r} points outside the dataset folder (to {real})"
-    if not os.access(target, os.R_OK | (os.X_OK if target.is_dir() else 0)):
-        return f"attachment {name!r} at {target} is not readable"
-    return None
+        return [f"attachment {name!r} not found at {target}"]
+    if (problem := _entry_problem(root, target, f"attachment {name!r}")) is not None:
+        return [problem]
+    if not target.is_dir():
+        return []
+    problems: list[str] = []
+    try:
+        entries = sorted(target.rglob("*"))
+    except OSError as exc:
+        return [f"attachment {name!r} at {target} cannot be listed ({exc})"]
+    for path in entries:
+        inner = f"{name}/{path.relative_to(target).as_posix()}"
+        if (problem := _entry_problem(root, path, f"attachment {name!r}: {inner!r}")) is not None:
+            problems.append(problem)
+    return problems
 
 
 def _instance(record: dict[str, Any], form: _Form, root: Path, label: str, seen: dict[str, str],
@@ -266,8 +292,7 @@ def _instance(record: dict[str, Any], form: _Form, root: Path, label: str, seen:
         except InputError as exc:
             problems.append(f"{where}: {exc}")
             continue
-        if (problem := _attachment_problem(root, name)) is not None:
-            problems.append(f"{where}: {problem}")
+        problems.extend(f"{where}: {problem}" for problem in _attachment_problems(root, name))
         files.append(name)
     if len(problems) > before:
         return None

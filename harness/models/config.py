@@ -53,8 +53,15 @@ class ModelSection(BaseModel):
     path: str | None = None  # replay: the recorded turns
 
     def public(self) -> dict:
-        """Settings that define results (for the resume fingerprint); no secrets in here."""
-        return self.model_dump(exclude={"timeout", "max_retries"})
+        """Settings that define results (for the resume fingerprint); no secrets in here.
+
+        A replay file counts by its content, not by how its path was spelled."""
+        data = self.model_dump(exclude={"timeout", "max_retries"})
+        if self.kind == "replay" and self.path:
+            import hashlib
+
+            data["path"] = "sha256:" + hashlib.sha256(Path(self.path).read_bytes()).hexdigest()[:16]
+        return data
 
     def api_key(self) -> str:
         if not self.api_key_env:

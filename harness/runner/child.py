@@ -5,15 +5,23 @@ enforced by the parent killing this process (and then the sandbox). This process
 attaches to the parent's sandbox through its service, runs the agent, and writes
 a ChildResult as JSON. It exits by itself if its parent dies.
 
-    python -m harness.runner.child REQUEST.json RESULT.json
+    python -m harness.runner.child REQUEST.json RESULT.json PARENT_PID
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
+import ctypes
 import os
+import signal
 import sys
+
+if __name__ == "__main__":
+    # Die with the harness, even if it is SIGKILLed while this process still imports.
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if len(sys.argv) > 3 and os.getppid() != int(sys.argv[3]):
+        os._exit(1)  # the harness died before the line above took effect
+
+import asyncio
 import threading
 import time
 import traceback
@@ -51,7 +59,8 @@ class ChildResult(BaseModel):
 
 
 def _watch_parent() -> None:
-    parent = os.getppid()
+    """Belt and braces beside PR_SET_PDEATHSIG: exit once re-parented."""
+    parent = int(sys.argv[3]) if len(sys.argv) > 3 else os.getppid()
 
     def loop() -> None:
         while True:

@@ -7,6 +7,7 @@ model errors are recorded, not retried. Every path ends in exactly one ResultRow
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
 import signal
 import subprocess
@@ -33,6 +34,7 @@ from harness.sandbox.contract import SandboxSpec
 from harness.sandbox.docker.provider import DockerSandbox, start, teardown
 from harness.scoring.base import ScoreContext
 
+log = logging.getLogger(__name__)
 # Backoff between infrastructure retries: the engine is often just overloaded.
 RETRY_BACKOFF_S = float(os.environ.get("HARNESS_RETRY_BACKOFF", 2.0))
 
@@ -63,12 +65,20 @@ def _sandbox(spec: SandboxSpec, reaper: Executor | None) -> Iterator[DockerSandb
         yield sandbox
     finally:
         if reaper is None:
-            teardown(sandbox)
+            _teardown_logged(sandbox)
         else:
             try:
-                reaper.submit(teardown, sandbox)
+                reaper.submit(_teardown_logged, sandbox)
             except RuntimeError:  # the pool is shutting down (Ctrl-C): remove it here
-                teardown(sandbox)
+                _teardown_logged(sandbox)
+
+
+def _teardown_logged(sandbox: DockerSandbox) -> None:
+    """A failed removal must not cost the instance its result: log it; the leak audit counts it."""
+    try:
+        teardown(sandbox)
+    except Exception as exc:  # noqa: BLE001
+        log.warning("could not remove sandbox %s: %s", sandbox.name, exc)
 
 
 def _now() -> str:
@@ -85,11 +95,13 @@ def _trace_name(instance: Instance, attempt: int) -> str:
 
 _live: set[subprocess.Popen] = set()
 _live_lock = threading.Lock()
+_stopping = threading.Event()
 
 
 def kill_agents() -> None:
-    """Kill every running agent process (Ctrl-C: their sandboxes are then removed by their threads)."""
+    """Kill every running agent process and start no more (Ctrl-C); sandboxes are still removed."""
     with _live_lock:
+        _stopping.set()
         for proc in list(_live):
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -102,10 +114,12 @@ def _run_child(request: ChildRequest, timeout: float | None) -> tuple[ChildResul
     with tempfile.TemporaryDirectory(prefix="harness-child-") as tmp:
         req_path, res_path = Path(tmp, "request.json"), Path(tmp, "result.json")
         req_path.write_text(request.model_dump_json())
-        proc = subprocess.Popen([sys.executable, "-m", "harness.runner.child", str(req_path), str(res_path)],
-                                start_new_session=True, stdout=subprocess.DEVNULL,
-                                stderr=open(Path(tmp, "stderr"), "wb"))
         with _live_lock:
+            if _stopping.is_set():
+                return ChildResult(error_kind="infra", error="cancelled (Ctrl-C)"), False
+            proc = subprocess.Popen([sys.executable, "-m", "harness.runner.child", str(req_path), str(res_path),
+                                     str(os.getpid())], start_new_session=True, stdout=subprocess.DEVNULL,
+                                    stderr=open(Path(tmp, "stderr"), "wb"))
             _live.add(proc)
         killed = False
         try:
@@ -126,8 +140,8 @@ def _run_child(request: ChildRequest, timeout: float | None) -> tuple[ChildResul
         return ChildResult(error_kind="agent", error=f"agent process exited {proc.returncode}: {stderr}"), False
 
 
-def _salvage(result: ChildResult, trace_path: Path) -> ChildResult:
-    """After a kill, recover usage and the last message from the trace."""
+def _salvage(result: ChildResult, trace_path: Path, *, usage_too: bool = True) -> ChildResult:
+    """Recover the last message and tool calls (and, after a kill, usage) from the trace."""
     usage, last_text, tools = Usage(), "", []
     for event in read_trace(trace_path):
         if event.get("type") == "llm_call":
@@ -140,7 +154,10 @@ def _salvage(result: ChildResult, trace_path: Path) -> ChildResult:
                 tools += [c.get("name") for c in message.get("content", [])]
             elif isinstance(message.get("content"), str) and message.get("source") != "user":
                 last_text = message["content"]
-    result.usage, result.final_message, result.tool_calls = usage, last_text, tools
+    if usage_too:
+        result.usage = usage
+    result.final_message = result.final_message or last_text
+    result.tool_calls = result.tool_calls or tools
     return result
 
 
@@ -157,7 +174,11 @@ def run_instance(instance: Instance, settings: RunSettings) -> ResultRow:
 def _run_instance(instance: Instance, settings: RunSettings, started: str, t0: float) -> ResultRow:
     task = instruction(instance)
     result, sandbox_name, trace_rel, attempt = ChildResult(), None, None, 0
+    spent = Usage()  # every attempt's tokens count, not just the last one's
     for attempt in range(1, settings.max_retries + 2):
+        if _stopping.is_set():
+            result = ChildResult(error_kind="infra", error="cancelled (Ctrl-C)")
+            break
         trace_rel = _trace_name(instance, attempt)
         trace_path = settings.output_dir / trace_rel
         trace_path.parent.mkdir(parents=True, exist_ok=True)
@@ -178,15 +199,25 @@ def _run_instance(instance: Instance, settings: RunSettings, started: str, t0: f
                 if killed:
                     result = _salvage(result, trace_path)
                     result.limit = "wall_time"
+                elif result.limit or result.error_kind:
+                    result = _salvage(result, trace_path, usage_too=False)
         except InfraError as exc:
             result = ChildResult(error_kind=exc.kind, error=str(exc))
         except HarnessError as exc:  # input errors (e.g. refused files): recorded, not retried
             result = ChildResult(error_kind=exc.kind, error=str(exc))
             break
+        spent = _add(spent, result.usage)
         if result.error_kind != "infra" or attempt > settings.max_retries:
             break
         time.sleep(RETRY_BACKOFF_S * attempt)
+    result.usage = spent
     return _finish(instance, settings, result, attempt, started, t0, sandbox_name, trace_rel)
+
+
+def _add(a: Usage, b: Usage) -> Usage:
+    return Usage(prompt_tokens=a.prompt_tokens + b.prompt_tokens,
+                 completion_tokens=a.completion_tokens + b.completion_tokens,
+                 llm_calls=a.llm_calls + b.llm_calls, cost=a.cost + b.cost)
 
 
 def _finish(instance, settings, result: ChildResult, attempt, started, t0, sandbox_name, trace_rel) -> ResultRow:
@@ -200,7 +231,7 @@ def _finish(instance, settings, result: ChildResult, attempt, started, t0, sandb
         for scorer in settings.scorers:
             try:
                 score = scorer.score(answer, instance.answer, context=context)
-            except HarnessError as exc:
+            except Exception as exc:  # noqa: BLE001 - a scorer's failure never costs the agent's result
                 scores[scorer.name] = {"scorer": scorer.name, "correct": None, "value": 0.0,
                                        "explanation": f"scorer error: {exc}"}
                 continue

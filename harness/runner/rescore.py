@@ -33,7 +33,13 @@ def rescore(output_dir: Path, scorer_names: list[str], *, config: Path | None = 
             question = selected_questions.get(row.instance_id, "")
             context = ScoreContext(tool_calls=row.tool_calls, total_tokens=row.usage.total_tokens, steps=row.steps,
                                    question=question)
-            row.scores = {s.name: s.score(row.answer, row.target, context=context).model_dump() for s in scorers}
+            row.scores = {}
+            for scorer in scorers:
+                try:
+                    row.scores[scorer.name] = scorer.score(row.answer, row.target, context=context).model_dump()
+                except Exception as exc:  # noqa: BLE001 - one failed verdict must not abort the rescore
+                    row.scores[scorer.name] = {"scorer": scorer.name, "correct": None, "value": 0.0,
+                                               "explanation": f"scorer error: {exc}"}
             row.correct = row.scores[scorers[0].name]["correct"]
         tmp = out.with_suffix(".jsonl.tmp")
         tmp.write_text("".join(row.model_dump_json() + "\n" for row in rows))

@@ -57,6 +57,7 @@ class RunOptions:
     summary_csv: Path | None = None
     judge_model: str | None = None
     website: Path | None = None  # an offline site folder (harness/services/website.py)
+    all_instances: list = field(default_factory=list)  # filled by validation: the whole dataset
 
 
 def _prepare(opts: RunOptions):
@@ -67,6 +68,7 @@ def _prepare(opts: RunOptions):
         raise InputError("--max-retries must be >= 0")
     instances = load_dataset(opts.dataset, opts.split)
     selected = select(instances, **opts.selection)
+    opts.all_instances = instances
     config = load_config(opts.config)
     root = Path(opts.dataset) if Path(opts.dataset).is_dir() else Path(opts.dataset).parent
     section = model_section(config, opts.model, dataset_root=root)
@@ -98,9 +100,10 @@ def run(opts: RunOptions, console: Console | None = None) -> int:
         environment["website"] = site_info(opts.website)
     with lock_output_dir(opts.output_dir):
         save_or_check(opts.output_dir, RunConfig(
-            dataset=str(opts.dataset), dataset_fingerprint=dataset_fingerprint(selected), model=opts.model,
+            dataset=str(opts.dataset), dataset_fingerprint=dataset_fingerprint(opts.all_instances), model=opts.model,
             model_settings=section.public(), agent=opts.agent, image=image, limits=opts.limits.__dict__,
-            scorers=opts.scorers, selection=opts.selection, environment=environment), force=opts.force)
+            scorers=opts.scorers + ([f"judge={opts.judge_model}"] if opts.judge_model else []),
+            selection=opts.selection, environment=environment), force=opts.force)
         (opts.output_dir / "selected.json").write_text(json.dumps({i.instance_id: i.level for i in selected}))
         (opts.output_dir / "questions.json").write_text(json.dumps({i.instance_id: i.question for i in selected}))
         if repair(out):
@@ -123,7 +126,11 @@ def run(opts: RunOptions, console: Console | None = None) -> int:
             settings = RunSettings(run_id=run_id, image=image, agent=opts.agent, model=section,
                                    limits=opts.limits, output_dir=opts.output_dir, scorers=scorers,
                                    max_retries=opts.max_retries, sandbox=sandbox, record=opts.record is not None)
-            _evaluate([by_id[i] for i in to_run], settings, out, opts, console)
+            try:
+                _evaluate([by_id[i] for i in to_run], settings, out, opts, console)
+            except KeyboardInterrupt:
+                cleanup.reap(run_id=run_id)  # a second Ctrl-C may have cut the removals short
+                raise
         # The leak audit: every container of this run (sandboxes and website) must be gone now.
         leaked = len(cleanup.find(run_id))
         report = build_report(read_rows(out), [i.instance_id for i in selected], leaked_containers=leaked,

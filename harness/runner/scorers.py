@@ -10,8 +10,13 @@ from harness.scoring import get_scorer
 
 def build_scorers(names: list[str], config: dict, judge_model: str | None = None) -> list:
     scorers = []
-    for name in names:
+    for spec in names:
+        name, _, arg = spec.partition(":")  # e.g. tool_calls:run_python,visit_url
         kwargs: dict = {}
+        if name == "tool_calls":
+            kwargs = {"expected": [x for x in arg.split(",") if x]}
+            if not kwargs["expected"]:
+                raise InputError("--scorer tool_calls:NAME[,NAME...] needs the expected tool names")
         if name == "llm_judge":
             settings = config.get("scorer", {}).get("llm_judge", {})
             judge = judge_model or settings.get("model")

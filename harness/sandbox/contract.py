@@ -33,6 +33,32 @@ class SandboxSpec(BaseModel):
     network: str = "none"
     env: dict[str, str] = Field(default_factory=dict)
 
+    @field_validator("memory")
+    @classmethod
+    def _memory(cls, value: str) -> str:
+        from docker.utils import parse_bytes
+
+        try:
+            if parse_bytes(value) < 6 * 1024 * 1024:
+                raise ValueError
+        except Exception:  # noqa: BLE001 - docker raises its own error type
+            raise ValueError(f"memory must be a size like 512m or 2g (at least 6m), not {value!r}") from None
+        return value
+
+    @field_validator("cpus")
+    @classmethod
+    def _cpus(cls, value: float) -> float:
+        if value <= 0:
+            raise ValueError(f"cpus must be > 0, not {value}")
+        return value
+
+    @field_validator("pids")
+    @classmethod
+    def _pids(cls, value: int) -> int:
+        if value < 16:
+            raise ValueError(f"pids must be >= 16, not {value}")
+        return value
+
     @field_validator("network")
     @classmethod
     def _network(cls, value: str) -> str:

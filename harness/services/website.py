@@ -67,7 +67,7 @@ def website(site_dir: Path, image: str, run_id: str) -> Iterator[Website]:
                                              cap_drop=["ALL"], cap_add=["NET_BIND_SERVICE"],
                                              security_opt=["no-new-privileges"])
         created = engine.call("create", lambda: api.create_container(
-            image, command=["python3", "/site/serve.py"], name=f"{network}-web", labels=labels, user="root",
+            image, entrypoint=["python3", "/site/serve.py"], command=[], name=f"{network}-web", labels=labels, user="root",
             host_config=host_config, networking_config=config, working_dir="/site"))
         container_id = created["Id"]
         api.put_archive(container_id, "/", _archive(Path(site_dir)))

@@ -17,11 +17,17 @@ exec costs ~50 ms. Endpoints (JSON unless said otherwise):
 Every request must carry the header X-Harness-Token equal to $HARNESS_SANDBOX_TOKEN.
 A command runs in its own session; on timeout the whole process tree (session,
 process group and every descendant found in /proc) is SIGKILLed.
+
+sandboxd is the container's PID 1, and so its init: the kernel ignores signals
+sent to PID 1 from inside its namespace unless it handles them, so agent code
+(`kill -9 -1`, `pkill python3`) cannot take the service, and the sandbox, down.
+As init it also reaps the orphans that end up as its children.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import io
 import json
 import os
@@ -132,14 +138,13 @@ async def run_command(req: dict) -> dict:
     stdin_data = req.get("stdin")
     started = time.monotonic()
     try:
-        proc = await asyncio.create_subprocess_exec(
+        proc = await spawn(
             *argv,
             stdin=asyncio.subprocess.PIPE if stdin_data is not None else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             cwd=req.get("cwd") or "/workspace",
             env=env,
-            start_new_session=True,
         )
     except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
         return {"exit_code": 127, "stdout": "", "stderr": f"{exc}\n", "timed_out": False,
@@ -170,6 +175,57 @@ async def run_command(req: dict) -> dict:
     return {"exit_code": code if not timed_out else -9, "stdout": stdout, "stderr": stderr,
             "timed_out": timed_out, "stdout_truncated": out_trunc,
             "stderr_truncated": err_trunc, "duration": time.monotonic() - started}
+
+
+# --------------------------------------------------------------------- init duties
+_spawned: set[int] = set()  # our own children: asyncio's child watcher waits for these
+_zombie_seen: dict[int, int] = {}
+
+
+def reap_orphans() -> None:
+    """Reap zombies that were reparented to us, never the children asyncio waits for.
+
+    Our own children are session leaders (start_new_session); an orphan that is not a
+    session leader is reaped at once, one that is (it called setsid) once it has stayed
+    a zombie for two passes without being ours.
+    """
+    table = _proc_table()
+    me = os.getpid()
+    for pid, (ppid, _, sid) in table.items():
+        if ppid != me or pid in _spawned:
+            continue
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                state = fh.read().decode(errors="replace").rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state != "Z":
+            continue
+        _zombie_seen[pid] = _zombie_seen.get(pid, 0) + 1
+        if pid != sid or _zombie_seen[pid] >= 2:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+            _zombie_seen.pop(pid, None)
+
+
+async def init_loop() -> None:
+    while True:
+        await asyncio.sleep(1.0)
+        reap_orphans()
+
+
+async def spawn(*argv: str, **kwargs) -> asyncio.subprocess.Process:
+    proc = await asyncio.create_subprocess_exec(*argv, start_new_session=True, **kwargs)
+    _spawned.add(proc.pid)
+    asyncio.ensure_future(_forget(proc))
+    return proc
+
+
+async def _forget(proc: asyncio.subprocess.Process) -> None:
+    await proc.wait()
+    _spawned.discard(proc.pid)
 
 
 # --------------------------------------------------------------------- files
@@ -247,9 +303,9 @@ async def start_browser(timeout: float = 30.0) -> dict:
                 return {"ws_path": urllib.parse.urlsplit(info["webSocketDebuggerUrl"]).path, "restarted": False}
             kill_tree(proc.pid)
         restarted = proc is not None
-        _browser["proc"] = await asyncio.create_subprocess_exec(
+        _browser["proc"] = await spawn(
             CHROMIUM, *CHROMIUM_FLAGS, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL, start_new_session=True)
+            stderr=asyncio.subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             info = await _devtools_version()
@@ -306,6 +362,15 @@ async def dispatch(method: str, target: str, body: bytes) -> tuple[int, bytes, s
     raise HttpError(404, f"no route {method} {url.path}")
 
 
+_UNAUTHORIZED_BODY = b'{"error": "bad or missing X-Harness-Token"}'
+_UNAUTHORIZED = (b"HTTP/1.1 401 X\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                 b"Content-Length: %d\r\n\r\n" % len(_UNAUTHORIZED_BODY)) + _UNAUTHORIZED_BODY
+
+
+def authorized(headers: dict) -> bool:
+    return not TOKEN or hmac.compare_digest(headers.get("x-harness-token", "").encode(), TOKEN.encode())
+
+
 async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     try:
         while True:
@@ -320,20 +385,18 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
                 if ":" in line:
                     key, value = line.split(":", 1)
                     headers[key.strip().lower()] = value.strip()
-            if target.startswith(("/devtools/", "/json")):
-                if TOKEN and headers.get("x-harness-token") != TOKEN:
-                    writer.write(b"HTTP/1.1 401 X\r\nContent-Length: 0\r\n\r\n")
-                    await writer.drain()
-                    return
+            if target.startswith(("/devtools/", "/json")) and authorized(headers):
                 await forward(head, reader, writer)
+                return
+            if not authorized(headers):  # before reading any body: strangers get nothing buffered
+                writer.write(_UNAUTHORIZED)
+                await writer.drain()
                 return
             length = int(headers.get("content-length", "0"))
             if length > MAX_BODY:
                 return
             body = await reader.readexactly(length) if length else b""
             try:
-                if TOKEN and headers.get("x-harness-token") != TOKEN:
-                    raise HttpError(401, "bad or missing X-Harness-Token")
                 status, payload, ctype = await dispatch(method, target, body)
             except HttpError as exc:
                 status, payload, ctype = exc.status, json.dumps({"error": str(exc)}).encode(), "application/json"
@@ -354,6 +417,8 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
 
 async def main() -> None:
     server = await asyncio.start_server(handle, "0.0.0.0", PORT)
+    if os.getpid() == 1:
+        asyncio.ensure_future(init_loop())
     async with server:
         await server.serve_forever()
 

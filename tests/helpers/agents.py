@@ -6,12 +6,14 @@ import os
 from pathlib import Path
 
 from harness.agents.autogen.builtin import assistant
+from harness.sandbox.docker import engine
 
 
 def kills_its_first_sandbox(model_client, envs, instance, limits):
-    """On the first attempt, kill the sandbox from inside before the agent starts (infra failure)."""
+    """On the first attempt, the engine kills the sandbox before the agent starts (an infra failure:
+    agent code itself cannot, since the sandbox's service is its PID 1)."""
     marker = Path(os.environ["HARNESS_TEST_MARKER"])
     if not marker.exists():
         marker.write_text("killed once")
-        envs.code.run_shell("kill -9 -1", timeout=5)
+        engine.client().api.kill(envs.code.sandbox.id)
     return assistant(model_client, envs, instance, limits)

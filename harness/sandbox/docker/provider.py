@@ -88,9 +88,24 @@ def _remove(container_id: str) -> None:
     engine.remove_container(container_id)
 
 
+def _remove_by_name(name: str) -> None:
+    try:
+        found = engine.client().api.containers(all=True, filters={"name": f"^/{name}$"})
+        for row in found:
+            engine.remove_container(row["Id"])
+    except Exception:  # noqa: BLE001 - best effort; the orphan reaper is the backstop
+        pass
+
+
 def _create_and_start(kwargs: dict, policy: str, host_port: int | None):
     cli = engine.client()
-    container = engine.call("create", lambda: cli.containers.create(ports=ports.publish(host_port), **kwargs))
+    try:
+        # No retry: a create that timed out on our side may still have made the container.
+        container = engine.call("create", lambda: cli.containers.create(ports=ports.publish(host_port), **kwargs),
+                                retries=0)
+    except BaseException:
+        _remove_by_name(kwargs["name"])
+        raise
     try:
         networks.connect(container.id, policy)
         engine.call("start", container.start, retries=0)
