@@ -94,6 +94,7 @@ def run_cmd(
     max_steps: int = typer.Option(30, help="Model calls per instance."),
     max_tokens: Optional[int] = typer.Option(None, help="Tokens (prompt+completion) per instance."),
     command_timeout: float = typer.Option(120, help="Seconds per code-environment command."),
+    page_size: int = typer.Option(8000, help="Characters per page of a file or web page shown to the agent."),
     limit: Optional[int] = typer.Option(None, help="Run at most N instances."),
     ids: Optional[str] = typer.Option(None, help="Comma-separated instance ids to run."),
     skip: Optional[str] = typer.Option(None, help="Comma-separated instance ids to skip."),
@@ -122,14 +123,15 @@ def run_cmd(
     except ValueError as exc:
         fail(InputError(f"--network/--memory/--cpus: {exc}"))
     for flag, value, low in (("--max-steps", max_steps, 1), ("--max-tokens", max_tokens, 1),
-                             ("--instance-timeout", instance_timeout, 1e-9), ("--command-timeout", command_timeout, 1e-9)):
+                             ("--instance-timeout", instance_timeout, 1e-9), ("--command-timeout", command_timeout, 1e-9),
+                             ("--page-size", page_size, 100)):
         if value is not None and value < low:
             fail(InputError(f"{flag} must be > 0, not {value}"))
     opts = RunOptions(
         dataset=dataset, model=model, output_dir=output_dir, split=split, agent=agent, workers=workers,
         config=config, max_retries=max_retries, scorers=scorer, force=force, record=record, judge_model=judge_model, website=website,
         limits=Limits(max_steps=max_steps, max_tokens=max_tokens, instance_timeout=instance_timeout,
-                      command_timeout=command_timeout),
+                      command_timeout=command_timeout, page_size=page_size),
         selection={"ids": split_list(ids), "skip": split_list(skip), "offset": offset, "stride": stride,
                    "shuffle": shuffle, "seed": seed, "limit": limit},
         sandbox={"network": network, "memory": memory, "cpus": cpus},

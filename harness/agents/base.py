@@ -11,6 +11,7 @@ class Limits:
     max_tokens: int | None = None  # prompt + completion, all clients of the instance
     instance_timeout: float | None = None  # wall seconds, enforced by killing the agent's process
     command_timeout: float = 120.0  # one code-environment command
+    page_size: int = 8000  # characters per page of a file or web page shown to the agent
 
 
 @dataclass

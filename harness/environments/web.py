@@ -145,7 +145,7 @@ class WebEnv:
 
     async def _settle(self) -> None:
         try:
-            await self._page.wait_for_load_state("domcontentloaded", timeout=self.action_timeout * 1000)
+            await self._page.wait_for_load_state("domcontentloaded", timeout=self.action_timeout * 500)
         except Exception:  # noqa: BLE001 - a page that never settles is still shown as it is
             pass
         await self._snapshot()
@@ -226,7 +226,9 @@ class WebEnv:
 
     async def back(self) -> str:
         async def body():
-            await self._page.go_back(wait_until="domcontentloaded", timeout=self.action_timeout * 1000)
+            # A page restored from the back/forward cache fires no load events (and Playwright would
+            # wait for them): it is complete as it is, so read it at once.
+            await self._page.go_back(wait_until="commit", timeout=self.action_timeout * 1000)
             await self._snapshot()
             return self._view()
         return await self._act("back", {}, body)

@@ -123,8 +123,9 @@ def run(request: ChildRequest, result_path: Path) -> int:
                             box["port"], box["token"])
     trace_path = Path(request.trace_path)
     envs = Environments(code=CodeEnv(sandbox, tracer, timeout=limits.command_timeout),
-                        file=FileEnv(sandbox, tracer),
-                        web=WebEnv(sandbox, tracer, screenshots=trace_path.with_name(trace_path.stem + "-shots")),
+                        file=FileEnv(sandbox, tracer, page_size=limits.page_size),
+                        web=WebEnv(sandbox, tracer, screenshots=trace_path.with_name(trace_path.stem + "-shots"),
+                                   page_size=limits.page_size),
                         on_fatal=sandbox_died)
     envs.publish()
     outcome = AgentOutcome()

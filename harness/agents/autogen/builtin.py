@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from autogen_agentchat.agents import AssistantAgent
+from autogen_agentchat.agents import ApprovalRequest, ApprovalResponse, AssistantAgent, CodeExecutorAgent
 from autogen_agentchat.conditions import MaxMessageTermination, TextMentionTermination
 from autogen_agentchat.teams import MagenticOneGroupChat, RoundRobinGroupChat
 
+from harness.agents.autogen.executor import LANGUAGES, SandboxCodeExecutor
 from harness.agents.autogen.tools import sandbox_tools, web_tools
 
 # The agent may loop over tools freely: the harness's meter enforces --max-steps
@@ -37,9 +38,68 @@ def roundrobin(model_client, envs, instance, limits):
     return RoundRobinGroupChat([solver, reviewer], termination_condition=stop)
 
 
+WEB_SURFER = (
+    "You browse the web with a browser that runs inside the task's sandbox. Open pages, read them page by "
+    "page, follow links, fill in forms and download files (downloads land in /workspace/downloads). Report "
+    "what you found, with the URLs, as plain text."
+)
+FILE_SURFER = (
+    "You read the task's files in the sandbox's /workspace (pdf, docx, xlsx, pptx, csv, json, html, zip, "
+    "text...) as markdown with your tools, and report exactly what they say. You cannot run code."
+)
+CODER = (
+    "You write code that the team's `executor` runs in a sandbox, whose working directory /workspace holds "
+    "the task's files (pandas, numpy, openpyxl, pypdf, python-docx, python-pptx, markitdown installed). "
+    "You cannot run code yourself: answer with exactly one complete, self-contained ```python code block "
+    "(or ```sh for shell commands) that prints everything needed, and say briefly what it does. When the "
+    "executor reports an error, fix the code and send the whole corrected block."
+)
+# MagenticOneGroupChat formats only its default final-answer prompt with the task; a custom one is
+# sent as is, after the task ledger (which states the task), so this one refers to it instead.
+FINAL_ANSWER_PROMPT = """
+We are working on the task stated at the start of this conversation.
+
+We have completed the task.
+
+The above messages contain the conversation that took place to complete the task.
+
+Based on the information gathered, provide the final answer to the original request.
+The answer should be phrased as if you were speaking to the user, and must end with the final answer
+alone (a number, word or short phrase, as the request asks) inside <solution></solution>.
+"""
+
+
+def _approve(request: ApprovalRequest) -> ApprovalResponse:
+    """Code runs only inside the instance's sandbox, so every block is approved."""
+    return ApprovalResponse(approved=True, reason="runs in the sandbox")
+
+
 def magentic(model_client, envs, instance, limits):
-    """A Magentic-One orchestrated team whose coder acts through the sandbox."""
-    coder = AssistantAgent("coder", model_client, tools=sandbox_tools(envs), system_message=SYSTEM,
-                           description="Runs Python and shell in the sandbox and reads the task's files.",
-                           max_tool_iterations=10, reflect_on_tool_use=False)
-    return MagenticOneGroupChat([coder], model_client=model_client, max_turns=limits.max_steps or 30)
+    """A Magentic-One team (orchestrator, web surfer, file surfer, coder, executor) acting through the sandbox."""
+    tools = {t.name: t for t in sandbox_tools(envs)}
+    file_surfer = AssistantAgent(
+        "file_surfer", model_client, tools=[tools[n] for n in ("list_files", "read_file", "find_in_file")],
+        system_message=FILE_SURFER, max_tool_iterations=10, reflect_on_tool_use=False,
+        description="Lists, reads and searches the task's files in /workspace (pdf, docx, xlsx, pptx, csv, "
+                    "json, html, zip, text) as markdown, page by page. Cannot run code or browse the web.")
+    coder = AssistantAgent(
+        "coder", model_client, system_message=CODER,
+        description="Writes Python (or shell) code in a ```python code block to compute, parse files or "
+                    "analyse data; the code must then be run by the executor. Cannot run code itself.")
+    executor = CodeExecutorAgent(
+        "executor", code_executor=SandboxCodeExecutor(envs), supported_languages=LANGUAGES, sources=["coder"],
+        approval_func=_approve,
+        description="A computer terminal in the task's sandbox (files in /workspace). Runs the ```python or "
+                    "```sh code blocks the coder wrote in its latest messages and reports their output. "
+                    "Does nothing else.")
+    participants = [file_surfer, coder, executor]
+    if envs.web is not None:
+        web_surfer = AssistantAgent(
+            "web_surfer", model_client, tools=web_tools(envs), system_message=WEB_SURFER,
+            max_tool_iterations=10, reflect_on_tool_use=False,
+            description="Browses the web with a browser inside the task's sandbox: visits URLs, reads and "
+                        "searches pages, clicks links, types into forms and downloads files into "
+                        "/workspace/downloads.")
+        participants.insert(0, web_surfer)
+    return MagenticOneGroupChat(participants, model_client=model_client, max_turns=limits.max_steps or 30,
+                                final_answer_prompt=FINAL_ANSWER_PROMPT)

@@ -1,0 +1,122 @@
+"""`harness run --agent magentic` end to end: a replayed orchestrator and coder, code run in a real sandbox.
+
+MagenticOneGroupChat 0.7.5 makes these model calls, all through the one shared client, in order:
+task facts, plan, then per round a progress ledger (JSON) naming the next speaker; the named agent
+then speaks (the coder makes one model call; the executor none: it runs the coder's code block in
+the sandbox); once a ledger says the request is satisfied, one final-answer call.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+
+import pytest
+
+from tests.test_run_e2e import containers_of, harness, one_instance, rows, trace
+
+def ledger(next_speaker: str, instruction: str, satisfied: bool = False) -> dict:
+    entry = {
+        "is_request_satisfied": {"reason": "The sum has been computed." if satisfied else "Not done yet.",
+                                 "answer": satisfied},
+        "is_in_loop": {"reason": "No repetition so far.", "answer": False},
+        "is_progress_being_made": {"reason": "Each step moves the task forward.", "answer": True},
+        "next_speaker": {"reason": "Best placed for the next step.", "answer": next_speaker},
+        "instruction_or_question": {"reason": "The next step of the plan.", "answer": instruction},
+    }
+    return {"content": "```json\n" + json.dumps(entry, indent=2) + "\n```"}
+
+
+CODE = "import pandas as pd\nprint(pd.read_csv('/workspace/nums.csv').x.sum())\n"
+FINAL = {"content": "The values of column x in nums.csv add up to 6.\n<solution>6</solution>"}
+TURNS = [
+    {"content": "1. GIVEN OR VERIFIED FACTS\n- The file nums.csv holds a column x.\n"
+                "2. FACTS TO LOOK UP\n- None.\n3. FACTS TO DERIVE\n- The sum of column x.\n"
+                "4. EDUCATED GUESSES\n- None."},
+    {"content": "- coder: write Python that sums column x of /workspace/nums.csv.\n"
+                "- executor: run it.\n- Report the sum."},
+    ledger("coder", "Write Python that prints the sum of column x of /workspace/nums.csv."),
+    {"content": f"This reads the CSV and prints the sum of column x.\n```python\n{CODE}```"},
+    ledger("executor", "Run the coder's code."),
+    ledger("coder", "unused", satisfied=True),
+    FINAL,
+    FINAL, FINAL,  # spares: never needed unless the team asks for more than scripted
+]
+
+
+@pytest.mark.docker
+def test_magentic_team_orchestrates_a_coder_whose_code_runs_in_the_sandbox(tmp_path):
+    data, config = one_instance(tmp_path, TURNS)
+    out = tmp_path / f"r{secrets.token_hex(4)}"
+    proc = harness("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out,
+                   "--agent", "magentic")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (row,) = rows(out)
+    assert row["status"] == "ok", row
+    assert row["correct"] is True and row["answer"] == "6"
+    assert row["usage"]["llm_calls"] == 7  # facts, plan, 3 ledgers, coder, final answer
+
+    events = trace(out, row)
+    runs = [e for e in events if e["type"] == "env" and e.get("action") == "run_python"]
+    assert len(runs) == 1 and runs[0]["exit_code"] == 0
+    assert runs[0]["stdout"].strip() == "6"  # the code really ran in the sandbox
+    assert "nums.csv" in runs[0]["args"]["code"]
+    messages = [e["message"] for e in events if e["type"] == "message"]
+    sources = [m["source"] for m in messages]
+    assert {"coder", "executor", "MagenticOneOrchestrator"} <= set(sources)
+    (executed,) = [m for m in messages if m["source"] == "executor"]
+    assert "exit code: 0" in executed["content"] and "6" in executed["content"]
+    assert sources.index("coder") < sources.index("executor")
+    assert "<solution>6</solution>" in messages[-1]["content"]
+    assert containers_of(out) == []
+
+
+class FakeCode:
+    def __init__(self, fail: Exception | None = None):
+        self.calls, self.fail = [], fail
+
+    def _run(self, kind, text):
+        from harness.sandbox.contract import ExecResult
+
+        self.calls.append((kind, text))
+        if self.fail:
+            raise self.fail
+        return ExecResult(exit_code=3 if "boom" in text else 0, stdout=f"{kind} out\n", stderr="")
+
+    def run_python(self, code):
+        return self._run("python", code)
+
+    def run_shell(self, command):
+        return self._run("shell", command)
+
+
+def test_sandbox_code_executor_routes_languages_stops_at_failures_and_propagates_infra_errors():
+    import asyncio
+
+    from autogen_core import CancellationToken
+    from autogen_core.code_executor import CodeBlock
+
+    from harness.agents.autogen.executor import SandboxCodeExecutor
+    from harness.environments import Environments
+    from harness.errors import SandboxDied
+
+    code = FakeCode()
+    executor = SandboxCodeExecutor(Environments(code=code, file=None))
+    run = lambda blocks: asyncio.run(executor.execute_code_blocks(blocks, CancellationToken()))  # noqa: E731
+
+    result = run([CodeBlock("print(1)", "python"), CodeBlock("ls", "bash")])
+    assert result.exit_code == 0 and "python out" in result.output and "shell out" in result.output
+    assert code.calls == [("python", "print(1)"), ("shell", "ls")]
+
+    code.calls.clear()
+    result = run([CodeBlock("boom", "sh"), CodeBlock("print(2)", "python")])
+    assert result.exit_code == 3 and code.calls == [("shell", "boom")]  # stops at the first failure
+
+    result = run([CodeBlock("x", "rust")])
+    assert result.exit_code == 1 and "unsupported language 'rust'" in result.output
+
+    fatal = []
+    dead = SandboxCodeExecutor(Environments(code=FakeCode(SandboxDied("gone")), file=None, on_fatal=fatal.append))
+    with pytest.raises(SandboxDied):
+        asyncio.run(dead.execute_code_blocks([CodeBlock("print(1)", "python")], CancellationToken()))
+    assert len(fatal) == 1 and isinstance(fatal[0], SandboxDied)
