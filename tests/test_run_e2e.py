@@ -228,3 +228,26 @@ def test_dead_sandbox_is_an_infra_error_retried_on_a_fresh_sandbox(tmp_path):
     (row,) = rows(out2)
     assert row["status"] == "error" and row["error_kind"] == "infra" and row["correct"] is False
     assert json.loads((out2 / "report.json").read_text())["errors_by_kind"] == {"infra": 1}
+
+
+def test_multimodal_web_surfer_drives_the_sandbox_browser(tmp_path):
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps({"instance_id": "surf", "question": "When was Northwind Garden Supply founded?",
+                                "answer": "1987"}) + "\n")
+    turns = [{"tool_calls": [{"name": "visit_url", "arguments": {"reasoning": "open it",
+                                                                  "url": "http://shop.gaia.test/about"}}]},
+             {"content": "The about page says 1987. <solution>1987</solution>"}]
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text(json.dumps({"instance_id": "surf", "turns": turns}) + "\n")
+    config = tmp_path / "config.toml"
+    config.write_text(f'[llm.rec]\nkind = "replay"\npath = "{replay}"\n')
+    out = tmp_path / f"r{secrets.token_hex(4)}"
+    proc = harness("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out,
+                   "--agent", "websurfer", "--website", SMOKE / "website")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (row,) = rows(out)
+    assert row["status"] == "ok" and row["correct"] is True, row
+    surfer = [e["message"] for e in trace(out, row) if e["type"] == "message"
+              and e["message"].get("source") == "web_surfer"]
+    assert any("About us" in json.dumps(m) for m in surfer), surfer  # it saw the site's page, in the sandbox
+    assert containers_of(out) == []

@@ -11,6 +11,7 @@ BUILTIN = {
     "assistant": "harness.agents.autogen.builtin:assistant",
     "roundrobin": "harness.agents.autogen.builtin:roundrobin",
     "magentic": "harness.agents.autogen.builtin:magentic",
+    "websurfer": "harness.agents.autogen.builtin:websurfer",
 }
 
 

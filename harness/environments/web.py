@@ -81,14 +81,18 @@ class WebEnv:
         if self._browser is None or not self._browser.is_connected():
             await self._connect()
 
-    async def playwright_context(self):
-        """The Playwright BrowserContext, e.g. for AutoGen's MultimodalWebSurfer(context=...)."""
+    async def playwright(self):
+        """(Playwright, BrowserContext) of the sandbox's browser, e.g. for AutoGen's
+        MultimodalWebSurfer(playwright=..., context=...)."""
         await self._ensure()
-        return self._page.context
+        return self._pw, self._page.context
 
     async def close(self) -> None:
         if self._pw is not None:
-            await self._pw.stop()
+            try:
+                await self._pw.stop()
+            except Exception:  # noqa: BLE001 - an agent (e.g. MultimodalWebSurfer) may have stopped it
+                pass
         self._pw = self._browser = self._page = None
 
     # ------------------------------------------------------------------ action wrapper

@@ -131,9 +131,10 @@ def run(request: ChildRequest, result_path: Path) -> int:
     outcome = AgentOutcome()
     try:
         client = build_client(section, meter, request.instance.instance_id)
-        agent = resolve(request.agent)(client, envs, request.instance, limits)
+        factory = resolve(request.agent)
         tracer.event({"type": "task", "task": request.task})
-        outcome = asyncio.run(_run_and_close(agent, request.task, tracer, envs))
+        outcome = asyncio.run(_run_and_close(lambda: factory(client, envs, request.instance, limits),
+                                             request.task, tracer, envs))
     except BudgetExceeded as exc:
         result.limit = exc.limit
         tracer.event({"type": "limit", "limit": exc.limit, "detail": str(exc)})
@@ -149,10 +150,16 @@ def run(request: ChildRequest, result_path: Path) -> int:
     return finish(0)
 
 
-async def _run_and_close(agent, task, tracer, envs) -> AgentOutcome:
+async def _run_and_close(make_agent, task, tracer, envs) -> AgentOutcome:
+    """Build the agent (a factory may be async, e.g. to take the browser's Playwright context), run it."""
+    import inspect
+
     from harness.agents.autogen.run import run_autogen
 
     try:
+        agent = make_agent()
+        if inspect.isawaitable(agent):
+            agent = await agent
         return await run_autogen(agent, task, tracer)
     finally:
         await envs.web.close()

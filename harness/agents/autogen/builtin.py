@@ -103,3 +103,19 @@ def magentic(model_client, envs, instance, limits):
         participants.insert(0, web_surfer)
     return MagenticOneGroupChat(participants, model_client=model_client, max_turns=limits.max_steps or 30,
                                 final_answer_prompt=FINAL_ANSWER_PROMPT)
+
+
+async def websurfer(model_client, envs, instance, limits):
+    """AutoGen's MultimodalWebSurfer on the sandbox's browser (injected Playwright context), and an
+    assistant with the sandbox tools that gives the final <solution>. An alternative to the built-in
+    web tools; the browser still runs inside the sandbox."""
+    from autogen_ext.agents.web_surfer import MultimodalWebSurfer
+
+    playwright, context = await envs.web.playwright()
+    surfer = MultimodalWebSurfer("web_surfer", model_client, start_page="about:blank", playwright=playwright,
+                                 context=context, to_resize_viewport=False)
+    solver = AssistantAgent("assistant", model_client, tools=sandbox_tools(envs), system_message=SYSTEM,
+                            max_tool_iterations=UNBOUNDED, reflect_on_tool_use=False)
+    stop = TextMentionTermination("</solution>", sources=["assistant"]) | MaxMessageTermination(
+        (limits.max_steps or 30) + 1)
+    return RoundRobinGroupChat([surfer, solver], termination_condition=stop)
