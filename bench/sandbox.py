@@ -4,7 +4,7 @@
 
 1. Lifecycle of one instance (median of N rounds, order alternated each round):
    harness: open_sandbox -> copy_in one small file -> 3 shell commands -> teardown
-   raw SDK: create + start a tini/sleep container with the same limits and network
+   raw SDK: create + start a sleep container (docker --init) with the same limits and network
             -> put_archive the same file -> 3 exec_run -> remove(force, v)
 2. Command latency (median of M, interleaved): sb.shell("echo hi") vs
    container.exec_run(["bash", "-c", "echo hi"]) on the same running sandbox.
@@ -61,7 +61,7 @@ def raw_round(client: docker.DockerClient, image: str, run_id: str, root: Path) 
     labels = {naming.LABEL_MANAGED: "1", naming.LABEL_RUN: run_id, naming.LABEL_OWNER: naming.owner_token()}
     started = time.perf_counter()
     container = client.containers.create(
-        image, command=["sleep", "infinity"], init=True, detach=True, labels=labels,
+        image, entrypoint=["sleep", "infinity"], init=True, detach=True, labels=labels,
         ports={"8765/tcp": ("127.0.0.1", None)}, mem_limit="2g", memswap_limit="2g",
         nano_cpus=int(1e9), pids_limit=512, security_opt=["no-new-privileges"],
         cap_drop=["ALL"], network=networks.ISOLATED,
