@@ -2,7 +2,7 @@
 
 Default: Docker assigns the host port (publish with no host port, read it back),
 which is atomic inside the engine; zero collisions however many processes start
-sandboxes at once. Bound to 127.0.0.1 unless HARNESS_PORT_BIND says otherwise.
+sandboxes at once. Bound to 127.0.0.1 for a local engine (see bind_address).
 
 Optional: HARNESS_PORT_RANGE=LOW-HIGH (remote hosts behind a firewall that opens
 only a range). Choosing a port and starting the container then happen under one
@@ -25,7 +25,14 @@ from harness.errors import InputError
 from harness.state import state_dir
 
 SERVICE_PORT = 8765  # sandboxd's port inside the container
-BIND = os.environ.get("HARNESS_PORT_BIND", "127.0.0.1")
+
+
+def bind_address() -> str:
+    """127.0.0.1 for a local engine; all addresses for a remote one, whose ports we must reach
+    over the network (every request still needs the sandbox's token). HARNESS_PORT_BIND overrides."""
+    from harness.sandbox.docker.engine import engine_is_local
+
+    return os.environ.get("HARNESS_PORT_BIND") or ("127.0.0.1" if engine_is_local() else "0.0.0.0")
 # How long a process may wait for the range lock: one create+start is ~0.3 s, so
 # 120 s means a queue of hundreds of starts; beyond that something is stuck.
 LOCK_TIMEOUT_S = float(os.environ.get("HARNESS_PORT_LOCK_TIMEOUT", 120))
@@ -46,7 +53,7 @@ def port_range() -> range | None:
 
 def publish(host_port: int | None) -> dict:
     """The `ports=` argument for a container create."""
-    return {f"{SERVICE_PORT}/tcp": (BIND, host_port)}
+    return {f"{SERVICE_PORT}/tcp": (bind_address(), host_port)}
 
 
 def read_port(attrs: dict) -> int:
@@ -69,7 +76,8 @@ def ports_in_use(api) -> set[int]:
 def free_locally(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         try:
-            sock.bind((BIND if BIND != "0.0.0.0" else "", port))
+            bind = bind_address()
+            sock.bind((bind if bind != "0.0.0.0" else "", port))
             return True
         except OSError:
             return False
