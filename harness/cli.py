@@ -47,6 +47,15 @@ def images_list() -> None:
     Console().print(table)
 
 
+@images_app.command("prune")
+def images_prune() -> None:
+    """Remove sandbox images of older `images/` contents (the current one and the base stay)."""
+    from harness.images.build import prune
+
+    for tag in prune(log=lambda m: console.print(m)):
+        print(f"removed {tag}")
+
+
 @app.command()
 def cleanup(
     run_id: Optional[str] = typer.Option(None, "--run-id", help="Remove every container of this run."),

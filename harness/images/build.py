@@ -127,7 +127,20 @@ def build(*, force: bool = False, log=print) -> str:
 def list_images() -> list[ImageInfo]:
     found = []
     for image in engine.client().images.list(filters={"label": LABEL}):
-        for tag in image.tags or ["<untagged>"]:
-            found.append(ImageInfo(tag, image.short_id, image.attrs.get("Size", 0) / 1e6,
+        for tag in image.tags:  # untagged ones are build stages (the toolbox stage inherits the label)
+            found.append(ImageInfo(tag, image.short_id.removeprefix("sha256:"), image.attrs.get("Size", 0) / 1e6,
                                    image.attrs.get("Created", "")[:19]))
     return found
+
+
+def prune(log=print) -> list[str]:
+    """Remove harness sandbox images other than the current tag (kept: the base, images in use)."""
+    current, removed = sandbox_tag(), []
+    for info in list_images():
+        if info.tag.startswith("harness-sandbox:") and info.tag != current:
+            try:
+                engine.client().images.remove(info.tag)
+                removed.append(info.tag)
+            except docker.errors.APIError as exc:  # in use by a container: keep it
+                log(f"kept {info.tag}: {exc.explanation or exc}")
+    return removed
