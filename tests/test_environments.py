@@ -161,3 +161,33 @@ def test_browser_actions_on_the_offline_site(image, run_id, tmp_path):
     assert "Founded in 1987" in out["restarted"]
     outcomes = [e["outcome"] for e in read_trace(trace) if e.get("env") == "web"]
     assert {"ok", "timeout", "crashed"} <= set(outcomes)
+
+
+def test_browser_recovers_from_a_crashed_page_a_popup_and_a_hostile_page(image, run_id):
+    pages = {
+        "popup.html": "<a href='target.html' target='_blank'>open new tab</a>",
+        "target.html": "<h1>Target page</h1>",
+        "hostile.html": "<script>String.prototype.trim = function () { return 12345 }</script><p>hi</p>",
+    }
+
+    async def go(sb):
+        web = WebEnv(sb, Tracer(None), action_timeout=8)
+        out = {}
+        try:
+            out["popup"] = await web.click("open new tab") if (await web.visit("file:///workspace/site/popup.html")) else ""
+            out["hostile"] = await web.visit("file:///workspace/site/hostile.html")
+            out["crash"] = await web.visit("chrome://crash")
+            out["after"] = await web.visit("file:///workspace/site/target.html")
+            out["tabs"] = len(web._page.context.pages)
+        finally:
+            await web.close()
+        return out
+
+    with open_sandbox(SandboxSpec(image=image, run_id=run_id, instance_id="web-hostile")) as sb:
+        for name, body in pages.items():
+            sb.shell(f"mkdir -p /workspace/site && cat > /workspace/site/{name} <<'EOF'\n{body}\nEOF")
+        out = asyncio.run(go(sb))
+    assert "Target page" in out["popup"] and "target.html" in out["popup"]  # the new tab was followed
+    assert not out["hostile"].startswith("Traceback")
+    assert out["crash"].startswith("Error (crashed)")
+    assert "Target page" in out["after"] and out["tabs"] == 1

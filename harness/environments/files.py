@@ -49,7 +49,9 @@ for dirpath, dirs, files in os.walk(base):
     dirs.sort()
     for name in sorted(files):
         full = os.path.join(dirpath, name)
-        print(f"{os.path.relpath(full, root)}\t{os.path.getsize(full)} bytes")
+        info = os.lstat(full)
+        kind = f"-> {os.readlink(full)}" if os.path.islink(full) else f"{info.st_size} bytes"
+        print(f"{os.path.relpath(full, root)}\t{kind}")
 """
 
 

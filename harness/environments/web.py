@@ -55,12 +55,14 @@ class WebEnv:
         self._text, self._url, self._title, self._page_no = "", "", "", 1
         self._downloads: dict[str, dict] = {}
         self.restarts = 0
+        self._abandoned = False  # the browser is stuck (not disconnected): restart it by force
 
     # ------------------------------------------------------------------ connection
     async def _connect(self) -> None:
         from playwright.async_api import async_playwright
 
-        started = await asyncio.to_thread(self.sandbox.service.start_browser)
+        started = await asyncio.to_thread(self.sandbox.service.start_browser, self._abandoned)
+        self._abandoned = False
         host, port = self.sandbox.endpoint
         if self._pw is None:
             self._pw = await async_playwright().start()
@@ -69,6 +71,8 @@ class WebEnv:
             timeout=self.action_timeout * 1000)
         context = self._browser.contexts[0] if self._browser.contexts else await self._browser.new_context()
         self._page = context.pages[0] if context.pages else await context.new_page()
+        for extra in context.pages[1:]:  # tabs left by an earlier connection
+            await extra.close()
         cdp = await self._browser.new_browser_cdp_session()
         await cdp.send("Browser.setDownloadBehavior",
                        {"behavior": "allow", "downloadPath": DOWNLOADS, "eventsEnabled": True})
@@ -110,11 +114,16 @@ class WebEnv:
                     "It may be blocking the browser; try another page.")
             await self._fresh_page()
         except PlaywrightError as exc:
-            if self._browser is None or not self._browser.is_connected() or "closed" in str(exc).lower():
+            message = str(exc).lower()
+            if self._browser is None or not self._browser.is_connected() or "closed" in message:
                 outcome = "crashed"
                 self.restarts += 1
                 self._browser = None
-                text = "Error (crashed): the browser crashed and was restarted; page state was lost."
+                text = "Error (crashed): the browser crashed; it is restarted on the next action and page state was lost."
+            elif "crash" in message or self._page.is_closed():
+                outcome = "crashed"
+                await self._fresh_page()
+                text = "Error (crashed): the page crashed and was replaced by a blank one."
             else:
                 outcome = "error"
                 text = f"Error: {str(exc).splitlines()[0]}"
@@ -122,24 +131,34 @@ class WebEnv:
             outcome, text = "error", f"Error: {exc}"
         except InfraError:
             raise
+        except Exception as exc:  # noqa: BLE001 - pages control what the browser returns
+            outcome, text = "error", f"Error: {type(exc).__name__}: {exc}"
         self.tracer.event({"type": "env", "env": "web", "action": action, "args": args, "outcome": outcome,
                            "seconds": round(time.monotonic() - started, 4), "url": self._url,
                            "result": text[:2000]})
         return text
 
     async def _fresh_page(self) -> None:
+        """Replace a stuck or crashed page, and every other tab (popups share its renderer)."""
         try:
             if self._page is not None:
                 context = self._page.context
-                await asyncio.wait_for(self._page.close(), 5)
-                self._page = await asyncio.wait_for(context.new_page(), 5)
-        except Exception:  # noqa: BLE001 - a browser this stuck is restarted on the next action
-            self._browser = None
+                new = await asyncio.wait_for(context.new_page(), 5)
+                for page in context.pages:
+                    if page is not new:
+                        await asyncio.wait_for(page.close(), 5)
+                self._page = new
+        except Exception:  # noqa: BLE001 - a browser this stuck is restarted, by force, on the next action
+            self._browser, self._abandoned = None, True
 
     # ------------------------------------------------------------------ page text
     async def _snapshot(self) -> None:
         data = await self._page.evaluate(PAGE_JS)
-        self._text, self._url, self._title, self._page_no = data["text"], data["url"], data["title"], 1
+        if not isinstance(data, dict):  # the page can tamper with the built-ins the script uses
+            data = {}
+        self._text = str(data.get("text", ""))[:5_000_000]
+        self._url, self._title = str(data.get("url", self._page.url))[:2000], str(data.get("title", ""))[:500]
+        self._page_no = 1
 
     def _view(self) -> str:
         pages = max(1, -(-len(self._text) // self.page_size))
@@ -208,12 +227,16 @@ class WebEnv:
 
     async def click(self, target: str) -> str:
         async def body():
-            before = set(self._downloads)
+            before, pages_before = set(self._downloads), set(self._page.context.pages)
             await (await self._find(target)).click(timeout=self.action_timeout * 1000)
             await asyncio.sleep(0.2)
             new = [g for g in self._downloads if g not in before]
             if new:
                 return await self._await_download(new[0])
+            opened = [p for p in self._page.context.pages if p not in pages_before]
+            if opened:  # a new tab or popup: follow it, close the old tab
+                old, self._page = self._page, opened[-1]
+                await old.close()
             await self._settle()
             return self._view()
         return await self._act("click", {"target": target}, body)

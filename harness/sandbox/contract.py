@@ -28,7 +28,7 @@ class SandboxSpec(BaseModel):
     # Resource limits: safe defaults, overridable per run.
     memory: str = "2g"
     cpus: float = 1.0
-    pids: int = 512
+    pids: int = 1024  # Chromium alone runs ~200 threads
     # "none" (default), "internet", or "internal:NAME" (only that internal network).
     network: str = "none"
     env: dict[str, str] = Field(default_factory=dict)

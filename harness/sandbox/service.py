@@ -79,9 +79,10 @@ class ServiceClient:
             raise RequestRefused(resp.status, json.loads(resp.data or b"{}").get("error", ""))
         return resp.data
 
-    def start_browser(self) -> dict:
-        """Start (or find, or restart) Chromium inside the sandbox; returns its DevTools ws path."""
-        return self._json("POST", "/browser/start", timeout=90)
+    def start_browser(self, force: bool = False) -> dict:
+        """Start (or find, or restart) Chromium inside the sandbox; returns its DevTools ws path.
+        force: kill a running but stuck Chromium first."""
+        return self._json("POST", "/browser/start" + ("?force=1" if force else ""), timeout=90)
 
     def close(self) -> None:
         self._pool.close()

@@ -42,6 +42,8 @@ def site_info(site_dir: Path) -> tuple[str, str]:
         alias = tomllib.loads((site_dir / "site.toml").read_text())["alias"]
     except (tomllib.TOMLDecodeError, KeyError) as exc:
         raise InputError(f"--website {site_dir}/site.toml: needs alias = \"HOST\" ({exc})") from None
+    if not isinstance(alias, str) or not alias:
+        raise InputError(f"--website {site_dir}/site.toml: alias must be a host name string, not {alias!r}")
     return alias, tree_hash(site_dir)
 
 

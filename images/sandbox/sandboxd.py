@@ -39,6 +39,10 @@ import urllib.parse
 PORT = int(os.environ.get("HARNESS_SANDBOX_PORT", "8765"))
 TOKEN = os.environ.pop("HARNESS_SANDBOX_TOKEN", "")
 MAX_BODY = 512 * 1024 * 1024
+HEADER_TIMEOUT_S = 3600.0  # connections stay alive between an agent's commands; silent ones go
+# Commands running at once. Each costs a child-watcher thread and counts against the
+# sandbox's pids limit (with Chromium's ~200 threads); beyond this they queue.
+MAX_PARALLEL_COMMANDS = 32
 # After the command's main process exits, background children may still hold its
 # pipes open; wait this long for EOF, then answer with what was read.
 PIPE_GRACE_S = 0.2
@@ -127,7 +131,18 @@ def _render(sink: dict, cap: int) -> tuple[str, bool]:
     return text, False
 
 
+_command_slots: asyncio.Semaphore | None = None
+
+
 async def run_command(req: dict) -> dict:
+    global _command_slots
+    if _command_slots is None:
+        _command_slots = asyncio.Semaphore(MAX_PARALLEL_COMMANDS)
+    async with _command_slots:
+        return await _run_command(req)
+
+
+async def _run_command(req: dict) -> dict:
     argv = req.get("argv")
     if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
         raise HttpError(400, "argv must be a non-empty list of strings")
@@ -146,8 +161,9 @@ async def run_command(req: dict) -> dict:
             cwd=req.get("cwd") or "/workspace",
             env=env,
         )
-    except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
-        return {"exit_code": 127, "stdout": "", "stderr": f"{exc}\n", "timed_out": False,
+    except (FileNotFoundError, PermissionError, NotADirectoryError, BlockingIOError, RuntimeError) as exc:
+        # Not found, or the sandbox's process limit is reached: the command did not start.
+        return {"exit_code": 126 if isinstance(exc, (BlockingIOError, RuntimeError)) else 127, "stdout": "", "stderr": f"{exc}\n", "timed_out": False,
                 "stdout_truncated": False, "stderr_truncated": False, "duration": 0.0}
     out, err = {}, {}
     readers = [asyncio.ensure_future(_drain(proc.stdout, cap, out)),
@@ -292,11 +308,14 @@ async def _devtools_version() -> dict | None:
         writer.close()
 
 
-async def start_browser(timeout: float = 30.0) -> dict:
-    """Start Chromium unless it runs; a crashed one is started again."""
+async def start_browser(timeout: float = 30.0, force: bool = False) -> dict:
+    """Start Chromium unless it runs; a crashed one (or, with force, a stuck one) is started again."""
     lock = _browser.setdefault("lock", asyncio.Lock())
     async with lock:
         proc = _browser.get("proc")
+        if force and proc is not None and proc.returncode is None:
+            kill_tree(proc.pid)
+            await proc.wait()
         if proc is not None and proc.returncode is None:
             info = await _devtools_version()
             if info:
@@ -326,21 +345,24 @@ async def forward(head: bytes, reader: asyncio.StreamReader, writer: asyncio.Str
         writer.write(b"HTTP/1.1 502 X\r\nContent-Length: 0\r\n\r\n")
         await writer.drain()
         return
-    lines = head.split(b"\r\n")
-    lines = [b"Host: 127.0.0.1:%d" % CDP_PORT if l.lower().startswith(b"host:") else l for l in lines]
-    up_writer.write(b"\r\n".join(lines))
+    lines = [l for l in head.split(b"\r\n") if not l.lower().startswith((b"host:", b"connection:"))]
+    upgrade = any(l.lower().startswith(b"upgrade:") for l in lines)
+    # Plain /json requests: one per connection, so no later request reaches Chromium unchecked.
+    extra = [b"Host: 127.0.0.1:%d" % CDP_PORT, b"Connection: Upgrade" if upgrade else b"Connection: close"]
+    up_writer.write(b"\r\n".join(lines[:1] + extra + lines[1:]))
 
     async def pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
         try:
             while chunk := await src.read(65536):
                 dst.write(chunk)
                 await dst.drain()
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        finally:
+            if dst.can_write_eof():
+                dst.write_eof()  # half-close: let the other side still answer
+        except (ConnectionError, asyncio.IncompleteReadError, OSError):
             dst.close()
 
     await asyncio.gather(pump(reader, up_writer), pump(up_reader, writer))
+    up_writer.close()
 
 
 # --------------------------------------------------------------------- http
@@ -358,7 +380,8 @@ async def dispatch(method: str, target: str, body: bytes) -> tuple[int, bytes, s
     if method == "GET" and url.path == "/file":
         return 200, read_file(query.get("path", "")), "application/octet-stream"
     if method == "POST" and url.path == "/browser/start":
-        return 200, json.dumps(await start_browser()).encode(), "application/json"
+        force = query.get("force") == "1"
+        return 200, json.dumps(await start_browser(force=force)).encode(), "application/json"
     raise HttpError(404, f"no route {method} {url.path}")
 
 
@@ -375,11 +398,15 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
     try:
         while True:
             try:
-                head = await reader.readuntil(b"\r\n\r\n")
-            except (asyncio.IncompleteReadError, ConnectionError):
+                # An idle or silent connection is dropped; a peer cannot hold sockets open forever.
+                head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEADER_TIMEOUT_S)
+            except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, asyncio.TimeoutError, ConnectionError):
                 return
             lines = head.decode("latin-1").split("\r\n")
-            method, target, _ = lines[0].split(" ", 2)
+            try:
+                method, target, _ = lines[0].split(" ", 2)
+            except ValueError:
+                return
             headers = {}
             for line in lines[1:]:
                 if ":" in line:
