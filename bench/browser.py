@@ -97,10 +97,10 @@ async def bench(args, image: str, run_id: str, site, local: str, page_js: str, f
         try:
             service_start = sb.service.start_browser  # time the in-container Chromium start too
 
-            def timed_start():
+            def timed_start(*args):
                 t = time.perf_counter()
                 try:
-                    return service_start()
+                    return service_start(*args)
                 finally:
                     browser_start.append(time.perf_counter() - t)
             sb.service.start_browser = timed_start
@@ -220,15 +220,6 @@ def report(rows: list) -> None:
           "direct side pays new_page (a new context + renderer, ~300 ms), so cold start can come out even.")
 
 
-def remove_leftovers(run_id: str) -> int:
-    from harness.sandbox.docker import engine, naming
-
-    left = engine.client().api.containers(all=True, filters={"label": f"{naming.LABEL_RUN}={run_id}"})
-    for row in left:
-        engine.remove_container(row["Id"])
-    return len(left)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5, help="cold starts per side")
@@ -245,6 +236,7 @@ def main() -> int:
 
     from harness.environments.web import PAGE_JS
     from harness.images.build import build
+    from harness.sandbox.docker import cleanup
     from harness.services.website import website
 
     flags = direct_flags()
@@ -265,7 +257,7 @@ def main() -> int:
     finally:
         server.shutdown()
         server.server_close()
-        left = remove_leftovers(run_id)
+        left = len(cleanup.reap(run_id=run_id))
         if left:
             print(f"removed {left} leftover container(s) of {run_id}", file=sys.stderr)
     return 0

@@ -29,7 +29,7 @@ import docker.errors
 
 from harness.images.build import build
 from harness.sandbox.contract import SandboxSpec
-from harness.sandbox.docker import naming, networks
+from harness.sandbox.docker import cleanup, naming, networks
 from harness.sandbox.docker.provider import open_sandbox
 
 LIFECYCLE_TARGET = 1.15  # harness / raw
@@ -130,20 +130,6 @@ def report(title: str, rows: list[tuple[str, list[float]]], target: float) -> tu
     return ("PASS" if ratio <= target else "MISS"), ratio
 
 
-def remove_leftovers(client: docker.DockerClient, run_id: str) -> int:
-    """Remove every container of this bench run (harness and raw): the safety net."""
-    left = client.containers.list(all=True, filters={"label": f"{naming.LABEL_RUN}={run_id}"})
-    for container in left:
-        try:
-            container.remove(force=True, v=True)
-        except docker.errors.NotFound:
-            pass
-        except docker.errors.APIError as exc:  # 409: an interrupted remove is still running
-            if exc.status_code != 409:
-                raise
-    return len(left)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15, help="lifecycle rounds (after warm-up)")
@@ -174,7 +160,7 @@ def main() -> int:
         print(f"{life[0]} lifecycle harness/raw {life[1]:.3f} <= {LIFECYCLE_TARGET}")
         print(f"{cmd[0]} command harness/exec {cmd[1]:.3f} <= {COMMAND_TARGET}")
     finally:
-        left = remove_leftovers(client, run_id)
+        left = len(cleanup.reap(run_id=run_id))
         if left:
             print(f"removed {left} leftover container(s) of {run_id}", file=sys.stderr)
     return 0

@@ -9,11 +9,10 @@ the sandbox); once a ledger says the request is satisfied, one final-answer call
 from __future__ import annotations
 
 import json
-import secrets
 
 import pytest
 
-from tests.test_run_e2e import containers_of, harness, one_instance, rows, trace
+from tests.test_run_e2e import containers_of, rows, run_replayed, trace
 
 def ledger(next_speaker: str, instruction: str, satisfied: bool = False) -> dict:
     entry = {
@@ -46,10 +45,7 @@ TURNS = [
 
 @pytest.mark.docker
 def test_magentic_team_orchestrates_a_coder_whose_code_runs_in_the_sandbox(tmp_path):
-    data, config = one_instance(tmp_path, TURNS)
-    out = tmp_path / f"r{secrets.token_hex(4)}"
-    proc = harness("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out,
-                   "--agent", "magentic")
+    proc, out = run_replayed(tmp_path, TURNS, "--agent", "magentic")
     assert proc.returncode == 0, proc.stderr[-3000:]
     (row,) = rows(out)
     assert row["status"] == "ok", row

@@ -53,6 +53,15 @@ def one_instance(tmp_path: Path, turns: list[dict], answer="6", files=None) -> t
     return data, config
 
 
+def run_replayed(tmp_path: Path, turns: list[dict], *flags, env=None) -> tuple[subprocess.CompletedProcess, Path]:
+    """`harness run` of one_instance() with these recorded turns into a fresh output dir."""
+    data, config = one_instance(tmp_path, turns)
+    out = tmp_path / f"r{secrets.token_hex(4)}"
+    proc = harness("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out, *flags,
+                   env=env)
+    return proc, out
+
+
 SUM = [{"tool_calls": [{"name": "run_python", "arguments": {
     "code": "import pandas as pd; print(pd.read_csv('nums.csv').x.sum())"}}]},
     {"content": "Done.\n<SOLUTION>\n6\n</Solution>"}]
@@ -197,10 +206,7 @@ def test_max_steps_limit_is_recorded_and_scored(tmp_path):
 
 def test_answer_tags_any_case_multiline_and_team_agent(tmp_path):
     turns = SUM + [{"content": "Checked: <solution>6</solution>"}]
-    data, config = one_instance(tmp_path, turns)
-    out = tmp_path / f"r{secrets.token_hex(4)}"
-    proc = harness("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out,
-                   "--agent", "roundrobin")
+    proc, out = run_replayed(tmp_path, turns, "--agent", "roundrobin")
     assert proc.returncode == 0, proc.stderr[-2000:]
     (row,) = rows(out)
     assert row["status"] == "ok" and row["correct"] is True and row["answer"] == "6"

@@ -65,12 +65,17 @@ def _exists(tag: str) -> bool:
         return False
 
 
+# The system bundle is passed when no variable names one: on a machine behind a
+# TLS-intercepting proxy its CA is installed there; elsewhere it holds the usual CAs.
+SYSTEM_CA = Path("/etc/ssl/certs/ca-certificates.crt")
+
+
 def _extra_ca() -> Path | None:
     for var in CA_ENV_VARS:
         value = os.environ.get(var)
         if value and Path(value).is_file():
             return Path(value)
-    return None
+    return SYSTEM_CA if SYSTEM_CA.is_file() else None
 
 
 def _ensure_base(log) -> str:

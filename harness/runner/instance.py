@@ -7,6 +7,7 @@ model errors are recorded, not retried. Every path ends in exactly one ResultRow
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import logging
 import os
 import signal
@@ -31,6 +32,7 @@ from harness.results.model import ResultRow, Usage
 from harness.runner.child import ChildRequest, ChildResult
 from harness.runner.prompt import instruction
 from harness.sandbox.contract import SandboxSpec
+from harness.sandbox.docker.naming import slug
 from harness.sandbox.docker.provider import DockerSandbox, start, teardown
 from harness.scoring.base import ScoreContext
 
@@ -86,9 +88,6 @@ def _now() -> str:
 
 
 def _trace_name(instance: Instance, attempt: int) -> str:
-    from harness.sandbox.docker.naming import slug
-    import hashlib
-
     digest = hashlib.sha256(instance.instance_id.encode()).hexdigest()[:8]
     return f"traces/{slug(instance.instance_id, 60)}-{digest}-a{attempt}.jsonl"
 

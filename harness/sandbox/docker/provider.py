@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 import time
 from contextlib import contextmanager
@@ -17,7 +18,7 @@ from harness.sandbox.service import RequestRefused, ServiceClient, ServiceUnreac
 
 # Time for sandboxd to answer after the container starts. Python starts in ~50 ms;
 # a busy engine on 2 cores can stretch that to seconds, a broken image never answers.
-READY_TIMEOUT_S = float(__import__("os").environ.get("HARNESS_SANDBOX_READY_TIMEOUT", 60))
+READY_TIMEOUT_S = float(os.environ.get("HARNESS_SANDBOX_READY_TIMEOUT", 60))
 
 
 class DockerSandbox(Sandbox):
