@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Optional
 
@@ -18,41 +17,49 @@ app.add_typer(images_app, name="images")
 console = Console(stderr=True)
 
 
+SANDBOX_HELP = "Sandbox provider: docker (default) or module:Class."
+
+
+def _provider(name: str):
+    from harness.sandbox.registry import get_provider
+
+    try:
+        return get_provider(name)
+    except HarnessError as exc:
+        fail(exc)
+
+
 def fail(exc: HarnessError) -> None:
     console.print(f"[red]error ({exc.kind}):[/red] {exc}")
     raise typer.Exit(2 if isinstance(exc, InputError) else 1)
 
 
 @images_app.command("build")
-def images_build(force: bool = typer.Option(False, help="Rebuild even when the tag exists.")) -> None:
+def images_build(force: bool = typer.Option(False, help="Rebuild even when the tag exists."),
+                 sandbox: str = typer.Option("docker", help=SANDBOX_HELP)) -> None:
     """Build the sandbox image (and an offline Debian base when none can be pulled)."""
-    from harness.images.build import build
-
     try:
-        tag = build(force=force, log=lambda m: console.print(m))
+        tag = _provider(sandbox).build_image(force=force, log=lambda m: console.print(m))
     except HarnessError as exc:
         fail(exc)
     print(tag)
 
 
 @images_app.command("list")
-def images_list() -> None:
+def images_list(sandbox: str = typer.Option("docker", help=SANDBOX_HELP)) -> None:
     """Show the harness images on the engine."""
-    from harness.images.build import list_images, sandbox_tag
-
-    current = sandbox_tag()
+    provider = _provider(sandbox)
+    current = provider.image_tag()
     table = Table("tag", "id", "size (MB)", "created", "current")
-    for info in list_images():
+    for info in provider.list_images():
         table.add_row(info.tag, info.id, f"{info.size_mb:.0f}", info.created, "*" if info.tag == current else "")
     Console().print(table)
 
 
 @images_app.command("prune")
-def images_prune() -> None:
-    """Remove sandbox images of older `images/` contents (the current one and the base stay)."""
-    from harness.images.build import prune
-
-    for tag in prune(log=lambda m: console.print(m)):
+def images_prune(sandbox: str = typer.Option("docker", help=SANDBOX_HELP)) -> None:
+    """Remove sandbox images of older build contexts (the current one and the base stay)."""
+    for tag in _provider(sandbox).prune_images(log=lambda m: console.print(m)):
         print(f"removed {tag}")
 
 
@@ -61,12 +68,11 @@ def cleanup(
     run_id: Optional[str] = typer.Option(None, "--run-id", help="Remove every container of this run."),
     everything: bool = typer.Option(False, "--all", help="Remove every harness container."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Only list what would be removed."),
+    sandbox: str = typer.Option("docker", help=SANDBOX_HELP),
 ) -> None:
     """Remove harness containers whose owner process is gone (never others' containers)."""
-    from harness.sandbox.docker.cleanup import reap
-
     try:
-        removed = reap(run_id=run_id, everything=everything, dry_run=dry_run)
+        removed = _provider(sandbox).cleanup(run_id=run_id, everything=everything, dry_run=dry_run)
     except HarnessError as exc:
         fail(exc)
     verb = "would remove" if dry_run else "removed"
@@ -78,12 +84,13 @@ def cleanup(
 @app.command()
 def smoke(
     sandboxes: int = typer.Option(4, "--sandboxes", "-n", min=1, help="Sandboxes to start in parallel."),
+    sandbox: str = typer.Option("docker", help=SANDBOX_HELP),
 ) -> None:
     """Start sandboxes in parallel, copy a file in, run commands, tear them down."""
     from harness.sandbox.smoke import run_smoke
 
     try:
-        ok = run_smoke(sandboxes, log=lambda m: console.print(m))
+        ok = run_smoke(_provider(sandbox), sandboxes, log=lambda m: console.print(m))
     except HarnessError as exc:
         fail(exc)
     raise typer.Exit(0 if ok else 1)
@@ -119,9 +126,15 @@ def run_cmd(
     record: Optional[Path] = typer.Option(None, help="Append the model's turns to this replay file."),
     judge_model: Optional[str] = typer.Option(None, help="[llm.NAME] section for --scorer llm_judge."),
     website: Optional[Path] = typer.Option(None, help="Offline site folder to serve on an internal network."),
+    sandbox: str = typer.Option("docker", help=SANDBOX_HELP),
+    user_reply: Optional[str] = typer.Option(None, help="What the simulated user says to a turn that ends "
+                                                        "without <solution> (default: carry on alone)."),
+    max_user_replies: int = typer.Option(3, help="Simulated user replies per instance (0: none)."),
+    user_function: Optional[str] = typer.Option(None, help="module:function(final_message, instance, number) "
+                                                           "-> reply or None, instead of --user-reply."),
 ) -> None:
     """Evaluate an agent on a dataset, one sandbox per instance."""
-    from harness.agents.base import Limits
+    from harness.agents.contract import Limits, UserSimulation
     from harness.runner.run import RunOptions, run
 
     split_list = lambda text: [x.strip() for x in text.split(",") if x.strip()] if text else None  # noqa: E731
@@ -136,6 +149,10 @@ def run_cmd(
                              ("--page-size", page_size, 100)):
         if value is not None and value < low:
             fail(InputError(f"{flag} must be > 0, not {value}"))
+    if max_user_replies < 0:
+        fail(InputError(f"--max-user-replies must be >= 0, not {max_user_replies}"))
+    user = UserSimulation(max_replies=max_user_replies, function=user_function,
+                          **({"reply": user_reply} if user_reply else {}))
     opts = RunOptions(
         dataset=dataset, model=model, output_dir=output_dir, split=split, agent=agent, workers=workers,
         config=config, max_retries=max_retries, scorers=scorer, force=force, record=record, judge_model=judge_model, website=website,
@@ -143,7 +160,7 @@ def run_cmd(
                       command_timeout=command_timeout, page_size=page_size),
         selection={"ids": split_list(ids), "skip": split_list(skip), "offset": offset, "stride": stride,
                    "shuffle": shuffle, "seed": seed, "limit": limit},
-        sandbox={"network": network, "memory": memory, "cpus": cpus},
+        sandbox={"network": network, "memory": memory, "cpus": cpus}, provider=sandbox, user=user,
     )
     try:
         code = run(opts, console)
@@ -169,7 +186,3 @@ def score_cmd(
     from harness.report import render
 
     Console().print(render(report))
-
-
-def main() -> None:  # pragma: no cover - console entry for `python -m harness`
-    sys.exit(app())

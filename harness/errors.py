@@ -1,22 +1,30 @@
 """One error taxonomy for the whole pipeline.
 
 Each error is raised where it happens and carries its kind, so retries and
-reports can tell them apart without parsing messages:
+reports decide by type, never by parsing messages. The kinds are a closed set
+(`ErrorKind`), and a result row's `error_kind` is one of them:
 
-- input:  the user's dataset, flags or config are wrong (CLI exit code 2, before any container)
-- infra:  the engine, an image or a sandbox failed; retried on a fresh sandbox
-- agent:  the agent under test crashed or misbehaved; recorded, not retried by default
-- model:  the model provider failed (after the client's own retries); recorded
-- scorer: a scorer could not reach a verdict
+- input:   the user's dataset, flags or config are wrong (CLI exit 2, before any container)
+- infra:   the engine, an image or a sandbox failed; retried on a fresh sandbox
+- agent:   the agent under test crashed or misbehaved (its own code broke); recorded, not retried
+- model:   the model provider failed after the client's own retries; recorded
+- scorer:  a scorer could not reach a verdict
+- harness: a bug in the harness itself; recorded with its traceback in the trace, not retried in the run
+
+`retryable` is what the runner reads to decide on another attempt in a fresh sandbox.
+An exception that is not a HarnessError is classified by `kind_of` where it is caught.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal, get_args
+
+ErrorKind = Literal["input", "infra", "agent", "model", "scorer", "harness"]
+ERROR_KINDS: tuple[str, ...] = get_args(ErrorKind)
 
 
 class HarnessError(Exception):
-    kind: ClassVar[str] = "harness"
+    kind: ClassVar[ErrorKind] = "harness"
     retryable: ClassVar[bool] = False
 
 
@@ -30,14 +38,16 @@ class InfraError(HarnessError):
 
 
 class SandboxDied(InfraError):
-    """The sandbox container is gone or its service stopped answering."""
+    """The sandbox is gone or its service stopped answering."""
 
 
 class EngineUnavailable(InfraError):
-    """No Docker engine answers."""
+    """No sandbox engine answers."""
 
 
 class AgentError(HarnessError):
+    """The agent under test failed (its code raised, its process died, it broke its own sandbox)."""
+
     kind = "agent"
 
 
@@ -47,3 +57,56 @@ class ModelError(HarnessError):
 
 class ScorerError(HarnessError):
     kind = "scorer"
+
+
+class LimitExceeded(AgentError):
+    """The agent reached a budget (max_steps, max_tokens): the row is a `limit`, still scored."""
+
+    def __init__(self, limit: str, detail: str):
+        super().__init__(f"{limit}: {detail}")
+        self.limit = limit
+
+
+# ---------------------------------------------------------------- sandbox requests
+class SandboxRequestError(HarnessError):
+    """The sandbox answered but refused one request. Typed by cause; the sandbox is fine.
+
+    The kind is `agent`: these follow from what the caller asked for (an agent's path, an
+    oversized read). A caller that is the harness itself re-raises them as its own kind."""
+
+    kind = "agent"
+
+
+class SandboxFileNotFound(SandboxRequestError, FileNotFoundError):
+    pass
+
+
+class SandboxPermissionDenied(SandboxRequestError, PermissionError):
+    pass
+
+
+class SandboxIsADirectory(SandboxRequestError, IsADirectoryError):
+    pass
+
+
+class SandboxOutputLimit(SandboxRequestError):
+    """A read or an upload is larger than the limit the caller or the service allows."""
+
+
+class SandboxUnsupported(SandboxRequestError):
+    """The provider cannot do this (e.g. run a command as another user)."""
+
+
+class SandboxBadRequest(SandboxRequestError):
+    """Anything else the service refused (a malformed request, a path outside the workspace)."""
+
+
+def kind_of(exc: BaseException) -> ErrorKind:
+    """The kind of any exception: a HarnessError says so; model-client errors are `model`;
+    anything else raised inside the agent's process is the agent's."""
+    if isinstance(exc, HarnessError):
+        return exc.kind
+    module = type(exc).__module__ or ""
+    if module.startswith(("openai", "httpx")):
+        return "model"
+    return "agent"

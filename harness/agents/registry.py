@@ -1,29 +1,52 @@
-"""Resolve an agent name (built in) or `package.module:function` to its factory."""
+"""Resolve `--agent NAME` to a runner: a built-in name, or `package.module:attr`.
+
+`attr` may be an AgentRunner subclass (any framework, or none), or, as before, an
+AutoGen factory `factory(model_client, envs, instance, limits)` returning an agent or
+team, which the AutoGen runner drives. Built-ins name their runner explicitly.
+"""
 
 from __future__ import annotations
 
 import importlib
-from typing import Callable
+from typing import Any, Callable
 
+from harness.agents.contract import AgentRunner
 from harness.errors import InputError
 
-BUILTIN = {
-    "assistant": "harness.agents.autogen.builtin:assistant",
-    "roundrobin": "harness.agents.autogen.builtin:roundrobin",
-    "magentic": "harness.agents.autogen.builtin:magentic",
-    "websurfer": "harness.agents.autogen.builtin:websurfer",
+AUTOGEN_RUNNER = "harness.agents.autogen.runner:AutoGenRunner"
+BUILTIN = {  # name -> (runner, target)
+    "assistant": (AUTOGEN_RUNNER, "harness.agents.autogen.builtin:assistant"),
+    "roundrobin": (AUTOGEN_RUNNER, "harness.agents.autogen.builtin:roundrobin"),
+    "magentic": (AUTOGEN_RUNNER, "harness.agents.autogen.builtin:magentic"),
+    "websurfer": (AUTOGEN_RUNNER, "harness.agents.autogen.builtin:websurfer"),
+    "plain": ("harness.agents.plain.runner:PlainRunner", None),
 }
 
 
-def resolve(name: str) -> Callable:
-    target = BUILTIN.get(name, name)
+def load(target: str, flag: str = "--agent") -> Any:
+    """Import `package.module:attr`; InputError naming the flag when it cannot be."""
     if ":" not in target:
-        raise InputError(f"--agent {name}: not a built-in agent ({', '.join(BUILTIN)}) nor module:function")
+        raise InputError(f"{flag} {target}: expected module:attribute")
     module_name, _, attr = target.partition(":")
     try:
-        factory = getattr(importlib.import_module(module_name), attr)
+        return getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
-        raise InputError(f"--agent {name}: cannot import {target}: {exc}") from None
-    if not callable(factory):
-        raise InputError(f"--agent {name}: {target} is not callable")
-    return factory
+        raise InputError(f"{flag} {target}: cannot import it: {exc}") from None
+
+
+def resolve(name: str) -> Callable[[], AgentRunner]:
+    """A maker of fresh runners for the agent `name` (checked here: import errors are input errors)."""
+    if name in BUILTIN:
+        runner_path, target_path = BUILTIN[name]
+        runner_cls, target = load(runner_path), load(target_path) if target_path else None
+    elif ":" in name:
+        found = load(name)
+        if isinstance(found, type) and issubclass(found, AgentRunner):
+            runner_cls, target = found, None
+        elif callable(found):
+            runner_cls, target = load(AUTOGEN_RUNNER), found
+        else:
+            raise InputError(f"--agent {name}: not callable")
+    else:
+        raise InputError(f"--agent {name}: not a built-in agent ({', '.join(BUILTIN)}) nor module:attribute")
+    return lambda: runner_cls(target)

@@ -1,28 +1,36 @@
-"""Environments handed to agents: code execution, files as markdown (and later a browser).
+"""Environments handed to agents: code execution, files as markdown, a browser.
 
 They are also published as context variables, so any agent or tool can reach the
-current instance's environments without plumbing: `code_env.get()`, `file_env.get()`.
+current instance's environments without plumbing: `code_env.get()`, `file_env.get()`,
+`web_env.get()`. Tools of any framework call them through `Environments.call` /
+`Environments.guard`, the one place where a dead sandbox stops the instance instead
+of reaching the model as ordinary tool output.
 """
 
 from __future__ import annotations
 
+import asyncio
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable, TypeVar
 
-from harness.environments.code import CodeEnv
+from harness.environments.code import CodeEnv, format_result
 from harness.environments.files import FileEnv
+from harness.environments.web import WebEnv
+from harness.errors import InfraError
 
 code_env: ContextVar[CodeEnv] = ContextVar("code_env")
 file_env: ContextVar[FileEnv] = ContextVar("file_env")
-web_env: ContextVar[Any] = ContextVar("web_env")
+web_env: ContextVar[WebEnv] = ContextVar("web_env")
+
+T = TypeVar("T")
 
 
 @dataclass
 class Environments:
     code: CodeEnv
     file: FileEnv
-    web: Any = None
+    web: WebEnv | None = None
     # Called with an InfraError (sandbox died or unreachable): the instance cannot go on,
     # and the failure must not reach the model as ordinary tool output.
     on_fatal: Callable[[BaseException], None] | None = None
@@ -33,5 +41,18 @@ class Environments:
         if self.web is not None:
             web_env.set(self.web)
 
+    async def guard(self, awaitable: Awaitable[T]) -> T:
+        """Await an environment action; a dead sandbox goes to on_fatal, not to the model."""
+        try:
+            return await awaitable
+        except InfraError as exc:
+            if self.on_fatal:
+                self.on_fatal(exc)
+            raise
 
-__all__ = ["CodeEnv", "FileEnv", "Environments", "code_env", "file_env", "web_env"]
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a blocking environment action in a thread, guarded."""
+        return await self.guard(asyncio.to_thread(fn, *args))
+
+
+__all__ = ["CodeEnv", "FileEnv", "WebEnv", "Environments", "code_env", "file_env", "format_result", "web_env"]

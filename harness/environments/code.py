@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
-from harness.environments.trace import Tracer
 from harness.errors import InfraError
 from harness.sandbox.contract import ExecResult, Sandbox
+from harness.traces import EnvAction, Tracer
 
 
 def format_result(result: ExecResult) -> str:
@@ -31,13 +31,14 @@ class CodeEnv:
         try:
             result = call()
         except InfraError as exc:
-            self.tracer.event({"type": "env", "env": "code", "action": action, "args": args,
-                               "error": f"{type(exc).__name__}: {exc}"})
+            self.tracer.emit(EnvAction(env="code", action=action, args=args, outcome="crashed",
+                                       seconds=round(time.monotonic() - started, 4),
+                                       error=f"{type(exc).__name__}: {exc}"))
             raise
-        self.tracer.event({"type": "env", "env": "code", "action": action, "args": args,
-                           "seconds": round(time.monotonic() - started, 4), "exit_code": result.exit_code,
-                           "timed_out": result.timed_out, "stdout": result.stdout[-4000:],
-                           "stderr": result.stderr[-4000:]})
+        self.tracer.emit(EnvAction(env="code", action=action, args=args,
+                                   outcome="timeout" if result.timed_out else "ok",
+                                   seconds=round(time.monotonic() - started, 4), exit_code=result.exit_code,
+                                   stdout=result.stdout[-4000:], stderr=result.stderr[-4000:]))
         return result
 
     def run_python(self, code: str, timeout: float | None = None) -> ExecResult:

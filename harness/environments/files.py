@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import time
 
-from harness.environments.trace import Tracer
+from harness.environments.paging import find_hits, page_count, page_of
 from harness.sandbox.contract import WORKSPACE, Sandbox
+from harness.traces import EnvAction, Tracer
 
 CONVERT = r"""
 import json, os, sys
@@ -61,8 +62,9 @@ class FileEnv:
         self._cache: dict[str, tuple[str, str]] = {}  # requested path -> (key, markdown)
 
     def _trace(self, action: str, args: dict, started: float, **result) -> None:
-        self.tracer.event({"type": "env", "env": "file", "action": action, "args": args,
-                           "seconds": round(time.monotonic() - started, 4), **result})
+        outcome = "error" if "error" in result else "ok"
+        self.tracer.emit(EnvAction(env="file", action=action, args=args, outcome=outcome,
+                                   seconds=round(time.monotonic() - started, 4), **result))
 
     def list_files(self, path: str = ".") -> str:
         started = time.monotonic()
@@ -95,23 +97,18 @@ class FileEnv:
         except ValueError as exc:
             self._trace("read", {"path": path, "page": page}, started, error=str(exc))
             return f"Error: {exc}"
-        pages = max(1, -(-len(text) // self.page_size))
+        pages = page_count(text, self.page_size)
         page = min(max(1, page), pages)
-        chunk = text[(page - 1) * self.page_size : page * self.page_size]
         self._trace("read", {"path": path, "page": page}, started, pages=pages, chars=len(text))
-        return f"[{path}: page {page} of {pages}]\n{chunk}"
+        return f"[{path}: page {page} of {pages}]\n{page_of(text, self.page_size, page)}"
 
     def find(self, path: str, query: str) -> str:
         started = time.monotonic()
         try:
             text = self.markdown(path)
         except ValueError as exc:
+            self._trace("find", {"path": path, "query": query}, started, error=str(exc))
             return f"Error: {exc}"
-        hits, low, q = [], text.lower(), query.lower()
-        start = low.find(q)
-        while start != -1 and len(hits) < 20:
-            page = start // self.page_size + 1
-            hits.append(f"page {page}: ...{text[max(0, start - 80): start + len(query) + 80]}...")
-            start = low.find(q, start + 1)
+        hits = find_hits(text, query, self.page_size)
         self._trace("find", {"path": path, "query": query}, started, hits=len(hits))
         return "\n".join(hits) if hits else f"{query!r} not found in {path}"

@@ -11,21 +11,18 @@ and reported as `crashed`. Downloads land in /workspace/downloads inside the san
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import re
 import time
 from pathlib import Path
 
-from harness.environments.trace import Tracer
+from harness.environments.paging import find_hits, page_count, page_of
 from harness.errors import InfraError
-from harness.sandbox.contract import WORKSPACE
+from harness.sandbox.contract import WORKSPACE, Sandbox
+from harness.settings import settings
+from harness.traces import EnvAction, Tracer
 
 PAGE_JS = (Path(__file__).with_name("page.js")).read_text()
 DOWNLOADS = f"{WORKSPACE}/downloads"
-# One browser action (navigation, click, serialization). Pages on the offline
-# network answer in milliseconds; a page that takes longer is stuck, not slow.
-ACTION_TIMEOUT_S = float(os.environ.get("HARNESS_BROWSER_ACTION_TIMEOUT", 20))
 
 FETCH = r"""
 import os, re, sys, urllib.parse, urllib.request
@@ -47,10 +44,13 @@ print(path, os.path.getsize(path))
 
 
 class WebEnv:
-    def __init__(self, sandbox, tracer: Tracer, *, screenshots: Path | None = None, page_size: int = 6000,
-                 action_timeout: float = ACTION_TIMEOUT_S):
+    def __init__(self, sandbox: Sandbox, tracer: Tracer, *, screenshots: Path | None = None, page_size: int = 6000,
+                 action_timeout: float | None = None):
+        # One browser action (navigation, click, serialization). Pages on the offline
+        # network answer in milliseconds; a page that takes longer is stuck, not slow.
         self.sandbox, self.tracer, self.page_size = sandbox, tracer, page_size
-        self.screenshots, self.action_timeout = screenshots, action_timeout
+        self.screenshots = screenshots
+        self.action_timeout = action_timeout or settings().browser_action_timeout
         self._pw = self._browser = self._page = None
         self._text, self._url, self._title, self._page_no = "", "", "", 1
         self._downloads: dict[str, dict] = {}
@@ -61,14 +61,13 @@ class WebEnv:
     async def _connect(self) -> None:
         from playwright.async_api import async_playwright
 
-        started = await asyncio.to_thread(self.sandbox.service.start_browser, self._abandoned)
+        ws_path = await asyncio.to_thread(self.sandbox.start_browser, self._abandoned)
         self._abandoned = False
-        host, port = self.sandbox.endpoint
+        conn = self.sandbox.connection()
         if self._pw is None:
             self._pw = await async_playwright().start()
         self._browser = await self._pw.chromium.connect_over_cdp(
-            f"ws://{host}:{port}{started['ws_path']}", headers={"X-Harness-Token": self.sandbox.service.token},
-            timeout=self.action_timeout * 1000)
+            conn.url(ws_path, scheme="ws"), headers=dict(conn.headers), timeout=self.action_timeout * 1000)
         context = self._browser.contexts[0] if self._browser.contexts else await self._browser.new_context()
         self._page = context.pages[0] if context.pages else await context.new_page()
         for extra in context.pages[1:]:  # tabs left by an earlier connection
@@ -133,9 +132,8 @@ class WebEnv:
             raise
         except Exception as exc:  # noqa: BLE001 - pages control what the browser returns
             outcome, text = "error", f"Error: {type(exc).__name__}: {exc}"
-        self.tracer.event({"type": "env", "env": "web", "action": action, "args": args, "outcome": outcome,
-                           "seconds": round(time.monotonic() - started, 4), "url": self._url,
-                           "result": text[:2000]})
+        self.tracer.emit(EnvAction(env="web", action=action, args=args, outcome=outcome,
+                                   seconds=round(time.monotonic() - started, 4), url=self._url, result=text[:2000]))
         return text
 
     async def _fresh_page(self) -> None:
@@ -161,9 +159,9 @@ class WebEnv:
         self._page_no = 1
 
     def _view(self) -> str:
-        pages = max(1, -(-len(self._text) // self.page_size))
+        pages = page_count(self._text, self.page_size)
         self._page_no = min(max(1, self._page_no), pages)
-        chunk = self._text[(self._page_no - 1) * self.page_size : self._page_no * self.page_size]
+        chunk = page_of(self._text, self.page_size, self._page_no)
         return f"Title: {self._title}\nURL: {self._url}\n[page {self._page_no} of {pages}]\n\n{chunk}"
 
     async def _settle(self) -> None:
@@ -199,10 +197,7 @@ class WebEnv:
 
     async def find(self, text: str) -> str:
         async def body():
-            hits, low, start = [], self._text.lower(), self._text.lower().find(text.lower())
-            while start != -1 and len(hits) < 20:
-                hits.append(f"page {start // self.page_size + 1}: ...{self._text[max(0, start - 80):start + len(text) + 80]}...")
-                start = low.find(text.lower(), start + 1)
+            hits = find_hits(self._text, text, self.page_size)
             return "\n".join(hits) if hits else f"{text!r} not found on {self._url}"
         return await self._act("find", {"text": text}, body)
 
@@ -290,9 +285,5 @@ class WebEnv:
             self.screenshots.mkdir(parents=True, exist_ok=True)
             path = self.screenshots / f"shot-{int(time.time() * 1000)}.png"
             path.write_bytes(png)
-            self.tracer.event({"type": "screenshot", "path": str(path), "url": self._url})
             return f"Screenshot saved to the trace ({path.name}). Current page: {self._url}"
         return await self._act("screenshot", {}, body)
-
-    def describe(self) -> str:
-        return json.dumps({"url": self._url, "title": self._title, "restarts": self.restarts})

@@ -10,13 +10,13 @@ where each TURN is what the model answered to one call, in order:
     {"tool_calls": [{"name": "run_python", "arguments": {"code": "print(1)"}}], "usage": {...}}
 
 `usage` is optional (zeros). `harness run --record FILE` writes this format from a
-real model's answers, so any run can be replayed later.
+real model's answers (the traces' model_call events), so any run can be replayed later.
+Each agent process receives only its own instance's turns.
 """
 
 from __future__ import annotations
 
 import json
-import uuid
 from pathlib import Path
 
 from harness.errors import InputError
@@ -33,36 +33,3 @@ def load_turns(path: Path) -> dict[str, list[dict]]:
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             raise InputError(f"replay file {path}, line {number}: {exc}") from None
     return turns
-
-
-def to_create_results(turns: list[dict]):
-    from autogen_core import FunctionCall
-    from autogen_core.models import CreateResult, RequestUsage
-
-    results = []
-    for turn in turns:
-        usage = RequestUsage(**{"prompt_tokens": 0, "completion_tokens": 0, **turn.get("usage", {})})
-        if turn.get("tool_calls"):
-            calls = [FunctionCall(id=f"call_{uuid.uuid4().hex[:12]}", name=c["name"],
-                                  arguments=json.dumps(c.get("arguments", {})))
-                     for c in turn["tool_calls"]]
-            results.append(CreateResult(finish_reason="function_calls", content=calls, usage=usage, cached=False))
-        else:
-            results.append(CreateResult(finish_reason="stop", content=turn.get("content", ""), usage=usage,
-                                        cached=False))
-    return results
-
-
-def turn_from_result(result) -> dict:
-    """The replay TURN for one CreateResult (used when recording)."""
-    usage = {"prompt_tokens": result.usage.prompt_tokens, "completion_tokens": result.usage.completion_tokens}
-    if isinstance(result.content, list):
-        calls = []
-        for call in result.content:
-            try:
-                arguments = json.loads(call.arguments)
-            except (json.JSONDecodeError, TypeError):
-                arguments = {"_raw": call.arguments}
-            calls.append({"name": call.name, "arguments": arguments})
-        return {"tool_calls": calls, "usage": usage}
-    return {"content": result.content, "usage": usage}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import csv
-import os
+import io
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -11,6 +11,7 @@ from typing import Any
 from filelock import FileLock
 from rich.table import Table
 
+from harness.fsutil import write_atomic
 from harness.report.build import Report
 
 REPORT_JSON = "report.json"
@@ -21,9 +22,7 @@ def write_report(report: Report, output_dir: Path) -> Path:
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     path = output_dir / REPORT_JSON
-    tmp = path.with_name(f".{REPORT_JSON}.{os.getpid()}.tmp")
-    tmp.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, report.model_dump_json(indent=2) + "\n")
     return path
 
 
@@ -79,13 +78,12 @@ def append_summary(report: Report, csv_path: Path, *, run_label: str, extra: dic
                 csv.DictWriter(fh, fieldnames=header).writerow(row)
             return
         fields = header + [k for k in row if k not in header]
-        tmp = csv_path.with_name(f".{csv_path.name}.{os.getpid()}.tmp")
-        with open(tmp, "w", newline="", encoding="utf-8") as fh:
-            writer = csv.DictWriter(fh, fieldnames=fields)
-            writer.writeheader()
-            writer.writerows(old)
-            writer.writerow(row)
-        os.replace(tmp, csv_path)
+        text = io.StringIO(newline="")
+        writer = csv.DictWriter(text, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(old)
+        writer.writerow(row)
+        write_atomic(csv_path, text.getvalue())
 
 
 def _pct(x: float) -> str:

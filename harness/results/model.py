@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from harness.errors import ErrorKind
+
 
 class Usage(BaseModel):
     prompt_tokens: int = 0
@@ -23,7 +25,7 @@ class ResultRow(BaseModel):
     attempt: int = 1  # how many sandboxes this instance used (infra retries add attempts)
     # ok: the agent finished; limit: it hit a limit (still scored); error: it could not finish
     status: Literal["ok", "limit", "error"]
-    error_kind: str | None = None  # infra / agent / model / scorer / input (harness.errors)
+    error_kind: ErrorKind | None = None  # a closed set (harness.errors); set when status is "error"
     error: str | None = None
     limit: str | None = None  # wall_time / max_steps / max_tokens
     answer: str | None = None
@@ -35,6 +37,7 @@ class ResultRow(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     steps: int = 0
     tool_calls: list[str] = Field(default_factory=list)
+    user_replies: int = 0  # replies of the simulated user (turns that ended without <solution>)
     duration_s: float = 0.0
     started_at: str = ""
     finished_at: str = ""

@@ -12,13 +12,13 @@ from filelock import FileLock, Timeout
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.errors import InputError
+from harness.fsutil import write_atomic
+from harness.results.layout import RunDir
 
-RUN_JSON = "run.json"
-LOCK_NAME = ".harness.lock"
 # Fields that change results; `selection` and the dataset path are left out on purpose
 # (a resume may widen --limit; a moved dataset with the same content is the same dataset).
 FINGERPRINTED = ("dataset_fingerprint", "model", "model_settings", "agent", "image", "limits", "scorers",
-                 "environment")
+                 "environment", "user")
 
 
 class RunConfig(BaseModel):
@@ -30,10 +30,11 @@ class RunConfig(BaseModel):
     model_settings: dict[str, Any] = Field(default_factory=dict)  # never secrets
     agent: str
     image: str
-    limits: dict[str, Any] = Field(default_factory=dict)  # instance_timeout, max_steps, max_tokens
+    limits: dict[str, Any] = Field(default_factory=dict)  # Limits: what a rescore's scorers are told too
     scorers: list[str] = Field(default_factory=list)
     selection: dict[str, Any] = Field(default_factory=dict)  # ids/skip/offset/stride/shuffle/seed/limit
-    environment: dict[str, Any] = Field(default_factory=dict)  # sandbox limits, network policy, website hash
+    environment: dict[str, Any] = Field(default_factory=dict)  # provider, sandbox limits, network, website hash
+    user: dict[str, Any] = Field(default_factory=dict)  # the simulated user (UserSimulation)
 
     def fingerprint(self) -> str:
         payload = {name: getattr(self, name) for name in FINGERPRINTED}
@@ -62,31 +63,32 @@ def diff(old: RunConfig, new: RunConfig) -> list[str]:
     return out
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+def load_run_config(output_dir: Path) -> RunConfig | None:
+    """DIR/run.json, or None when there is none; InputError when it is unreadable."""
+    path = RunDir(Path(output_dir)).run_json
+    if not path.exists():
+        return None
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw.pop("fingerprint", None)
+        return RunConfig.model_validate(raw)
+    except (ValueError, ValidationError) as exc:
+        raise InputError(f"{path} is unreadable ({str(exc).splitlines()[0]})") from exc
 
 
 def save_or_check(output_dir: Path, config: RunConfig, *, force: bool) -> None:
     """Write DIR/run.json, or refuse to resume into DIR when the fingerprint differs."""
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    path = output_dir / RUN_JSON
+    layout = RunDir(output_dir)
+    path = layout.run_json
     text = json.dumps({**config.model_dump(mode="json"), "fingerprint": config.fingerprint()}, indent=2) + "\n"
     if path.exists() and not force:
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-            raw.pop("fingerprint", None)
-            old = RunConfig.model_validate(raw)
-        except (ValueError, ValidationError) as exc:
-            raise InputError(
-                f"refusing to resume into {output_dir}: {path} is unreadable ({str(exc).splitlines()[0]}); "
-                "use --force to resume anyway or choose another --output-dir"
-            ) from exc
+            old = load_run_config(output_dir)
+        except InputError as exc:
+            raise InputError(f"refusing to resume into {output_dir}: {exc}; "
+                             "use --force to resume anyway or choose another --output-dir") from exc
         if old.fingerprint() != config.fingerprint():
             changes = "; ".join(diff(old, config)) or "configuration changed"
             raise InputError(
@@ -94,8 +96,8 @@ def save_or_check(output_dir: Path, config: RunConfig, *, force: bool) -> None:
                 "use --force to resume anyway or choose another --output-dir"
             )
     elif path.exists():  # force: keep the previous config next to the new one
-        os.replace(path, output_dir / f"{RUN_JSON}.prev")
-    _write_atomic(path, text)
+        os.replace(path, layout.run_json_prev)
+    write_atomic(path, text)
 
 
 class OutputDirLock(FileLock):
@@ -113,4 +115,4 @@ def lock_output_dir(output_dir: Path) -> FileLock:
     """The output-dir lock (not yet held): `with lock_output_dir(d): ...` raises InputError if taken."""
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    return OutputDirLock(str(output_dir / LOCK_NAME), timeout=0)
+    return OutputDirLock(str(RunDir(output_dir).lock), timeout=0)

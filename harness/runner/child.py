@@ -2,8 +2,9 @@
 
 AutoGen's cancellation can hang while a tool runs, so the wall-clock limit is
 enforced by the parent killing this process (and then the sandbox). This process
-attaches to the parent's sandbox through its service, runs the agent, and writes
-a ChildResult as JSON. It exits by itself if its parent dies.
+reads an AgentRequest, attaches to the parent's sandbox by its handle, drives the
+agent's runner turn by turn (the simulated user answers turns that end without an
+answer), and writes an AgentResult as JSON. It exits by itself if its parent dies.
 
     python -m harness.runner.child REQUEST.json RESULT.json PARENT_PID
 """
@@ -27,35 +28,10 @@ import time
 import traceback
 from pathlib import Path
 
-from pydantic import BaseModel, Field
-
-from harness.agents.base import AgentOutcome, Limits
-from harness.datasets.model import Instance
-from harness.results.model import Usage
+from harness.agents.contract import AgentContext, AgentRequest, AgentResult, AgentRunner
+from harness.errors import HarnessError, LimitExceeded
 
 EXIT_SANDBOX_DIED = 70
-
-
-class ChildRequest(BaseModel):
-    instance: Instance
-    task: str
-    agent: str
-    model: dict  # ModelSection fields
-    limits: dict
-    sandbox: dict  # spec, container_id, name, host, port, token
-    trace_path: str
-    record: bool = False
-
-
-class ChildResult(BaseModel):
-    final_message: str = ""
-    messages: int = 0
-    tool_calls: list[str] = Field(default_factory=list)
-    usage: Usage = Field(default_factory=Usage)
-    limit: str | None = None
-    error_kind: str | None = None
-    error: str | None = None
-    turns: list[dict] = Field(default_factory=list)  # model answers, for --record
 
 
 def _watch_parent() -> None:
@@ -71,41 +47,24 @@ def _watch_parent() -> None:
     threading.Thread(target=loop, daemon=True).start()
 
 
-def classify(exc: BaseException) -> str:
-    from harness.errors import HarnessError
-
-    if isinstance(exc, HarnessError):
-        return exc.kind
-    module = type(exc).__module__
-    if module.startswith(("openai", "httpx", "autogen_ext.models")):
-        return "model"
-    return "agent"
-
-
-def run(request: ChildRequest, result_path: Path) -> int:
+def run(request: AgentRequest, result_path: Path) -> int:
     from harness.agents.registry import resolve
-    from harness.environments import CodeEnv, Environments, FileEnv
-    from harness.environments.trace import Tracer
-    from harness.environments.web import WebEnv
-    from harness.models.clients import build_client
-    from harness.models.config import ModelSection
-    from harness.models.metered import BudgetExceeded, Meter
-    from harness.sandbox.contract import SandboxSpec
-    from harness.sandbox.docker.provider import DockerSandbox
+    from harness.agents.user import reply_function
+    from harness.environments import CodeEnv, Environments, FileEnv, WebEnv
+    from harness.models.meter import Meter
+    from harness.sandbox.registry import attach
+    from harness.traces import ErrorEvent, LimitEvent, TaskEvent, Tracer
 
-    limits = Limits(**request.limits)
-    tracer = Tracer(Path(request.trace_path))
-    section = ModelSection(**request.model)
-    meter = Meter(max_tokens=limits.max_tokens, max_steps=limits.max_steps,
-                  price_in=section.price_input_per_1k, price_out=section.price_output_per_1k,
-                  on_call=tracer.event)
-    result = ChildResult()
+    limits, section = request.limits, request.model
+    trace_path = Path(request.trace_path)
+    tracer = Tracer(trace_path)
+    meter = Meter(max_tokens=limits.max_tokens, max_steps=limits.max_steps, price_in=section.price_input_per_1k,
+                  price_out=section.price_output_per_1k, tracer=tracer)
+    result = AgentResult()
 
     def finish(code: int) -> int:
-        result.usage = Usage(prompt_tokens=meter.prompt_tokens, completion_tokens=meter.completion_tokens,
-                             llm_calls=meter.calls, cost=meter.cost)
-        if request.record:
-            result.turns = meter.turns
+        result.usage = meter.usage()
+        result.tool_calls = list(tracer.tool_calls)
         tmp = result_path.with_suffix(".tmp")
         tmp.write_text(result.model_dump_json())
         os.replace(tmp, result_path)
@@ -114,60 +73,67 @@ def run(request: ChildRequest, result_path: Path) -> int:
 
     def sandbox_died(exc: BaseException) -> None:
         # A dead sandbox must not reach the model as ordinary tool output: stop now.
-        result.error_kind, result.error = "infra", f"{type(exc).__name__}: {exc}"
+        result.error_kind, result.error, result.retryable = "infra", f"{type(exc).__name__}: {exc}", True
+        tracer.emit(ErrorEvent(kind="infra", message=result.error))
         finish(EXIT_SANDBOX_DIED)
         os._exit(EXIT_SANDBOX_DIED)
 
-    box = request.sandbox
-    sandbox = DockerSandbox(SandboxSpec(**box["spec"]), box["container_id"], box["name"], box["host"],
-                            box["port"], box["token"])
-    trace_path = Path(request.trace_path)
+    sandbox = attach(request.sandbox)
     envs = Environments(code=CodeEnv(sandbox, tracer, timeout=limits.command_timeout),
                         file=FileEnv(sandbox, tracer, page_size=limits.page_size),
                         web=WebEnv(sandbox, tracer, screenshots=trace_path.with_name(trace_path.stem + "-shots"),
                                    page_size=limits.page_size),
                         on_fatal=sandbox_died)
     envs.publish()
-    outcome = AgentOutcome()
+    context = AgentContext(task=request.task, instance=request.instance, limits=limits, model=section, meter=meter,
+                           tracer=tracer, envs=envs, replay_turns=request.replay_turns,
+                           trace_dir=trace_path.parent)
+    runner: AgentRunner | None = None
+    tracer.emit(TaskEvent(task=request.task))
     try:
-        client = build_client(section, meter, request.instance.instance_id)
-        factory = resolve(request.agent)
-        tracer.event({"type": "task", "task": request.task})
-        outcome = asyncio.run(_run_and_close(lambda: factory(client, envs, request.instance, limits),
-                                             request.task, tracer, envs))
-    except BudgetExceeded as exc:
-        result.limit = exc.limit
-        tracer.event({"type": "limit", "limit": exc.limit, "detail": str(exc)})
+        runner = resolve(request.agent)()
+        reply = reply_function(request.user)
+        asyncio.run(_drive(runner, context, request, reply, result))
     except Exception as exc:  # noqa: BLE001 - classified and recorded, never lost
-        if meter.exceeded:
-            result.limit = meter.exceeded
-            tracer.event({"type": "limit", "limit": meter.exceeded, "detail": str(exc)})
+        limit = exc.limit if isinstance(exc, LimitExceeded) else meter.exceeded
+        if limit:
+            result.limit = limit
+            tracer.emit(LimitEvent(limit=limit, detail=str(exc)))
             return finish(0)
-        result.error_kind, result.error = classify(exc), f"{type(exc).__name__}: {exc}"
-        tracer.event({"type": "error", "kind": result.error_kind, "traceback": traceback.format_exc()})
-    result.final_message = outcome.final_message
-    result.messages, result.tool_calls = outcome.messages, outcome.tool_calls
+        result.error_kind = runner.classify(exc) if runner else "harness"
+        result.error = f"{type(exc).__name__}: {exc}"
+        result.retryable = isinstance(exc, HarnessError) and exc.retryable
+        tracer.emit(ErrorEvent(kind=result.error_kind, message=result.error, traceback=traceback.format_exc()))
     return finish(0)
 
 
-async def _run_and_close(make_agent, task, tracer, envs) -> AgentOutcome:
-    """Build the agent (a factory may be async, e.g. to take the browser's Playwright context), run it."""
-    import inspect
-
-    from harness.agents.autogen.run import run_autogen
+async def _drive(runner: AgentRunner, ctx: AgentContext, request: AgentRequest, reply, result: AgentResult) -> None:
+    """The task, then a simulated user's reply to each turn that ends without <solution>."""
+    from harness.agents.user import wants_reply
+    from harness.traces import UserReply
 
     try:
-        agent = make_agent()
-        if inspect.isawaitable(agent):
-            agent = await agent
-        return await run_autogen(agent, task, tracer)
+        await runner.setup(ctx)
+        result.final_message = await runner.turn(request.task)
+        while wants_reply(result.final_message) and result.user_replies < request.user.max_replies:
+            if ctx.model.kind == "replay" and ctx.meter.calls >= len(ctx.replay_turns or []):
+                break  # a recording with no answers left cannot take a reply
+            answer = reply(result.final_message, request.instance, result.user_replies + 1)
+            if not answer:
+                break
+            result.user_replies += 1
+            ctx.tracer.emit(UserReply(number=result.user_replies, content=answer))
+            result.final_message = await runner.turn(answer) or result.final_message
     finally:
-        await envs.web.close()
+        try:
+            await runner.close()
+        finally:
+            await ctx.envs.web.close()
 
 
 def main() -> None:
     _watch_parent()
-    request = ChildRequest.model_validate_json(Path(sys.argv[1]).read_text())
+    request = AgentRequest.model_validate_json(Path(sys.argv[1]).read_text())
     sys.exit(run(request, Path(sys.argv[2])))
 
 

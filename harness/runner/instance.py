@@ -1,13 +1,14 @@
 """One instance, start to finish: sandbox -> agent process -> answer -> score -> result row.
 
-Infrastructure failures are retried on a fresh sandbox with backoff; agent and
-model errors are recorded, not retried. Every path ends in exactly one ResultRow.
+Retries are decided by the error's type: a retryable error (infra: the engine, a dead
+sandbox) gets a fresh sandbox after a backoff; agent, model, input and harness errors
+are recorded, not retried. A harness bug is recorded as kind `harness` with its
+traceback in the trace. Every path ends in exactly one ResultRow.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import logging
 import os
 import signal
@@ -16,29 +17,27 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 from concurrent.futures import Executor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
-from harness.agents.base import Limits
+from harness.agents.contract import AgentRequest, AgentResult, Limits, UserSimulation
 from harness.answers import extract_answer
 from harness.datasets.model import Instance
-from harness.environments.trace import read_trace
-from harness.errors import HarnessError, InfraError
+from harness.errors import HarnessError, InfraError, InputError, SandboxOutputLimit, SandboxRequestError
 from harness.models.config import ModelSection
+from harness.results.layout import RunDir
 from harness.results.model import ResultRow, Usage
-from harness.runner.child import ChildRequest, ChildResult
 from harness.runner.prompt import instruction
-from harness.sandbox.contract import SandboxSpec
-from harness.sandbox.docker.naming import slug
-from harness.sandbox.docker.provider import DockerSandbox, start, teardown
-from harness.scoring.base import ScoreContext
+from harness.sandbox.contract import Sandbox, SandboxProvider, SandboxSpec
+from harness.scoring.apply import context_for, score_row
+from harness.settings import settings
+from harness.traces import ErrorEvent, Message, ModelCall, Tracer, read_trace
 
 log = logging.getLogger(__name__)
-# Backoff between infrastructure retries: the engine is often just overloaded.
-RETRY_BACKOFF_S = float(os.environ.get("HARNESS_RETRY_BACKOFF", 2.0))
 
 
 @dataclass
@@ -49,10 +48,12 @@ class RunSettings:
     model: ModelSection
     limits: Limits
     output_dir: Path
+    provider: SandboxProvider
     scorers: list = field(default_factory=list)  # Scorer objects; the first gives `correct`
     max_retries: int = 2
     sandbox: dict = field(default_factory=dict)  # extra SandboxSpec fields (memory, cpus, network...)
-    record: bool = False
+    user: UserSimulation = field(default_factory=UserSimulation)
+    replay: dict[str, list[dict[str, Any]]] | None = None  # instance id -> recorded turns (replay models)
     # Where sandboxes are removed. Removing a container whose Chromium ran takes ~4 s here
     # (the engine tears down its memory cgroup), so a run removes them on a background pool
     # and waits for it before its leak audit; None removes them in the worker itself.
@@ -60,36 +61,31 @@ class RunSettings:
 
 
 @contextmanager
-def _sandbox(spec: SandboxSpec, reaper: Executor | None) -> Iterator[DockerSandbox]:
+def _sandbox(settings_: RunSettings, spec: SandboxSpec) -> Iterator[Sandbox]:
     """A sandbox removed on every way out; by the reaper when there is one."""
-    sandbox = start(spec)
+    sandbox = settings_.provider.start(spec)
     try:
         yield sandbox
     finally:
-        if reaper is None:
-            _teardown_logged(sandbox)
+        if settings_.reaper is None:
+            _teardown_logged(settings_.provider, sandbox)
         else:
             try:
-                reaper.submit(_teardown_logged, sandbox)
+                settings_.reaper.submit(_teardown_logged, settings_.provider, sandbox)
             except RuntimeError:  # the pool is shutting down (Ctrl-C): remove it here
-                _teardown_logged(sandbox)
+                _teardown_logged(settings_.provider, sandbox)
 
 
-def _teardown_logged(sandbox: DockerSandbox) -> None:
+def _teardown_logged(provider: SandboxProvider, sandbox: Sandbox) -> None:
     """A failed removal must not cost the instance its result: log it; the leak audit counts it."""
     try:
-        teardown(sandbox)
+        provider.teardown(sandbox)
     except Exception as exc:  # noqa: BLE001
         log.warning("could not remove sandbox %s: %s", sandbox.name, exc)
 
 
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def _trace_name(instance: Instance, attempt: int) -> str:
-    digest = hashlib.sha256(instance.instance_id.encode()).hexdigest()[:8]
-    return f"traces/{slug(instance.instance_id, 60)}-{digest}-a{attempt}.jsonl"
 
 
 _live: set[subprocess.Popen] = set()
@@ -108,14 +104,18 @@ def kill_agents() -> None:
                 pass
 
 
-def _run_child(request: ChildRequest, timeout: float | None) -> tuple[ChildResult, bool]:
+def _cancelled() -> AgentResult:
+    return AgentResult(error_kind="infra", error="cancelled (Ctrl-C)", retryable=False)
+
+
+def _run_child(request: AgentRequest, timeout: float | None) -> tuple[AgentResult, bool]:
     """Run the agent process; kill it (whole group) at the wall-clock limit."""
     with tempfile.TemporaryDirectory(prefix="harness-child-") as tmp:
         req_path, res_path = Path(tmp, "request.json"), Path(tmp, "result.json")
         req_path.write_text(request.model_dump_json())
         with _live_lock:
             if _stopping.is_set():
-                return ChildResult(error_kind="infra", error="cancelled (Ctrl-C)"), False
+                return _cancelled(), False
             proc = subprocess.Popen([sys.executable, "-m", "harness.runner.child", str(req_path), str(res_path),
                                      str(os.getpid())], start_new_session=True, stdout=subprocess.DEVNULL,
                                     stderr=open(Path(tmp, "stderr"), "wb"))
@@ -132,27 +132,25 @@ def _run_child(request: ChildRequest, timeout: float | None) -> tuple[ChildResul
             with _live_lock:
                 _live.discard(proc)
         if res_path.exists():
-            return ChildResult.model_validate_json(res_path.read_text()), killed
+            return AgentResult.model_validate_json(res_path.read_text()), killed
         if killed:
-            return ChildResult(limit="wall_time"), True
+            return AgentResult(limit="wall_time"), True
         stderr = Path(tmp, "stderr").read_text(errors="replace")[-3000:]
-        return ChildResult(error_kind="agent", error=f"agent process exited {proc.returncode}: {stderr}"), False
+        return AgentResult(error_kind="agent", error=f"agent process exited {proc.returncode}: {stderr}"), False
 
 
-def _salvage(result: ChildResult, trace_path: Path, *, usage_too: bool = True) -> ChildResult:
-    """Recover the last message and tool calls (and, after a kill, usage) from the trace."""
+def salvage(result: AgentResult, trace_path: Path, *, usage_too: bool = True) -> AgentResult:
+    """Recover the last message and tool calls (and, after a kill, usage) from the trace's own events."""
     usage, last_text, tools = Usage(), "", []
     for event in read_trace(trace_path):
-        if event.get("type") == "llm_call":
+        if isinstance(event, ModelCall):
             usage.llm_calls += 1
-            usage.prompt_tokens += event.get("usage", {}).get("prompt_tokens", 0)
-            usage.completion_tokens += event.get("usage", {}).get("completion_tokens", 0)
-        elif event.get("type") == "message":
-            message = event["message"]
-            if message.get("type") == "ToolCallRequestEvent":
-                tools += [c.get("name") for c in message.get("content", [])]
-            elif isinstance(message.get("content"), str) and message.get("source") != "user":
-                last_text = message["content"]
+            usage.prompt_tokens += event.usage.get("prompt_tokens", 0)
+            usage.completion_tokens += event.usage.get("completion_tokens", 0)
+        elif event.type == "tool_call":
+            tools.append(event.name)
+        elif isinstance(event, Message):
+            last_text = event.content
     if usage_too:
         result.usage = usage
     result.final_message = result.final_message or last_text
@@ -160,57 +158,72 @@ def _salvage(result: ChildResult, trace_path: Path, *, usage_too: bool = True) -
     return result
 
 
-def run_instance(instance: Instance, settings: RunSettings) -> ResultRow:
-    """Never raises (but for KeyboardInterrupt): a bug here must cost one row, not the run."""
+def run_instance(instance: Instance, settings_: RunSettings) -> ResultRow:
+    """Never raises (but for KeyboardInterrupt): a bug here costs one row, recorded as kind `harness`."""
     started, t0 = _now(), time.monotonic()
     try:
-        return _run_instance(instance, settings, started, t0)
+        return _run_instance(instance, settings_, started, t0)
     except Exception as exc:  # noqa: BLE001
-        result = ChildResult(error_kind="infra", error=f"harness failure: {type(exc).__name__}: {exc}")
-        return _finish(instance, settings, result, 1, started, t0, None, None)
+        result = AgentResult(error_kind="harness", error=f"harness failure: {type(exc).__name__}: {exc}")
+        trace_rel = RunDir(settings_.output_dir).trace_name(instance.instance_id, 0)
+        (settings_.output_dir / trace_rel).parent.mkdir(parents=True, exist_ok=True)
+        tracer = Tracer(settings_.output_dir / trace_rel)
+        tracer.emit(ErrorEvent(kind="harness", message=result.error, traceback=traceback.format_exc()))
+        tracer.close()
+        return _finish(instance, settings_, result, 1, started, t0, None, trace_rel)
 
 
-def _run_instance(instance: Instance, settings: RunSettings, started: str, t0: float) -> ResultRow:
-    task = instruction(instance)
-    result, sandbox_name, trace_rel, attempt = ChildResult(), None, None, 0
+def _request(instance: Instance, settings_: RunSettings, sandbox: Sandbox, trace_path: Path) -> AgentRequest:
+    turns = None if settings_.replay is None else settings_.replay.get(instance.instance_id, [])
+    return AgentRequest(instance=instance, task=instruction(instance), agent=settings_.agent, model=settings_.model,
+                        limits=settings_.limits, user=settings_.user, sandbox=sandbox.handle(),
+                        trace_path=str(trace_path), replay_turns=turns)
+
+
+def _copy_files(sandbox: Sandbox, instance: Instance) -> None:
+    """The task's files into the workspace; the sandbox refusing them is not the agent's doing."""
+    try:
+        sandbox.copy_in(instance.root, instance.files)
+    except SandboxOutputLimit as exc:
+        raise InputError(f"instance {instance.instance_id}: its files are too large: {exc}") from exc
+    except SandboxRequestError as exc:
+        raise InfraError(f"sandbox {sandbox.name} refused the task's files: {exc}") from exc
+
+
+def _run_instance(instance: Instance, settings_: RunSettings, started: str, t0: float) -> ResultRow:
+    layout = RunDir(settings_.output_dir)
+    result, sandbox_name, trace_rel, attempt = AgentResult(), None, None, 0
     spent = Usage()  # every attempt's tokens count, not just the last one's
-    for attempt in range(1, settings.max_retries + 2):
+    backoff = settings().retry_backoff
+    for attempt in range(1, settings_.max_retries + 2):
         if _stopping.is_set():
-            result = ChildResult(error_kind="infra", error="cancelled (Ctrl-C)")
+            result = _cancelled()
             break
-        trace_rel = _trace_name(instance, attempt)
-        trace_path = settings.output_dir / trace_rel
+        trace_rel = layout.trace_name(instance.instance_id, attempt)
+        trace_path = settings_.output_dir / trace_rel
         trace_path.parent.mkdir(parents=True, exist_ok=True)
         trace_path.unlink(missing_ok=True)
-        spec = SandboxSpec(image=settings.image, run_id=settings.run_id, instance_id=instance.instance_id,
-                           attempt=attempt, **settings.sandbox)
+        spec = SandboxSpec(image=settings_.image, run_id=settings_.run_id, instance_id=instance.instance_id,
+                           attempt=attempt, **settings_.sandbox)
         try:
-            with _sandbox(spec, settings.reaper) as sandbox:
+            with _sandbox(settings_, spec) as sandbox:
                 sandbox_name = sandbox.name
-                sandbox.copy_in(instance.root, instance.files)
-                host, port = sandbox.endpoint
-                request = ChildRequest(
-                    instance=instance, task=task, agent=settings.agent, model=settings.model.model_dump(),
-                    limits=settings.limits.__dict__, trace_path=str(trace_path), record=settings.record,
-                    sandbox={"spec": spec.model_dump(), "container_id": sandbox.id, "name": sandbox.name,
-                             "host": host, "port": port, "token": sandbox.service.token})
-                result, killed = _run_child(request, settings.limits.instance_timeout)
+                _copy_files(sandbox, instance)
+                result, killed = _run_child(_request(instance, settings_, sandbox, trace_path),
+                                            settings_.limits.instance_timeout)
                 if killed:
-                    result = _salvage(result, trace_path)
+                    result = salvage(result, trace_path)
                     result.limit = "wall_time"
                 elif result.limit or result.error_kind:
-                    result = _salvage(result, trace_path, usage_too=False)
-        except InfraError as exc:
-            result = ChildResult(error_kind=exc.kind, error=str(exc))
-        except HarnessError as exc:  # input errors (e.g. refused files): recorded, not retried
-            result = ChildResult(error_kind=exc.kind, error=str(exc))
-            break
+                    result = salvage(result, trace_path, usage_too=False)
+        except HarnessError as exc:
+            result = AgentResult(error_kind=exc.kind, error=str(exc), retryable=exc.retryable)
         spent = _add(spent, result.usage)
-        if result.error_kind != "infra" or attempt > settings.max_retries:
+        if not (result.error_kind and result.retryable) or attempt > settings_.max_retries:
             break
-        time.sleep(RETRY_BACKOFF_S * attempt)
+        time.sleep(backoff * attempt)
     result.usage = spent
-    return _finish(instance, settings, result, attempt, started, t0, sandbox_name, trace_rel)
+    return _finish(instance, settings_, result, attempt, started, t0, sandbox_name, trace_rel)
 
 
 def _add(a: Usage, b: Usage) -> Usage:
@@ -219,29 +232,21 @@ def _add(a: Usage, b: Usage) -> Usage:
                  llm_calls=a.llm_calls + b.llm_calls, cost=a.cost + b.cost)
 
 
-def _finish(instance, settings, result: ChildResult, attempt, started, t0, sandbox_name, trace_rel) -> ResultRow:
+def _finish(instance, settings_: RunSettings, result: AgentResult, attempt, started, t0, sandbox_name,
+            trace_rel) -> ResultRow:
     answer, source = extract_answer(result.final_message)
     status = "error" if result.error_kind else ("limit" if result.limit else "ok")
-    context = ScoreContext(tool_calls=result.tool_calls, total_tokens=result.usage.total_tokens,
-                           max_tokens=settings.limits.max_tokens, steps=result.usage.llm_calls,
-                           max_steps=settings.limits.max_steps, question=instance.question)
     scores, correct = {}, None
-    if status != "error" and instance.answer is not None:
-        for scorer in settings.scorers:
-            try:
-                score = scorer.score(answer, instance.answer, context=context)
-            except Exception as exc:  # noqa: BLE001 - a scorer's failure never costs the agent's result
-                scores[scorer.name] = {"scorer": scorer.name, "correct": None, "value": 0.0,
-                                       "explanation": f"scorer error: {exc}"}
-                continue
-            scores[scorer.name] = score.model_dump()
-        if settings.scorers:
-            correct = scores.get(settings.scorers[0].name, {}).get("correct")
+    if status != "error":
+        context = context_for(tool_calls=result.tool_calls, total_tokens=result.usage.total_tokens,
+                              steps=result.usage.llm_calls, max_tokens=settings_.limits.max_tokens,
+                              max_steps=settings_.limits.max_steps, question=instance.question)
+        scores, correct = score_row(answer, instance.answer, settings_.scorers, context)
     return ResultRow(
         instance_id=instance.instance_id, attempt=attempt, status=status, error_kind=result.error_kind,
         error=result.error, limit=result.limit, answer=answer, answer_source=source, target=instance.answer,
         level=instance.level, correct=correct if status != "error" else False, scores=scores,
         usage=result.usage, steps=result.usage.llm_calls, tool_calls=result.tool_calls,
-        duration_s=round(time.monotonic() - t0, 3), started_at=started, finished_at=_now(),
-        sandbox=sandbox_name, trace=trace_rel,
+        user_replies=result.user_replies, duration_s=round(time.monotonic() - t0, 3), started_at=started,
+        finished_at=_now(), sandbox=sandbox_name, trace=trace_rel,
     )

@@ -18,24 +18,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
+
+from harness.fsutil import write_atomic
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from harness.agents.base import Limits
+from harness.agents.contract import Limits, UserSimulation
 from harness.agents.registry import resolve
+from harness.agents.user import reply_function
 from harness.datasets import dataset_fingerprint, load_dataset, select
 from harness.errors import InputError
-from harness.images.build import build
+from harness.fsutil import slug
 from harness.models.config import load_config, model_section
 from harness.models.replay import load_turns
 from harness.report import append_summary, build_report, render, write_report
+from harness.results.layout import RunDir
 from harness.results.model import ResultRow
 from harness.results.run_config import RunConfig, lock_output_dir, save_or_check
 from harness.results.store import append_row, pending, read_rows, repair
 from harness.runner.scorers import build_scorers
 from harness.runner.instance import RunSettings, kill_agents, run_instance
-from harness.sandbox.docker import cleanup, engine, networks
-from harness.services.website import site_info, website
-from harness.sandbox.docker.naming import slug
+from harness.sandbox.registry import DEFAULT, get_provider
+from harness.sandbox.site import site_info
+from harness.traces import ModelCall, read_trace
 
 
 @dataclass
@@ -52,6 +56,8 @@ class RunOptions:
     scorers: list[str] = field(default_factory=lambda: ["gaia"])
     selection: dict = field(default_factory=dict)  # ids, skip, offset, stride, shuffle, seed, limit
     sandbox: dict = field(default_factory=dict)  # memory, cpus, pids, network
+    provider: str = DEFAULT  # --sandbox
+    user: UserSimulation = field(default_factory=UserSimulation)
     force: bool = False
     record: Path | None = None
     summary_csv: Path | None = None
@@ -73,42 +79,47 @@ def _prepare(opts: RunOptions):
     root = Path(opts.dataset) if Path(opts.dataset).is_dir() else Path(opts.dataset).parent
     section = model_section(config, opts.model, dataset_root=root)
     resolve(opts.agent)
+    reply_function(opts.user)
+    get_provider(opts.provider)
     if opts.website is not None:
         site_info(opts.website)
         if opts.sandbox.get("network", "none") != "none":
             raise InputError("--website gives sandboxes the site's internal network; drop --network")
     scorers = build_scorers(opts.scorers, config, opts.judge_model)
+    replay = None
     if section.kind == "replay":
-        recorded = load_turns(Path(section.path))
-        missing = [i.instance_id for i in selected if i.instance_id not in recorded]
+        replay = load_turns(Path(section.path))
+        missing = [i.instance_id for i in selected if i.instance_id not in replay]
         if missing:
             raise InputError(f"replay file {section.path} has no turns for: {', '.join(missing[:10])}")
-    return instances, selected, section, scorers
+    return instances, selected, section, scorers, replay
 
 
 def run(opts: RunOptions, console: Console | None = None) -> int:
     console = console or Console(stderr=True)
-    instances, selected, section, scorers = _prepare(opts)
+    instances, selected, section, scorers, replay = _prepare(opts)
+    provider = get_provider(opts.provider)
     # Preflight: the engine, the image and the network policy, before any instance starts.
-    engine.client()
-    image = build(log=lambda m: console.print(m))
-    networks.check_policy(opts.sandbox.get("network", "none"))
+    image = provider.preflight(network=opts.sandbox.get("network", "none"), log=lambda m: console.print(m))
     opts.output_dir.mkdir(parents=True, exist_ok=True)
-    out = opts.output_dir / "output.jsonl"
+    layout = RunDir(opts.output_dir)
+    out = layout.output
     environment = dict(opts.sandbox)
+    if opts.provider != DEFAULT:
+        environment["provider"] = opts.provider
     if opts.website is not None:
         environment["website"] = site_info(opts.website)
     with lock_output_dir(opts.output_dir):
         save_or_check(opts.output_dir, RunConfig(
             dataset=str(opts.dataset), dataset_fingerprint=dataset_fingerprint(opts.all_instances), model=opts.model,
-            model_settings=section.public(), agent=opts.agent, image=image, limits=opts.limits.__dict__,
+            model_settings=section.public(), agent=opts.agent, image=image, limits=opts.limits.model_dump(),
             scorers=opts.scorers + ([f"judge={opts.judge_model}"] if opts.judge_model else []),
-            selection=opts.selection, environment=environment), force=opts.force)
-        (opts.output_dir / "selected.json").write_text(json.dumps({i.instance_id: i.level for i in selected}))
-        (opts.output_dir / "questions.json").write_text(json.dumps({i.instance_id: i.question for i in selected}))
+            selection=opts.selection, environment=environment, user=opts.user.model_dump()), force=opts.force)
+        write_atomic(layout.selected, json.dumps({i.instance_id: i.level for i in selected}))
+        write_atomic(layout.questions, json.dumps({i.instance_id: i.question for i in selected}))
         if repair(out):
             console.print("[yellow]repaired a torn last line in output.jsonl (a crash mid-write)[/yellow]")
-        reaped = cleanup.reap()
+        reaped = provider.cleanup()
         if reaped:
             console.print(f"removed {len(reaped)} container(s) left by killed harness processes")
         to_run, done = pending([i.instance_id for i in selected], read_rows(out))
@@ -120,19 +131,19 @@ def run(opts: RunOptions, console: Console | None = None) -> int:
         with contextlib.ExitStack() as stack:
             sandbox = dict(opts.sandbox)
             if opts.website is not None and to_run:
-                site = stack.enter_context(website(opts.website, image, run_id))
-                console.print(f"website {site.alias} up on internal network {site.network}")
-                sandbox["network"] = f"internal:{site.network}"
+                sandbox["network"] = stack.enter_context(provider.website(opts.website, image, run_id))
+                console.print(f"website {site_info(opts.website)[0]} up ({sandbox['network']})")
             settings = RunSettings(run_id=run_id, image=image, agent=opts.agent, model=section,
-                                   limits=opts.limits, output_dir=opts.output_dir, scorers=scorers,
-                                   max_retries=opts.max_retries, sandbox=sandbox, record=opts.record is not None)
+                                   limits=opts.limits, output_dir=opts.output_dir, provider=provider,
+                                   scorers=scorers, max_retries=opts.max_retries, sandbox=sandbox, user=opts.user,
+                                   replay=replay)
             try:
                 _evaluate([by_id[i] for i in to_run], settings, out, opts, console)
             except KeyboardInterrupt:
-                cleanup.reap(run_id=run_id)  # a second Ctrl-C may have cut the removals short
+                provider.cleanup(run_id=run_id)  # a second Ctrl-C may have cut the removals short
                 raise
         # The leak audit: every container of this run (sandboxes and website) must be gone now.
-        leaked = len(cleanup.find(run_id))
+        leaked = len(provider.find(run_id))
         report = build_report(read_rows(out), [i.instance_id for i in selected], leaked_containers=leaked,
                               wall_time_s=time.monotonic() - started,
                               levels={i.instance_id: i.level for i in selected})
@@ -181,10 +192,8 @@ def _evaluate(todo, settings: RunSettings, out: Path, opts: RunOptions, console:
 
 def _write_recording(path: Path, output_dir: Path, recorded: list[dict]) -> None:
     """Turn the traces' model calls into a replay file (see harness/models/replay.py)."""
-    from harness.environments.trace import read_trace
-
     with open(path, "a", encoding="utf-8") as fh:
         for item in recorded:
-            turns = [{k: v for k, v in e.items() if k in ("content", "tool_calls", "usage")}
-                     for e in read_trace(output_dir / item["trace"]) if e.get("type") == "llm_call"]
+            turns = [e.model_dump(include={"content", "tool_calls", "usage"}, exclude_none=True)
+                     for e in read_trace(output_dir / item["trace"]) if isinstance(e, ModelCall)]
             fh.write(json.dumps({"instance_id": item["instance_id"], "turns": turns}) + "\n")

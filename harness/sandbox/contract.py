@@ -1,21 +1,34 @@
-"""The sandbox contract: what the rest of the harness may ask of a sandbox.
+"""The sandbox contracts: what the rest of the harness may ask of a sandbox and of a provider.
 
-Lifecycle (create/start/teardown) lives with each provider; this contract is
-only what an open sandbox does: run commands, move files, report its address.
+Two interfaces, and nothing else crosses the boundary:
+
+- `Sandbox`: one open sandbox. Run commands (`exec`), move files (`copy_in`, `read_file`),
+  reach its service (`connection()`, for the browser), and describe itself as a
+  serialisable `SandboxHandle` that another process can `attach` to.
+- `SandboxProvider`: the lifecycle. `preflight` (engine, image, network policy; before any
+  instance), `start`, `attach`, `teardown` (idempotent), `cleanup` of orphans and `find`
+  of a run's leftovers, and optional run-scoped services (`website`).
+
+Errors a caller may see, all from `harness.errors`: `SandboxDied` (infra: the sandbox is
+gone; the instance cannot go on), the typed `SandboxRequestError`s (the sandbox is fine,
+it refused one request: not found, permission, is-a-directory, output limit, unsupported),
+and `InfraError` for engine trouble. Every provider must pass tests/conformance.
 """
 
 from __future__ import annotations
 
 import abc
 import re
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from pydantic import BaseModel, Field, field_validator
 
 WORKSPACE = "/workspace"
 DEFAULT_MAX_OUTPUT = 1024 * 1024  # bytes kept per stream; the rest is counted, not kept
+DEFAULT_MAX_READ = 64 * 1024 * 1024  # read_file refuses larger files (SandboxOutputLimit)
 
 
 class SandboxSpec(BaseModel):
@@ -36,13 +49,8 @@ class SandboxSpec(BaseModel):
     @field_validator("memory")
     @classmethod
     def _memory(cls, value: str) -> str:
-        from docker.utils import parse_bytes
-
-        try:
-            if parse_bytes(value) < 6 * 1024 * 1024:
-                raise ValueError
-        except Exception:  # noqa: BLE001 - docker raises its own error type
-            raise ValueError(f"memory must be a size like 512m or 2g (at least 6m), not {value!r}") from None
+        if parse_size(value) < 6 * 1024 * 1024:
+            raise ValueError(f"memory must be a size like 512m or 2g (at least 6m), not {value!r}")
         return value
 
     @field_validator("cpus")
@@ -67,8 +75,48 @@ class SandboxSpec(BaseModel):
         raise ValueError(f"network must be none, internet or internal:NAME, not {value!r}")
 
 
+def parse_size(value: str) -> int:
+    """'512m', '2g', '1024k', '100' (bytes) -> bytes; -1 for anything else."""
+    match = re.fullmatch(r"\s*(\d+)\s*([bkmg]?)b?\s*", str(value).lower())
+    if not match:
+        return -1
+    return int(match.group(1)) * {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[match.group(2)]
+
+
+class SandboxHandle(BaseModel):
+    """A serialisable reference to an open sandbox: enough for another process to attach.
+
+    `ref` holds provider-specific fields (a container id, a service id); only the provider
+    that made the handle reads it."""
+
+    provider: str
+    name: str
+    host: str
+    port: int
+    token: str
+    spec: SandboxSpec
+    ref: dict[str, Any] = Field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Connection:
+    """How to reach the sandbox's service directly (e.g. Playwright over CDP): a base URL and
+    the headers every request must carry."""
+
+    host: str
+    port: int
+    headers: Mapping[str, str]
+
+    def url(self, path: str, scheme: str = "http") -> str:
+        return f"{scheme}://{self.host}:{self.port}{path}"
+
+
 @dataclass(frozen=True)
 class ExecResult:
+    """How a command ended. `exit_code` follows the shell: 126 cannot execute, 127 not found
+    (or no such working directory), 128+N killed by signal N (`signal` is N), 137 with
+    `timed_out` when the harness killed it at its timeout."""
+
     exit_code: int
     stdout: str
     stderr: str
@@ -76,6 +124,7 @@ class ExecResult:
     stdout_truncated: bool = False
     stderr_truncated: bool = False
     duration: float = 0.0
+    signal: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -88,10 +137,12 @@ class Sandbox(abc.ABC):
     name: str
 
     @abc.abstractmethod
-    def exec(self, argv: Sequence[str], *, timeout: float = 60, stdin: str | None = None,
+    def exec(self, argv: Sequence[str], *, timeout: float | None = 60, stdin: str | bytes | None = None,
              cwd: str = WORKSPACE, env: Mapping[str, str] | None = None,
-             max_output: int = DEFAULT_MAX_OUTPUT) -> ExecResult:
-        """Run argv; on timeout the whole process tree is killed and timed_out is set."""
+             max_output: int = DEFAULT_MAX_OUTPUT, user: str | None = None) -> ExecResult:
+        """Run argv. On timeout the whole process tree is killed and timed_out is set;
+        timeout=None waits for the command however long it takes. `user` other than the
+        sandbox's own raises SandboxUnsupported where the provider cannot switch users."""
 
     def shell(self, command: str, **kwargs) -> ExecResult:
         return self.exec(["bash", "-c", command], **kwargs)
@@ -102,13 +153,88 @@ class Sandbox(abc.ABC):
 
     @abc.abstractmethod
     def copy_in(self, root: Path, names: Sequence[str], dest: str = WORKSPACE) -> list[str]:
-        """Copy root/NAME for each name into dest/NAME, in one archive."""
+        """Copy root/NAME for each name into dest/NAME. A local problem with the files is an
+        InputError raised before anything is sent; refusals inside are SandboxRequestErrors."""
 
     @abc.abstractmethod
-    def read_file(self, path: str) -> bytes:
-        """The bytes of a file inside the sandbox."""
+    def read_file(self, path: str, *, max_bytes: int = DEFAULT_MAX_READ) -> bytes:
+        """The bytes of a file inside the sandbox. SandboxFileNotFound / SandboxPermissionDenied /
+        SandboxIsADirectory, or SandboxOutputLimit when the file is larger than max_bytes."""
+
+    @abc.abstractmethod
+    def connection(self) -> Connection:
+        """Where the sandbox's service answers, and the headers it wants."""
 
     @property
-    @abc.abstractmethod
     def endpoint(self) -> tuple[str, int]:
-        """(host, port) at which the sandbox's service answers."""
+        conn = self.connection()
+        return conn.host, conn.port
+
+    @abc.abstractmethod
+    def handle(self) -> SandboxHandle:
+        """A serialisable handle: `provider.attach(handle)` in another process reaches this sandbox."""
+
+    @abc.abstractmethod
+    def start_browser(self, force: bool = False) -> str:
+        """Start (or find, or restart) the sandbox's browser; return its DevTools WebSocket path,
+        reachable through `connection()`. force: kill a running but stuck browser first."""
+
+    def close(self) -> None:
+        """Drop this process's connections (the sandbox itself keeps running)."""
+
+
+@dataclass(frozen=True)
+class Leftover:
+    """A resource a provider found (and maybe removed) while cleaning up."""
+
+    id: str
+    name: str
+    run_id: str
+    owner: str
+    state: str
+
+
+class SandboxProvider(abc.ABC):
+    """The lifecycle of sandboxes on one kind of engine."""
+
+    name: str
+
+    @abc.abstractmethod
+    def preflight(self, *, network: str = "none", log=print) -> str:
+        """Check everything a run needs before any instance starts (engine answers, image present
+        or built, network policy possible); return the image reference. InputError for a bad
+        setting, InfraError/EngineUnavailable when the engine is the problem."""
+
+    @abc.abstractmethod
+    def start(self, spec: SandboxSpec) -> Sandbox:
+        """Start a sandbox and wait until its service answers; nothing is left behind on failure."""
+
+    @abc.abstractmethod
+    def attach(self, handle: SandboxHandle) -> Sandbox:
+        """The sandbox a handle names (made by this provider, maybe in another process)."""
+
+    @abc.abstractmethod
+    def teardown(self, sandbox: Sandbox) -> None:
+        """Remove the sandbox and everything it holds; idempotent."""
+
+    @abc.abstractmethod
+    def find(self, run_id: str | None = None) -> list[Leftover]:
+        """Harness resources on the engine (all, or one run's), without removing anything."""
+
+    @abc.abstractmethod
+    def cleanup(self, *, run_id: str | None = None, everything: bool = False,
+                dry_run: bool = False) -> list[Leftover]:
+        """Remove orphans (owner process gone; the default), one run's resources, or all harness ones."""
+
+    def website(self, site_dir: Path, image: str, run_id: str) -> AbstractContextManager[str]:
+        """Serve an offline site to this run's sandboxes; yields the network policy to give them."""
+        raise NotImplementedError(f"the {self.name} provider cannot serve --website")
+
+    @contextmanager
+    def open(self, spec: SandboxSpec) -> Iterator[Sandbox]:
+        """Start a sandbox and tear it down on every way out of the block."""
+        sandbox = self.start(spec)
+        try:
+            yield sandbox
+        finally:
+            self.teardown(sandbox)

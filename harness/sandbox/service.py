@@ -1,11 +1,15 @@
-"""Host-side client of sandboxd, the in-container service (images/sandbox/sandboxd.py).
+"""Host-side client of sandboxd, the in-container service (harness/sandbox/image/sandbox/sandboxd.py).
 
 urllib3 keeps connections alive and sets TCP_NODELAY, so a command costs a few
-milliseconds instead of the ~50 ms of a `docker exec`.
+milliseconds instead of the ~50 ms of a `docker exec`. Refusals come back typed
+(`SandboxRequestError` subclasses, from the service's error `code`); a failed
+connection is `ServiceUnreachable`, which the provider turns into SandboxDied
+when the sandbox is gone.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 import urllib.parse
@@ -13,47 +17,68 @@ from typing import Callable
 
 import urllib3
 
-from harness.errors import InfraError
+from harness.errors import (InfraError, SandboxBadRequest, SandboxFileNotFound, SandboxIsADirectory,
+                            SandboxOutputLimit, SandboxPermissionDenied, SandboxRequestError,
+                            SandboxUnsupported)
+
+TOKEN_HEADER = "X-Harness-Token"
+# The largest request body sandboxd accepts; larger uploads are refused before sending.
+MAX_BODY = 512 * 1024 * 1024
+# Extra seconds the HTTP call waits beyond a command's own timeout: the service
+# needs a moment to kill the process tree and answer after the deadline.
+EXEC_GRACE_S = 15.0
+
+_BY_CODE: dict[str, type[SandboxRequestError]] = {
+    "not_found": SandboxFileNotFound,
+    "permission": SandboxPermissionDenied,
+    "is_a_directory": SandboxIsADirectory,
+    "too_large": SandboxOutputLimit,
+    "unsupported": SandboxUnsupported,
+}
 
 
 class ServiceUnreachable(InfraError):
     """The connection to sandboxd failed (the caller checks whether the sandbox died)."""
 
 
-# Extra seconds the HTTP call waits beyond a command's own timeout: the service
-# needs a moment to kill the process tree and answer after the deadline.
-EXEC_GRACE_S = 15.0
+def refusal(status: int, data: bytes) -> SandboxRequestError:
+    """The typed error for a non-200 answer."""
+    try:
+        body = json.loads(data or b"{}")
+    except ValueError:
+        body = {}
+    message = body.get("error") or data[:500].decode(errors="replace") or f"HTTP {status}"
+    return _BY_CODE.get(body.get("code", ""), SandboxBadRequest)(message)
 
 
 class ServiceClient:
     def __init__(self, host: str, port: int, token: str, *, pool: int = 4):
         self.host, self.port, self.token = host, port, token
+        self.headers = {TOKEN_HEADER: token}
         self._pool = urllib3.HTTPConnectionPool(host, port, maxsize=pool, block=False, retries=False)
 
-    def _request(self, method: str, path: str, *, body: bytes | None = None,
-                 timeout: float = 30.0) -> urllib3.BaseHTTPResponse:
+    def _request(self, method: str, path: str, *, body: bytes | None = None, timeout: float | None = 30.0,
+                 preload: bool = True) -> urllib3.BaseHTTPResponse:
         try:
-            return self._pool.request(
-                method, path, body=body, headers={"X-Harness-Token": self.token},
-                timeout=urllib3.Timeout(connect=5.0, read=timeout), preload_content=True,
-            )
+            return self._pool.request(method, path, body=body, headers=self.headers,
+                                      timeout=urllib3.Timeout(connect=5.0, read=timeout),
+                                      preload_content=preload)
         except urllib3.exceptions.HTTPError as exc:
             raise ServiceUnreachable(f"sandbox service {self.host}:{self.port}: {exc}") from exc
 
     def _json(self, method: str, path: str, **kwargs) -> dict:
         resp = self._request(method, path, **kwargs)
-        data = json.loads(resp.data or b"{}")
         if resp.status != 200:
-            raise RequestRefused(resp.status, data.get("error", resp.data[:500].decode(errors="replace")))
-        return data
+            raise refusal(resp.status, resp.data)
+        return json.loads(resp.data or b"{}")
 
     def wait_ready(self, timeout: float, still_starting: Callable[[], None]) -> None:
-        """Poll /health until it answers; still_starting() raises if the container died."""
+        """Poll /health until it answers; still_starting() raises if the sandbox died."""
         deadline = time.monotonic() + timeout
         delay = 0.005
         while True:
             try:
-                resp = self._pool.request("GET", "/health", headers={"X-Harness-Token": self.token},
+                resp = self._pool.request("GET", "/health", headers=self.headers,
                                           timeout=urllib3.Timeout(connect=1.0, read=2.0))
                 if resp.status == 200:
                     return
@@ -65,19 +90,43 @@ class ServiceClient:
             time.sleep(delay)
             delay = min(delay * 1.5, 0.1)
 
-    def exec(self, payload: dict, timeout: float) -> dict:
-        return self._json("POST", "/exec", body=json.dumps(payload).encode(),
-                          timeout=timeout + EXEC_GRACE_S)
+    def exec(self, payload: dict, timeout: float | None) -> dict:
+        stdin = payload.pop("stdin", None)
+        if isinstance(stdin, (bytes, bytearray)):
+            payload["stdin_b64"] = base64.b64encode(stdin).decode()
+        elif stdin is not None:
+            payload["stdin"] = stdin
+        read = None if timeout is None else timeout + EXEC_GRACE_S
+        return self._json("POST", "/exec", body=json.dumps(payload).encode(), timeout=read)
 
     def upload(self, tar_bytes: bytes, dest: str) -> list[str]:
+        if len(tar_bytes) > MAX_BODY:
+            raise SandboxOutputLimit(f"upload of {len(tar_bytes)} bytes is over the service's limit of "
+                                     f"{MAX_BODY} bytes; copy fewer or smaller files")
         path = "/upload?" + urllib.parse.urlencode({"dest": dest})
         return self._json("POST", path, body=tar_bytes, timeout=120)["written"]
 
-    def read_file(self, path: str) -> bytes:
-        resp = self._request("GET", "/file?" + urllib.parse.urlencode({"path": path}), timeout=60)
-        if resp.status != 200:
-            raise RequestRefused(resp.status, json.loads(resp.data or b"{}").get("error", ""))
-        return resp.data
+    def read_file(self, path: str, max_bytes: int) -> bytes:
+        """Stream the file, refusing more than max_bytes (the service refuses first when it can)."""
+        query = urllib.parse.urlencode({"path": path, "max_bytes": max_bytes})
+        resp = self._request("GET", "/file?" + query, timeout=120, preload=False)
+        try:
+            if resp.status != 200:
+                raise refusal(resp.status, resp.read())
+            chunks, total = [], 0
+            for chunk in resp.stream(1 << 20):
+                total += len(chunk)
+                if total > max_bytes:
+                    raise SandboxOutputLimit(f"{path} is larger than {max_bytes} bytes")
+                chunks.append(chunk)
+        except urllib3.exceptions.HTTPError as exc:
+            resp.close()
+            raise ServiceUnreachable(f"sandbox service {self.host}:{self.port}: {exc}") from exc
+        except BaseException:
+            resp.close()  # unread bytes: the connection cannot be reused
+            raise
+        resp.release_conn()
+        return b"".join(chunks)
 
     def start_browser(self, force: bool = False) -> dict:
         """Start (or find, or restart) Chromium inside the sandbox; returns its DevTools ws path.
@@ -86,11 +135,3 @@ class ServiceClient:
 
     def close(self) -> None:
         self._pool.close()
-
-
-class RequestRefused(Exception):
-    """sandboxd answered but refused the request (bad path, missing file...)."""
-
-    def __init__(self, status: int, message: str):
-        super().__init__(f"{status}: {message}")
-        self.status, self.message = status, message

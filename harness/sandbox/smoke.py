@@ -9,16 +9,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from harness.images.build import build
-from harness.sandbox.contract import SandboxSpec
-from harness.sandbox.docker import cleanup
-from harness.sandbox.docker.provider import open_sandbox
+from harness.sandbox.contract import SandboxProvider, SandboxSpec
 
 
-def _one(image: str, run_id: str, index: int, root: Path, digest: str) -> tuple[str, int, float, list[str]]:
+def _one(provider: SandboxProvider, image: str, run_id: str, index: int, root: Path,
+         digest: str) -> tuple[str, int, float, list[str]]:
     problems: list[str] = []
     started = time.monotonic()
-    with open_sandbox(SandboxSpec(image=image, run_id=run_id, instance_id=f"smoke {index}")) as sandbox:
+    with provider.open(SandboxSpec(image=image, run_id=run_id, instance_id=f"smoke {index}")) as sandbox:
         sandbox.copy_in(root, ["data.bin"])
         got = sandbox.shell("sha256sum /workspace/data.bin").stdout.split()[0]
         if got != digest:
@@ -32,9 +30,9 @@ def _one(image: str, run_id: str, index: int, root: Path, digest: str) -> tuple[
     return name, port, time.monotonic() - started, problems
 
 
-def run_smoke(count: int, log=print) -> bool:
-    image = build(log=log)
-    reaped = cleanup.reap()
+def run_smoke(provider: SandboxProvider, count: int, log=print) -> bool:
+    image = provider.preflight(log=log)
+    reaped = provider.cleanup()
     if reaped:
         log(f"removed {len(reaped)} orphaned sandbox(es) of dead harness processes")
     run_id = f"smoke-{secrets.token_hex(3)}"
@@ -43,7 +41,7 @@ def run_smoke(count: int, log=print) -> bool:
         Path(tmp, "data.bin").write_bytes(payload)
         digest = hashlib.sha256(payload).hexdigest()
         with ThreadPoolExecutor(count) as pool:
-            results = list(pool.map(lambda i: _one(image, run_id, i, Path(tmp), digest), range(count)))
+            results = list(pool.map(lambda i: _one(provider, image, run_id, i, Path(tmp), digest), range(count)))
     ok = True
     for name, port, seconds, problems in results:
         status = "ok" if not problems else "FAIL: " + "; ".join(problems)
@@ -53,7 +51,7 @@ def run_smoke(count: int, log=print) -> bool:
     if len(set(ports)) != len(ports):
         ok = False
         log(f"FAIL: ports collided: {sorted(ports)}")
-    left = cleanup.find(run_id)
+    left = provider.find(run_id)
     if left:
         ok = False
         log(f"FAIL: {len(left)} container(s) of run {run_id} left behind")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import List
 
 from autogen_core import CancellationToken
@@ -10,7 +9,6 @@ from autogen_core.code_executor import CodeBlock, CodeExecutor, CodeResult
 
 from harness.environments import Environments
 from harness.environments.code import format_result
-from harness.errors import InfraError
 
 PYTHON = {"python", "python3", "py"}
 SHELL = {"sh", "bash", "shell"}
@@ -25,15 +23,6 @@ class SandboxCodeExecutor(CodeExecutor):
     def __init__(self, envs: Environments):
         self._envs = envs
 
-    async def _call(self, fn, *args):
-        try:
-            return await asyncio.to_thread(fn, *args)
-        except InfraError as exc:
-            # A dead sandbox must not reach the model as ordinary output.
-            if self._envs.on_fatal:
-                self._envs.on_fatal(exc)
-            raise
-
     async def execute_code_blocks(self, code_blocks: List[CodeBlock],
                                   cancellation_token: CancellationToken) -> CodeResult:
         outputs: list[str] = []
@@ -41,9 +30,9 @@ class SandboxCodeExecutor(CodeExecutor):
         for block in code_blocks:
             language = (block.language or "").strip().lower()
             if language in PYTHON:
-                result = await self._call(self._envs.code.run_python, block.code)
+                result = await self._envs.call(self._envs.code.run_python, block.code)
             elif language in SHELL:
-                result = await self._call(self._envs.code.run_shell, block.code)
+                result = await self._envs.call(self._envs.code.run_shell, block.code)
             else:
                 outputs.append(f"unsupported language {block.language!r}: only python and sh/bash code "
                                "blocks can be run")

@@ -10,18 +10,8 @@ label are never touched unless asked for by run id (--run-id) or --all; even
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from harness.sandbox.contract import Leftover as Found
 from harness.sandbox.docker import engine, naming
-
-
-@dataclass(frozen=True)
-class Found:
-    id: str
-    name: str
-    run_id: str
-    owner: str
-    state: str
 
 
 def find(run_id: str | None = None) -> list[Found]:

@@ -1,8 +1,11 @@
 """Every call to the Docker engine goes through here.
 
-This module holds the client, each timeout, each retry and the concurrency gate,
-so the rest of the sandbox code never talks to the SDK directly. Every constant
-can be overridden by an environment variable of the same name.
+This module holds the client, each timeout, each retry and the concurrency gate:
+code elsewhere builds the SDK call and passes it to `call`, which retries what is
+safe to retry (transient errors, `retries=0` for calls that must not run twice) and
+maps engine failures to InfraError. Its tunables are HARNESS_DOCKER_* settings
+(harness/settings.py). The shared client is never reconfigured: a call that needs
+another timeout gets a client of its own from `new_client`.
 """
 
 from __future__ import annotations
@@ -20,61 +23,54 @@ import docker.errors
 import requests.exceptions
 
 from harness.errors import EngineUnavailable, InfraError, SandboxDied
+from harness.settings import settings
 
-
-def _env_float(name: str, default: float) -> float:
-    return float(os.environ.get(name, default))
-
-
-# HTTP timeout of one engine API call. dockerd on a loaded 2-core machine can take
-# several seconds to create/start/remove; a stuck call must still end.
-HARNESS_DOCKER_TIMEOUT = _env_float("HARNESS_DOCKER_TIMEOUT", 120)
-# Parallel create+start calls. Beyond ~4 the engine only queues them (throughput is
-# flat beyond 4 workers on 2 cores) and long queues turn into API timeouts.
-HARNESS_DOCKER_MAX_STARTS = int(_env_float("HARNESS_DOCKER_MAX_STARTS", 4))
-# Transient engine failures (a 500 during a storm of starts, a dropped connection)
-# are retried this many times with jittered exponential backoff.
-HARNESS_DOCKER_RETRIES = int(_env_float("HARNESS_DOCKER_RETRIES", 3))
-HARNESS_DOCKER_BACKOFF = _env_float("HARNESS_DOCKER_BACKOFF", 0.5)
-# HTTP connections per client: every worker thread shares one client, and the SDK's
-# default pool of 10 makes the 11th concurrent call wait or warn.
-HARNESS_DOCKER_POOL = int(_env_float("HARNESS_DOCKER_POOL", 64))
-
-START_GATE = threading.BoundedSemaphore(HARNESS_DOCKER_MAX_STARTS)
-_client_lock = threading.Lock()
+# Why the defaults (harness/settings.py): dockerd on a loaded 2-core machine can take
+# seconds per create/start/remove, yet a stuck call must end (docker_timeout); beyond ~4
+# parallel starts the engine only queues them and long queues turn into API timeouts
+# (docker_max_starts); a 500 during a storm of starts is worth retrying (docker_retries);
+# every worker thread shares one client, and the SDK's default pool of 10 makes the 11th
+# concurrent call wait (docker_pool).
+_lock = threading.Lock()
 _client: docker.DockerClient | None = None
+_gate: threading.BoundedSemaphore | None = None
 
 T = TypeVar("T")
+
+
+def new_client(timeout: float | None = None) -> docker.DockerClient:
+    """A client of its own (the caller closes it), e.g. for a call with another timeout."""
+    try:
+        made = docker.from_env(timeout=int(timeout or settings().docker_timeout),
+                               max_pool_size=settings().docker_pool)
+        made.ping()
+        return made
+    except docker.errors.DockerException as exc:
+        raise EngineUnavailable(
+            f"no Docker engine answers ({exc}); run scripts/ensure-docker.sh or set DOCKER_HOST") from exc
 
 
 def client() -> docker.DockerClient:
     """One client per process, created on first use (version negotiated once)."""
     global _client
-    with _client_lock:
+    with _lock:
         if _client is None:
-            try:
-                _client = docker.from_env(
-                    timeout=int(HARNESS_DOCKER_TIMEOUT), max_pool_size=HARNESS_DOCKER_POOL
-                )
-                _client.ping()
-            except docker.errors.DockerException as exc:
-                raise EngineUnavailable(
-                    f"no Docker engine answers ({exc}); run scripts/ensure-docker.sh "
-                    "or set DOCKER_HOST"
-                ) from exc
+            _client = new_client()
         return _client
 
 
-def reset_client() -> None:
-    """Forget the client (after fork: sockets must not be shared across processes)."""
-    global _client
-    with _client_lock:
-        _client = None
+def start_gate() -> threading.BoundedSemaphore:
+    """Held around each create+start: at most docker_max_starts at once in this process."""
+    global _gate
+    with _lock:
+        if _gate is None:
+            _gate = threading.BoundedSemaphore(settings().docker_max_starts)
+        return _gate
 
 
 def sandbox_host() -> str:
     """Address at which published sandbox ports are reached from this process."""
-    explicit = os.environ.get("HARNESS_SANDBOX_HOST")
+    explicit = settings().sandbox_host
     if explicit:
         return explicit
     url = urllib.parse.urlsplit(os.environ.get("DOCKER_HOST", ""))
@@ -97,7 +93,7 @@ def is_transient(exc: BaseException) -> bool:
 
 def call(what: str, fn: Callable[[], T], *, retries: int | None = None) -> T:
     """Run one engine call, retrying transient failures; map failures to InfraError."""
-    attempts = 1 + (HARNESS_DOCKER_RETRIES if retries is None else retries)
+    attempts = 1 + (settings().docker_retries if retries is None else retries)
     for attempt in range(attempts):
         try:
             return fn()
@@ -108,7 +104,7 @@ def call(what: str, fn: Callable[[], T], *, retries: int | None = None) -> T:
                 if isinstance(exc, (docker.errors.DockerException, requests.exceptions.RequestException)):
                     raise InfraError(f"docker {what} failed: {exc}") from exc
                 raise
-            time.sleep(HARNESS_DOCKER_BACKOFF * (2**attempt) * (0.5 + random.random()))
+            time.sleep(settings().docker_backoff * (2**attempt) * (0.5 + random.random()))
     raise AssertionError("unreachable")
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import os
-import re
 import secrets
 import socket
+
+from harness.fsutil import slug
 
 PREFIX = "harness"
 LABEL_MANAGED = "harness.managed"
@@ -24,11 +25,6 @@ LABEL_OWNER = "harness.owner"  # "host:pid:starttime" of the process that made i
 LABEL_CREATED = "harness.created"
 
 MAX_NAME = 63  # fits a DNS label, so names stay usable as hostnames too
-
-
-def slug(text: str, limit: int) -> str:
-    cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-._")
-    return cleaned[:limit].rstrip("-._") or "x"
 
 
 def container_name(run_id: str, instance_id: str, attempt: int) -> str:

@@ -22,7 +22,7 @@ from filelock import FileLock
 
 from harness.errors import InputError
 from harness.sandbox.docker import engine
-from harness.state import state_dir
+from harness.settings import state_dir
 
 ISOLATED = "harness-isolated"
 ISOLATED_OPTIONS = {
@@ -39,7 +39,7 @@ def ensure_isolated() -> str:
             return ISOLATED
         api = engine.client().api
         with FileLock(str(state_dir() / "networks.lock"), timeout=60):
-            if not api.networks(names=[ISOLATED]):
+            if not engine.call("network list", lambda: api.networks(names=[ISOLATED])):
                 engine.call("network create", lambda: api.create_network(
                     ISOLATED, driver="bridge", options=ISOLATED_OPTIONS, check_duplicate=True,
                     labels={"harness.managed": "1"}))
@@ -51,7 +51,8 @@ def check_policy(policy: str) -> None:
     """Preflight: an internal:NAME network must already exist."""
     if policy.startswith("internal:"):
         name = policy.split(":", 1)[1]
-        found = [n for n in engine.client().api.networks(names=[name]) if n["Name"] == name]
+        rows = engine.call("network list", lambda: engine.client().api.networks(names=[name]))
+        found = [n for n in rows if n["Name"] == name]
         if not found:
             raise InputError(f"network policy {policy}: no Docker network named {name!r}")
 

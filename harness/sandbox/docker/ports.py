@@ -14,15 +14,13 @@ are not covered by the lock; the start-time check and retry cover them.
 
 from __future__ import annotations
 
-import os
 import socket
 from contextlib import contextmanager
 from typing import Iterator
 
 from filelock import FileLock
 
-from harness.errors import InputError
-from harness.state import state_dir
+from harness.settings import settings, state_dir
 
 SERVICE_PORT = 8765  # sandboxd's port inside the container
 
@@ -32,23 +30,12 @@ def bind_address() -> str:
     over the network (every request still needs the sandbox's token). HARNESS_PORT_BIND overrides."""
     from harness.sandbox.docker.engine import engine_is_local
 
-    return os.environ.get("HARNESS_PORT_BIND") or ("127.0.0.1" if engine_is_local() else "0.0.0.0")
-# How long a process may wait for the range lock: one create+start is ~0.3 s, so
-# 120 s means a queue of hundreds of starts; beyond that something is stuck.
-LOCK_TIMEOUT_S = float(os.environ.get("HARNESS_PORT_LOCK_TIMEOUT", 120))
+    return settings().port_bind or ("127.0.0.1" if engine_is_local() else "0.0.0.0")
 
 
 def port_range() -> range | None:
-    raw = os.environ.get("HARNESS_PORT_RANGE", "").strip()
-    if not raw:
-        return None
-    try:
-        low, high = (int(x) for x in raw.split("-"))
-    except ValueError:
-        raise InputError(f"HARNESS_PORT_RANGE={raw!r}: expected LOW-HIGH, e.g. 20000-20999") from None
-    if not 1 <= low <= high <= 65535:
-        raise InputError(f"HARNESS_PORT_RANGE={raw!r}: need 1 <= LOW <= HIGH <= 65535")
-    return range(low, high + 1)
+    """HARNESS_PORT_RANGE as a range (validated with the other settings), or None."""
+    return settings().ports()
 
 
 def publish(host_port: int | None) -> dict:
@@ -64,9 +51,11 @@ def read_port(attrs: dict) -> int:
     raise KeyError("no published port")
 
 
-def ports_in_use(api) -> set[int]:
+def ports_in_use() -> set[int]:
+    from harness.sandbox.docker import engine
+
     used = set()
-    for container in api.containers(all=True):
+    for container in engine.call("list", lambda: engine.client().api.containers(all=True)):
         for port in container.get("Ports") or []:
             if port.get("PublicPort"):
                 used.add(int(port["PublicPort"]))
@@ -85,7 +74,8 @@ def free_locally(port: int) -> bool:
 
 @contextmanager
 def range_lock() -> Iterator[None]:
-    with FileLock(str(state_dir() / "ports.lock"), timeout=LOCK_TIMEOUT_S):
+    # port_lock_timeout: one create+start is ~0.3 s, so 120 s is a queue of hundreds of starts.
+    with FileLock(str(state_dir() / "ports.lock"), timeout=settings().port_lock_timeout):
         yield
 
 

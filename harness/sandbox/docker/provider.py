@@ -1,35 +1,39 @@
-"""Docker sandboxes: start one per instance, talk to its service, always remove it."""
+"""Docker sandboxes: start one per instance, talk to its service, always remove it.
+
+`DockerProvider` is the `SandboxProvider` for one Docker engine (DOCKER_HOST, or the
+local socket). Each sandbox is a container whose PID 1 is sandboxd; commands and files
+go through sandboxd on the one published port, never through `docker exec`.
+"""
 
 from __future__ import annotations
 
-import os
 import secrets
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Mapping, Sequence
+from typing import Mapping, Sequence
 
-
-from harness.errors import InfraError, InputError
-from harness.sandbox.contract import DEFAULT_MAX_OUTPUT, WORKSPACE, ExecResult, Sandbox, SandboxSpec
-from harness.sandbox.docker import engine, naming, networks, ports
+from harness.errors import InfraError, SandboxUnsupported
+from harness.sandbox.contract import (DEFAULT_MAX_OUTPUT, DEFAULT_MAX_READ, WORKSPACE, Connection, ExecResult,
+                                      Leftover, Sandbox, SandboxHandle, SandboxProvider, SandboxSpec)
+from harness.sandbox.docker import cleanup, engine, images, naming, networks, ports
 from harness.sandbox.files import build_archive
-from harness.sandbox.service import RequestRefused, ServiceClient, ServiceUnreachable
+from harness.sandbox.service import ServiceClient, ServiceUnreachable
+from harness.settings import settings
 
-# Time for sandboxd to answer after the container starts. Python starts in ~50 ms;
-# a busy engine on 2 cores can stretch that to seconds, a broken image never answers.
-READY_TIMEOUT_S = float(os.environ.get("HARNESS_SANDBOX_READY_TIMEOUT", 60))
+NAME = "docker"
 
 
 class DockerSandbox(Sandbox):
     def __init__(self, spec: SandboxSpec, container_id: str, name: str, host: str, port: int, token: str):
         self.spec, self.id, self.name = spec, container_id, name
-        self._host, self._port = host, port
-        self.service = ServiceClient(host, port, token)
+        self._service = ServiceClient(host, port, token)
 
-    @property
-    def endpoint(self) -> tuple[str, int]:
-        return self._host, self._port
+    def connection(self) -> Connection:
+        return Connection(self._service.host, self._service.port, dict(self._service.headers))
+
+    def handle(self) -> SandboxHandle:
+        return SandboxHandle(provider=NAME, name=self.name, host=self._service.host, port=self._service.port,
+                             token=self._service.token, spec=self.spec, ref={"container_id": self.id})
 
     def _died_or(self, exc: ServiceUnreachable) -> InfraError:
         engine.raise_if_dead(self.id, self.name, exc)  # raises SandboxDied if gone
@@ -37,35 +41,34 @@ class DockerSandbox(Sandbox):
         engine.raise_if_dead(self.id, self.name, exc)
         return exc
 
-    def exec(self, argv: Sequence[str], *, timeout: float = 60, stdin: str | None = None,
-             cwd: str = WORKSPACE, env: Mapping[str, str] | None = None,
-             max_output: int = DEFAULT_MAX_OUTPUT) -> ExecResult:
-        payload = {"argv": list(argv), "timeout": timeout, "stdin": stdin, "cwd": cwd,
-                   "env": dict(env or {}), "max_output": max_output}
+    def _service_call(self, fn, *args):
         try:
-            data = self.service.exec(payload, timeout)
+            return fn(*args)
         except ServiceUnreachable as exc:
             raise self._died_or(exc) from exc
+
+    def exec(self, argv: Sequence[str], *, timeout: float | None = 60, stdin: str | bytes | None = None,
+             cwd: str = WORKSPACE, env: Mapping[str, str] | None = None,
+             max_output: int = DEFAULT_MAX_OUTPUT, user: str | None = None) -> ExecResult:
+        if user is not None and user != "agent":
+            raise SandboxUnsupported(f"the docker provider runs commands as 'agent' only, not {user!r}")
+        payload = {"argv": list(argv), "timeout": timeout, "stdin": stdin, "cwd": cwd,
+                   "env": dict(env or {}), "max_output": max_output}
+        data = self._service_call(self._service.exec, payload, timeout)
         return ExecResult(**data)
 
     def copy_in(self, root: Path, names: Sequence[str], dest: str = WORKSPACE) -> list[str]:
         archive = build_archive(root, names)  # raises InputError before touching the sandbox
-        try:
-            return self.service.upload(archive, dest)
-        except ServiceUnreachable as exc:
-            raise self._died_or(exc) from exc
-        except RequestRefused as exc:
-            raise InputError(f"sandbox refused the files: {exc.message}") from exc
+        return self._service_call(self._service.upload, archive, dest)
 
-    def read_file(self, path: str) -> bytes:
-        try:
-            return self.service.read_file(path)
-        except ServiceUnreachable as exc:
-            raise self._died_or(exc) from exc
-        except RequestRefused as exc:
-            if exc.status == 404:
-                raise FileNotFoundError(path) from exc
-            raise OSError(f"cannot read {path}: {exc.message}") from exc
+    def read_file(self, path: str, *, max_bytes: int = DEFAULT_MAX_READ) -> bytes:
+        return self._service_call(self._service.read_file, path, max_bytes)
+
+    def start_browser(self, force: bool = False) -> str:
+        return self._service_call(self._service.start_browser, force)["ws_path"]
+
+    def close(self) -> None:
+        self._service.close()
 
 
 def _create_kwargs(spec: SandboxSpec, name: str, token: str) -> dict:
@@ -85,13 +88,9 @@ def _create_kwargs(spec: SandboxSpec, name: str, token: str) -> dict:
     )
 
 
-def _remove(container_id: str) -> None:
-    engine.remove_container(container_id)
-
-
 def _remove_by_name(name: str) -> None:
     try:
-        found = engine.client().api.containers(all=True, filters={"name": f"^/{name}$"})
+        found = engine.call("list", lambda: engine.client().api.containers(all=True, filters={"name": f"^/{name}$"}))
         for row in found:
             engine.remove_container(row["Id"])
     except Exception:  # noqa: BLE001 - best effort; the orphan reaper is the backstop
@@ -110,16 +109,16 @@ def _create_and_start(kwargs: dict, policy: str, host_port: int | None):
     try:
         networks.connect(container.id, policy)
         engine.call("start", container.start, retries=0)
-        container.reload()
+        engine.call("inspect", container.reload)
         return container, ports.read_port(container.attrs)
     except BaseException:
-        _remove(container.id)  # a failed start leaves a Created container behind
+        engine.remove_container(container.id)  # a failed start leaves a Created container behind
         raise
 
 
 def _start_in_range(kwargs: dict, policy: str, port_range: range):
     with ports.range_lock():
-        used = ports.ports_in_use(engine.client().api)
+        used = ports.ports_in_use()
         for port in port_range:
             if port in used or (engine.engine_is_local() and not ports.free_locally(port)):
                 continue
@@ -131,35 +130,67 @@ def _start_in_range(kwargs: dict, policy: str, port_range: range):
         raise InfraError(f"no free port in HARNESS_PORT_RANGE ({port_range.start}-{port_range.stop - 1})")
 
 
-def start(spec: SandboxSpec) -> DockerSandbox:
-    name = naming.container_name(spec.run_id, spec.instance_id, spec.attempt)
-    token = secrets.token_urlsafe(24)
-    kwargs = _create_kwargs(spec, name, token)
-    port_range = ports.port_range()
-    with engine.START_GATE:
-        if port_range is None:
-            container, port = _create_and_start(kwargs, spec.network, None)
-        else:
-            container, port = _start_in_range(kwargs, spec.network, port_range)
-    sandbox = DockerSandbox(spec, container.id, name, engine.sandbox_host(), port, token)
-    try:
-        sandbox.service.wait_ready(READY_TIMEOUT_S, lambda: engine.raise_if_dead(container.id, name))
-    except BaseException:
-        teardown(sandbox)
-        raise
-    return sandbox
+class DockerProvider(SandboxProvider):
+    name = NAME
 
+    def preflight(self, *, network: str = "none", log=print) -> str:
+        engine.client()  # EngineUnavailable when nothing answers
+        ports.port_range()  # a bad HARNESS_PORT_RANGE is an input error now
+        image = images.build(log=log)
+        networks.check_policy(network)
+        return image
 
-def teardown(sandbox: DockerSandbox) -> None:
-    sandbox.service.close()
-    _remove(sandbox.id)
+    def start(self, spec: SandboxSpec) -> DockerSandbox:
+        name = naming.container_name(spec.run_id, spec.instance_id, spec.attempt)
+        token = secrets.token_urlsafe(24)
+        kwargs = _create_kwargs(spec, name, token)
+        port_range = ports.port_range()
+        with engine.start_gate():
+            if port_range is None:
+                container, port = _create_and_start(kwargs, spec.network, None)
+            else:
+                container, port = _start_in_range(kwargs, spec.network, port_range)
+        sandbox = DockerSandbox(spec, container.id, name, engine.sandbox_host(), port, token)
+        try:
+            sandbox._service.wait_ready(settings().sandbox_ready_timeout,
+                                        lambda: engine.raise_if_dead(container.id, name))
+        except BaseException:
+            self.teardown(sandbox)
+            raise
+        return sandbox
 
+    def attach(self, handle: SandboxHandle) -> DockerSandbox:
+        if handle.provider != NAME:
+            raise ValueError(f"a {handle.provider} handle cannot be attached by the docker provider")
+        return DockerSandbox(handle.spec, handle.ref["container_id"], handle.name, handle.host, handle.port,
+                             handle.token)
 
-@contextmanager
-def open_sandbox(spec: SandboxSpec) -> Iterator[DockerSandbox]:
-    """Start a sandbox and remove it on every way out of the block."""
-    sandbox = start(spec)
-    try:
-        yield sandbox
-    finally:
-        teardown(sandbox)
+    def teardown(self, sandbox: Sandbox) -> None:
+        assert isinstance(sandbox, DockerSandbox)
+        sandbox.close()
+        engine.remove_container(sandbox.id)
+
+    def find(self, run_id: str | None = None) -> list[Leftover]:
+        return cleanup.find(run_id)
+
+    def cleanup(self, *, run_id: str | None = None, everything: bool = False,
+                dry_run: bool = False) -> list[Leftover]:
+        return cleanup.reap(run_id=run_id, everything=everything, dry_run=dry_run)
+
+    def website(self, site_dir: Path, image: str, run_id: str):
+        from harness.sandbox.docker.website import website
+
+        return website(site_dir, image, run_id)
+
+    # Images are this provider's own business; the CLI reaches them through these.
+    def build_image(self, *, force: bool = False, log=print) -> str:
+        return images.build(force=force, log=log)
+
+    def list_images(self) -> list[images.ImageInfo]:
+        return images.list_images()
+
+    def prune_images(self, log=print) -> list[str]:
+        return images.prune(log=log)
+
+    def image_tag(self) -> str:
+        return images.sandbox_tag()

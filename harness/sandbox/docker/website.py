@@ -12,39 +12,16 @@ from __future__ import annotations
 import io
 import tarfile
 import time
-import tomllib
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from harness.errors import InfraError, InputError
-from harness.images.build import tree_hash
+from harness.errors import InfraError
 from harness.sandbox.docker import engine, naming
+from harness.sandbox.site import site_info
 
 # The site server is a small Python script: it listens well within this.
 READY_TIMEOUT_S = 30.0
-
-
-@dataclass(frozen=True)
-class Website:
-    network: str
-    alias: str
-    container_id: str
-
-
-def site_info(site_dir: Path) -> tuple[str, str]:
-    """(alias, content hash); InputError when the folder is not a site."""
-    site_dir = Path(site_dir)
-    if not (site_dir / "serve.py").is_file() or not (site_dir / "site.toml").is_file():
-        raise InputError(f"--website {site_dir}: needs serve.py and site.toml")
-    try:
-        alias = tomllib.loads((site_dir / "site.toml").read_text())["alias"]
-    except (tomllib.TOMLDecodeError, KeyError) as exc:
-        raise InputError(f"--website {site_dir}/site.toml: needs alias = \"HOST\" ({exc})") from None
-    if not isinstance(alias, str) or not alias:
-        raise InputError(f"--website {site_dir}/site.toml: alias must be a host name string, not {alias!r}")
-    return alias, tree_hash(site_dir)
 
 
 def _archive(site_dir: Path) -> bytes:
@@ -55,7 +32,8 @@ def _archive(site_dir: Path) -> bytes:
 
 
 @contextmanager
-def website(site_dir: Path, image: str, run_id: str) -> Iterator[Website]:
+def website(site_dir: Path, image: str, run_id: str) -> Iterator[str]:
+    """Serve the site for one run; yields the network policy (internal:NETWORK) for its sandboxes."""
     alias, _ = site_info(site_dir)
     api = engine.client().api
     labels = naming.labels(run_id, "website", 1)
@@ -70,16 +48,18 @@ def website(site_dir: Path, image: str, run_id: str) -> Iterator[Website]:
                                              security_opt=["no-new-privileges"])
         created = engine.call("create", lambda: api.create_container(
             image, entrypoint=["python3", "/site/serve.py"], command=[], name=f"{network}-web", labels=labels, user="root",
-            host_config=host_config, networking_config=config, working_dir="/site"))
+            host_config=host_config, networking_config=config, working_dir="/site"), retries=0)
         container_id = created["Id"]
-        api.put_archive(container_id, "/", _archive(Path(site_dir)))
-        engine.call("start", lambda: api.start(container_id))
+        archive = _archive(Path(site_dir))
+        engine.call("copy", lambda: api.put_archive(container_id, "/", archive))
+        engine.call("start", lambda: api.start(container_id), retries=0)
         deadline = time.monotonic() + READY_TIMEOUT_S
-        while b"ready" not in api.logs(container_id):
+        logs = lambda: engine.call("logs", lambda: api.logs(container_id))  # noqa: E731
+        while b"ready" not in logs():
             if time.monotonic() > deadline or not engine.container_state(container_id).get("Running"):
-                raise InfraError(f"website {site_dir} did not start: {api.logs(container_id)[-2000:]!r}")
+                raise InfraError(f"website {site_dir} did not start: {logs()[-2000:]!r}")
             time.sleep(0.05)
-        yield Website(network=network, alias=alias, container_id=container_id)
+        yield f"internal:{network}"
     finally:
         if container_id:
             engine.remove_container(container_id)

@@ -5,16 +5,20 @@ One small asyncio HTTP/1.1 server on one port. The harness talks to it instead o
 exec costs ~50 ms. Endpoints (JSON unless said otherwise):
 
   GET  /health                 -> {"ok": true}
-  POST /exec    {argv, stdin?, timeout, cwd?, env?, max_output}
-                               -> {exit_code, stdout, stderr, timed_out, *_truncated, duration}
-  POST /upload?dest=DIR        body: an uncompressed tar of regular files and dirs
-  GET  /file?path=P            -> the file's bytes (404 when missing)
+  POST /exec    {argv, stdin? | stdin_b64?, timeout (null: none), cwd?, env?, max_output}
+                               -> {exit_code, signal, stdout, stderr, timed_out, *_truncated, duration}
+                                  exit codes as a shell reports them: 126 cannot execute, 127 not
+                                  found or no such cwd, 128+N killed by signal N (137 on timeout)
+  POST /upload?dest=DIR        body: an uncompressed tar of regular files and dirs (<= MAX_BODY)
+  GET  /file?path=P&max_bytes=N -> the file's bytes, streamed; refused when larger than N
   POST /browser/start          -> {"ws_path": "/devtools/browser/..."}: starts Chromium on first use
                                   (and again after a crash), DevTools on 127.0.0.1:9222 only
   /devtools/..., /json/...     -> forwarded byte for byte to Chromium's DevTools (WebSocket included),
                                   so the harness reaches the browser through this one published port
 
-Every request must carry the header X-Harness-Token equal to $HARNESS_SANDBOX_TOKEN.
+Every request must carry the header X-Harness-Token equal to $HARNESS_SANDBOX_TOKEN; without
+that variable the service refuses to start. A refusal is {"error": text, "code": CODE} with
+CODE one of not_found, permission, is_a_directory, too_large, unsupported, bad_request.
 A command runs in its own session; on timeout the whole process tree (session,
 process group and every descendant found in /proc) is SIGKILLed.
 
@@ -27,11 +31,14 @@ As init it also reaps the orphans that end up as its children.
 from __future__ import annotations
 
 import asyncio
+import base64
 import hmac
 import io
 import json
 import os
+import pwd
 import signal
+import stat
 import tarfile
 import time
 import urllib.parse
@@ -39,6 +46,10 @@ import urllib.parse
 PORT = int(os.environ.get("HARNESS_SANDBOX_PORT", "8765"))
 TOKEN = os.environ.pop("HARNESS_SANDBOX_TOKEN", "")
 MAX_BODY = 512 * 1024 * 1024
+USER = pwd.getpwuid(os.getuid()).pw_name  # the only user commands can run as (no capabilities to switch)
+# Output kept per stream of one command, whatever a request asks for: what is kept is held
+# in this process's memory, and this process must survive its agent.
+MAX_OUTPUT_CAP = 64 * 1024 * 1024
 HEADER_TIMEOUT_S = 3600.0  # connections stay alive between an agent's commands; silent ones go
 # Commands running at once. Each costs a child-watcher thread and counts against the
 # sandbox's pids limit (with Chromium's ~200 threads); beyond this they queue.
@@ -62,9 +73,20 @@ _browser: dict = {}
 
 
 class HttpError(Exception):
-    def __init__(self, status: int, message: str):
+    def __init__(self, status: int, message: str, code: str = "bad_request"):
         super().__init__(message)
-        self.status = status
+        self.status, self.code = status, code
+
+
+def os_error(exc: OSError, what: str) -> HttpError:
+    """The typed refusal for an OSError met while serving a request."""
+    if isinstance(exc, FileNotFoundError):
+        return HttpError(404, f"no such file or directory: {what}", "not_found")
+    if isinstance(exc, PermissionError):
+        return HttpError(403, f"permission denied: {what}", "permission")
+    if isinstance(exc, IsADirectoryError):
+        return HttpError(400, f"is a directory: {what}", "is_a_directory")
+    return HttpError(400, f"{what}: {exc.strerror or exc}", "bad_request")
 
 
 # --------------------------------------------------------------------- processes
@@ -146,38 +168,50 @@ async def _run_command(req: dict) -> dict:
     argv = req.get("argv")
     if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
         raise HttpError(400, "argv must be a non-empty list of strings")
-    timeout = float(req.get("timeout", 60))
-    cap = int(req.get("max_output", 1024 * 1024))
+    if req.get("user") not in (None, "", USER):
+        raise HttpError(400, f"commands run as {USER}; running as {req.get('user')!r} is not supported",
+                        "unsupported")
+    timeout = None if req.get("timeout") is None else float(req["timeout"])
+    cap = max(0, min(int(req.get("max_output", 1024 * 1024)), MAX_OUTPUT_CAP))
     env = dict(os.environ)
     env.update({str(k): str(v) for k, v in (req.get("env") or {}).items()})
     stdin_data = req.get("stdin")
+    if req.get("stdin_b64") is not None:
+        stdin_data = base64.b64decode(req["stdin_b64"])
+    elif stdin_data is not None:
+        stdin_data = str(stdin_data).encode()
+    cwd = req.get("cwd") or "/workspace"
     started = time.monotonic()
+    if not os.path.isdir(cwd):
+        return _not_started(127, f"cannot run {argv[0]}: no such working directory: {cwd}")
     try:
         proc = await spawn(
             *argv,
             stdin=asyncio.subprocess.PIPE if stdin_data is not None else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            cwd=req.get("cwd") or "/workspace",
+            cwd=cwd,
             env=env,
         )
-    except (FileNotFoundError, PermissionError, NotADirectoryError, BlockingIOError, RuntimeError) as exc:
-        # Not found, or the sandbox's process limit is reached: the command did not start.
-        return {"exit_code": 126 if isinstance(exc, (BlockingIOError, RuntimeError)) else 127, "stdout": "", "stderr": f"{exc}\n", "timed_out": False,
-                "stdout_truncated": False, "stderr_truncated": False, "duration": 0.0}
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        return _not_started(127, f"{argv[0]}: command not found ({exc.strerror or exc})")
+    except PermissionError as exc:
+        return _not_started(126, f"{argv[0]}: cannot execute ({exc.strerror or exc})")
+    except (OSError, RuntimeError) as exc:  # the sandbox's process limit is reached, or similar
+        return _not_started(126, f"{argv[0]}: cannot start ({exc})")
     out, err = {}, {}
     readers = [asyncio.ensure_future(_drain(proc.stdout, cap, out)),
                asyncio.ensure_future(_drain(proc.stderr, cap, err))]
     if stdin_data is not None:
         try:
-            proc.stdin.write(stdin_data.encode())
+            proc.stdin.write(stdin_data)
             await proc.stdin.drain()
         except (BrokenPipeError, ConnectionResetError):
             pass
         proc.stdin.close()
     timed_out = False
     try:
-        await asyncio.wait_for(proc.wait(), timeout)
+        await asyncio.wait_for(proc.wait(), timeout)  # None: no limit
     except asyncio.TimeoutError:
         timed_out = True
         kill_tree(proc.pid)
@@ -188,9 +222,15 @@ async def _run_command(req: dict) -> dict:
     stdout, out_trunc = _render(out, cap)
     stderr, err_trunc = _render(err, cap)
     code = proc.returncode
-    return {"exit_code": code if not timed_out else -9, "stdout": stdout, "stderr": stderr,
+    sig = -code if code < 0 else None  # asyncio reports a signal death as -N; a shell says 128+N
+    return {"exit_code": 128 + sig if sig else code, "signal": sig, "stdout": stdout, "stderr": stderr,
             "timed_out": timed_out, "stdout_truncated": out_trunc,
             "stderr_truncated": err_trunc, "duration": time.monotonic() - started}
+
+
+def _not_started(code: int, message: str) -> dict:
+    return {"exit_code": code, "signal": None, "stdout": "", "stderr": message + "\n", "timed_out": False,
+            "stdout_truncated": False, "stderr_truncated": False, "duration": 0.0}
 
 
 # --------------------------------------------------------------------- init duties
@@ -250,6 +290,15 @@ def _inside(base: str, path: str) -> bool:
 
 
 def extract_upload(body: bytes, dest: str) -> dict:
+    try:
+        return _extract(body, dest)
+    except tarfile.TarError as exc:
+        raise HttpError(400, f"not a tar archive: {exc}") from None
+    except OSError as exc:
+        raise os_error(exc, exc.filename or dest) from None
+
+
+def _extract(body: bytes, dest: str) -> dict:
     dest = os.path.realpath(dest)
     if not _inside("/workspace", dest) and not _inside("/tmp", dest):
         raise HttpError(400, f"upload destination {dest} is outside /workspace and /tmp")
@@ -277,16 +326,36 @@ def extract_upload(body: bytes, dest: str) -> dict:
     return {"written": written}
 
 
-def read_file(path: str) -> bytes:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read()
-    except FileNotFoundError:
-        raise HttpError(404, f"no such file: {path}") from None
-    except IsADirectoryError:
-        raise HttpError(400, f"is a directory: {path}") from None
-    except PermissionError:
-        raise HttpError(403, f"permission denied: {path}") from None
+class FileBody:
+    """A file answered in chunks (never whole in memory): an open regular file and its size."""
+
+    def __init__(self, path: str, max_bytes: int):
+        try:
+            fh = open(path, "rb")
+        except OSError as exc:
+            raise os_error(exc, path) from None
+        info = os.fstat(fh.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            fh.close()
+            raise HttpError(400, f"not a regular file: {path}")
+        if info.st_size > max_bytes:
+            fh.close()
+            raise HttpError(413, f"{path} has {info.st_size} bytes, more than the {max_bytes} asked for",
+                            "too_large")
+        self.fh, self.size = fh, info.st_size
+
+    async def write_to(self, writer: asyncio.StreamWriter) -> None:
+        left = self.size
+        try:
+            while left > 0:
+                chunk = await asyncio.to_thread(self.fh.read, min(1 << 20, left))
+                if not chunk:  # the file shrank: the client sees a short body and fails
+                    break
+                writer.write(chunk)
+                await writer.drain()
+                left -= len(chunk)
+        finally:
+            self.fh.close()
 
 
 # --------------------------------------------------------------------- browser
@@ -372,13 +441,18 @@ async def dispatch(method: str, target: str, body: bytes) -> tuple[int, bytes, s
     if method == "GET" and url.path == "/health":
         return 200, b'{"ok": true}', "application/json"
     if method == "POST" and url.path == "/exec":
-        result = await run_command(json.loads(body or b"{}"))
+        try:
+            request = json.loads(body or b"{}")
+        except ValueError:
+            raise HttpError(400, "the body is not JSON") from None
+        result = await run_command(request)
         return 200, json.dumps(result).encode(), "application/json"
     if method == "POST" and url.path == "/upload":
         result = extract_upload(body, query.get("dest", "/workspace"))
         return 200, json.dumps(result).encode(), "application/json"
     if method == "GET" and url.path == "/file":
-        return 200, read_file(query.get("path", "")), "application/octet-stream"
+        max_bytes = int(query.get("max_bytes", 64 * 1024 * 1024))
+        return 200, FileBody(query.get("path", ""), max_bytes), "application/octet-stream"
     if method == "POST" and url.path == "/browser/start":
         force = query.get("force") == "1"
         return 200, json.dumps(await start_browser(force=force)).encode(), "application/json"
@@ -391,7 +465,7 @@ _UNAUTHORIZED = (b"HTTP/1.1 401 X\r\nContent-Type: application/json\r\nConnectio
 
 
 def authorized(headers: dict) -> bool:
-    return not TOKEN or hmac.compare_digest(headers.get("x-harness-token", "").encode(), TOKEN.encode())
+    return bool(TOKEN) and hmac.compare_digest(headers.get("x-harness-token", "").encode(), TOKEN.encode())
 
 
 async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -420,29 +494,46 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
                 await writer.drain()
                 return
             length = int(headers.get("content-length", "0"))
-            if length > MAX_BODY:
+            if length > MAX_BODY:  # refuse without reading it, then drop the connection
+                error = HttpError(413, f"request body of {length} bytes is over the limit of {MAX_BODY}",
+                                  "too_large")
+                await respond(writer, error.status, _error_body(error), "application/json", close=True)
                 return
             body = await reader.readexactly(length) if length else b""
             try:
                 status, payload, ctype = await dispatch(method, target, body)
             except HttpError as exc:
-                status, payload, ctype = exc.status, json.dumps({"error": str(exc)}).encode(), "application/json"
+                status, payload, ctype = exc.status, _error_body(exc), "application/json"
             except Exception as exc:  # report, keep serving
                 status = 500
-                payload = json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode()
+                payload = json.dumps({"error": f"{type(exc).__name__}: {exc}", "code": "internal"}).encode()
                 ctype = "application/json"
-            writer.write(
-                f"HTTP/1.1 {status} X\r\nContent-Type: {ctype}\r\n"
-                f"Content-Length: {len(payload)}\r\n\r\n".encode() + payload
-            )
-            await writer.drain()
+            await respond(writer, status, payload, ctype)
     except (ConnectionError, asyncio.IncompleteReadError):
         pass
     finally:
         writer.close()
 
 
+def _error_body(exc: HttpError) -> bytes:
+    return json.dumps({"error": str(exc), "code": exc.code}).encode()
+
+
+async def respond(writer: asyncio.StreamWriter, status: int, payload, ctype: str, *, close: bool = False) -> None:
+    size = payload.size if isinstance(payload, FileBody) else len(payload)
+    head = (f"HTTP/1.1 {status} X\r\nContent-Type: {ctype}\r\nContent-Length: {size}\r\n"
+            + ("Connection: close\r\n" if close else "") + "\r\n").encode()
+    if isinstance(payload, FileBody):
+        writer.write(head)
+        await payload.write_to(writer)
+    else:
+        writer.write(head + payload)
+    await writer.drain()
+
+
 async def main() -> None:
+    if not TOKEN:
+        raise SystemExit("sandboxd: HARNESS_SANDBOX_TOKEN is not set; refusing to serve without a token")
     server = await asyncio.start_server(handle, "0.0.0.0", PORT)
     if os.getpid() == 1:
         asyncio.ensure_future(init_loop())

@@ -1,0 +1,114 @@
+"""AutoGen model clients from a model section, metered (the only place AutoGen meets providers)."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any, Mapping, Sequence
+
+from autogen_core import FunctionCall
+from autogen_core.models import ChatCompletionClient, CreateResult, RequestUsage
+
+from harness.models.config import ModelSection
+from harness.models.meter import Meter
+
+TOOL_CAPABLE = {"vision": False, "function_calling": True, "json_output": True,
+                "family": "unknown", "structured_output": False}
+
+
+def build_client(section: ModelSection, meter: Meter, replay_turns: list[dict] | None) -> "MeteredClient":
+    if section.kind == "replay":
+        from autogen_ext.models.replay import ReplayChatCompletionClient
+
+        inner = ReplayChatCompletionClient(to_create_results(replay_turns or []), model_info=TOOL_CAPABLE)
+    else:
+        from autogen_ext.models.openai import OpenAIChatCompletionClient
+
+        kwargs: dict = {"model": section.model, "api_key": section.api_key(),
+                        "max_retries": section.max_retries, "timeout": section.timeout}
+        if section.base_url:
+            kwargs["base_url"] = section.base_url
+        if section.temperature is not None:
+            kwargs["temperature"] = section.temperature
+        if section.max_tokens is not None:
+            kwargs["max_tokens"] = section.max_tokens
+        if section.model_info is not None:
+            kwargs["model_info"] = {**TOOL_CAPABLE, **section.model_info}
+        inner = OpenAIChatCompletionClient(**kwargs)
+    return MeteredClient(inner, meter, label=section.name)
+
+
+def to_create_results(turns: list[dict]) -> list[CreateResult]:
+    results = []
+    for turn in turns:
+        usage = RequestUsage(**{"prompt_tokens": 0, "completion_tokens": 0, **turn.get("usage", {})})
+        if turn.get("tool_calls"):
+            calls = [FunctionCall(id=f"call_{uuid.uuid4().hex[:12]}", name=c["name"],
+                                  arguments=json.dumps(c.get("arguments", {})))
+                     for c in turn["tool_calls"]]
+            results.append(CreateResult(finish_reason="function_calls", content=calls, usage=usage, cached=False))
+        else:
+            results.append(CreateResult(finish_reason="stop", content=turn.get("content", ""), usage=usage,
+                                        cached=False))
+    return results
+
+
+def turn_from_result(result: CreateResult) -> dict:
+    """The replay TURN for one CreateResult (what the meter traces and --record keeps)."""
+    usage = {"prompt_tokens": result.usage.prompt_tokens, "completion_tokens": result.usage.completion_tokens}
+    if isinstance(result.content, list):
+        calls = []
+        for call in result.content:
+            try:
+                arguments = json.loads(call.arguments)
+            except (json.JSONDecodeError, TypeError):
+                arguments = {"_raw": call.arguments}
+            calls.append({"name": call.name, "arguments": arguments})
+        return {"tool_calls": calls, "usage": usage}
+    return {"content": result.content, "usage": usage}
+
+
+class MeteredClient(ChatCompletionClient):
+    """Counts every call on the instance's Meter (budgets included) before handing it on."""
+
+    def __init__(self, inner: ChatCompletionClient, meter: Meter, label: str = ""):
+        self._inner, self._meter, self._label = inner, meter, label
+
+    async def create(self, messages: Sequence[Any], **kwargs: Any) -> CreateResult:
+        self._meter.before_call()
+        started = time.monotonic()
+        result = await self._inner.create(messages, **kwargs)
+        self._meter.after_call(turn_from_result(result), time.monotonic() - started, self._label)
+        return result
+
+    async def create_stream(self, messages: Sequence[Any], **kwargs: Any):
+        self._meter.before_call()
+        started = time.monotonic()
+        async for item in self._inner.create_stream(messages, **kwargs):
+            if isinstance(item, CreateResult):
+                self._meter.after_call(turn_from_result(item), time.monotonic() - started, self._label)
+            yield item
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+    def actual_usage(self) -> RequestUsage:
+        return self._inner.actual_usage()
+
+    def total_usage(self) -> RequestUsage:
+        return self._inner.total_usage()
+
+    def count_tokens(self, messages: Sequence[Any], **kwargs: Any) -> int:
+        return self._inner.count_tokens(messages, **kwargs)
+
+    def remaining_tokens(self, messages: Sequence[Any], **kwargs: Any) -> int:
+        return self._inner.remaining_tokens(messages, **kwargs)
+
+    @property
+    def capabilities(self) -> Mapping[str, Any]:  # type: ignore[override]
+        return self._inner.capabilities
+
+    @property
+    def model_info(self):  # type: ignore[override]
+        return self._inner.model_info

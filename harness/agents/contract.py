@@ -1,0 +1,117 @@
+"""The agent-runner contract, free of any framework.
+
+The harness runs each instance's agent in a process of its own (runner/child.py). That
+process receives an `AgentRequest`, asks the agent registry for an `AgentRunner`, drives
+it turn by turn (the simulated user answers a turn that ends without <solution>), and
+answers with an `AgentResult`. A runner adapts one framework (AutoGen in
+harness/agents/autogen/, none in harness/agents/plain/); it writes the harness's own
+trace events (harness/traces) and sees the instance only through `AgentContext`.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.datasets.model import Instance
+from harness.environments import Environments
+from harness.errors import ErrorKind, kind_of
+from harness.models.config import ModelSection
+from harness.models.meter import Meter
+from harness.results.model import Usage
+from harness.sandbox.contract import SandboxHandle
+from harness.traces import Tracer
+
+DEFAULT_USER_REPLY = (
+    "I cannot help: there is no human to answer questions. Carry on with the tools you have, and give "
+    "your final answer inside <solution></solution>."
+)
+
+
+class Limits(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    max_steps: int | None = None  # model calls
+    max_tokens: int | None = None  # prompt + completion, all clients of the instance
+    instance_timeout: float | None = None  # wall seconds, enforced by killing the agent's process
+    command_timeout: float = 120.0  # one code-environment command
+    page_size: int = 8000  # characters per page of a file or web page shown to the agent
+
+
+class UserSimulation(BaseModel):
+    """The simulated user: answers a turn that ended without an answer in <solution> tags."""
+
+    model_config = ConfigDict(frozen=True)
+
+    reply: str = DEFAULT_USER_REPLY
+    max_replies: int = Field(3, ge=0)  # 0: never reply
+    function: str | None = None  # module:function(final_message, instance, number) -> str | None
+
+
+class AgentRequest(BaseModel):
+    """Parent -> agent process."""
+
+    instance: Instance
+    task: str
+    agent: str
+    model: ModelSection
+    limits: Limits
+    user: UserSimulation = Field(default_factory=UserSimulation)
+    sandbox: SandboxHandle
+    trace_path: str
+    replay_turns: list[dict[str, Any]] | None = None  # this instance's recorded turns (replay models)
+
+
+class AgentResult(BaseModel):
+    """Agent process -> parent."""
+
+    final_message: str = ""
+    tool_calls: list[str] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    limit: str | None = None
+    error_kind: ErrorKind | None = None
+    error: str | None = None
+    retryable: bool = False
+    user_replies: int = 0
+
+
+@dataclass
+class AgentContext:
+    """What a runner gets for one instance."""
+
+    task: str
+    instance: Instance
+    limits: Limits
+    model: ModelSection
+    meter: Meter
+    tracer: Tracer
+    envs: Environments
+    replay_turns: list[dict[str, Any]] | None = None
+    trace_dir: Path | None = None
+
+
+class AgentRunner(abc.ABC):
+    """One agent on one instance. `turn` is called with the task, then with each simulated user
+    reply; it runs the agent until it ends its turn and returns the agent's last text."""
+
+    def __init__(self, target: Any = None):
+        self.target = target  # what the registry resolved (e.g. an AutoGen agent factory), if any
+
+    @abc.abstractmethod
+    async def setup(self, ctx: AgentContext) -> None:
+        """Build the agent (model clients, tools) for this instance."""
+
+    @abc.abstractmethod
+    async def turn(self, message: str) -> str:
+        """Give the agent a user message (the task first) and run it until it ends its turn."""
+
+    async def close(self) -> None:
+        """Release what setup made."""
+
+    def classify(self, exc: BaseException) -> ErrorKind:
+        """The error kind of an exception the agent raised (frameworks add their model errors)."""
+        return kind_of(exc)

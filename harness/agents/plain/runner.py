@@ -1,0 +1,72 @@
+"""The plain runner: a tool-calling loop over an OpenAI-compatible chat model, no framework.
+
+It proves the agent-runner contract (a runner is setup + turn + close) and is a baseline
+agent in its own right: the model sees the sandbox tools (and the browser's, when the
+run has one), calls them, reads their results, and answers in text. The loop stops at
+the model's first reply without tool calls; the harness's meter enforces --max-steps.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+
+from harness.agents.contract import AgentContext, AgentRunner
+from harness.environments.tools import sandbox_tools, schema, web_tools
+from harness.models.chat import chat_model
+from harness.traces import Message, SystemPrompt, ToolCall, ToolResult
+
+SYSTEM = (
+    "You solve tasks with tools that run inside a sandbox holding the task's files in /workspace. "
+    "Inspect files and compute answers with the tools instead of guessing. When you are done, reply "
+    "with a short explanation and the final answer inside <solution></solution>."
+)
+SOURCE = "plain"
+
+
+class PlainRunner(AgentRunner):
+    async def setup(self, ctx: AgentContext) -> None:
+        self.ctx = ctx
+        self.model = chat_model(ctx.model, ctx.meter, ctx.replay_turns)
+        self.tools = {fn.__name__: fn for fn in sandbox_tools(ctx.envs) + web_tools(ctx.envs)}
+        self.schemas = [schema(fn) for fn in self.tools.values()]
+        self.messages: list[dict] = [{"role": "system", "content": SYSTEM}]
+        ctx.tracer.emit(SystemPrompt(source=SOURCE, content=SYSTEM))
+
+    async def turn(self, message: str) -> str:
+        self.messages.append({"role": "user", "content": message})
+        while True:
+            reply = await self.model.complete(self.messages, self.schemas)
+            if not reply.tool_calls:
+                self.messages.append({"role": "assistant", "content": reply.content})
+                self.ctx.tracer.emit(Message(source=SOURCE, content=reply.content))
+                return reply.content
+            self.messages.append({"role": "assistant", "content": reply.content or None, "tool_calls": [
+                {"id": c["id"], "type": "function",
+                 "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}}
+                for c in reply.tool_calls]})
+            for call in reply.tool_calls:
+                self.messages.append({"role": "tool", "tool_call_id": call["id"],
+                                      "content": await self._run_tool(call)})
+
+    async def _run_tool(self, call: dict) -> str:
+        tracer = self.ctx.tracer
+        tracer.emit(ToolCall(source=SOURCE, name=call["name"], arguments=call["arguments"], call_id=call["id"]))
+        fn = self.tools.get(call["name"])
+        is_error = True
+        if fn is None:
+            content = f"Error: no tool named {call['name']!r}; the tools are {', '.join(self.tools)}"
+        else:
+            try:
+                inspect.signature(fn).bind(**call["arguments"])
+            except TypeError as exc:  # wrong or missing arguments: the model's mistake, told to it
+                content = f"Error: bad arguments for {call['name']}: {exc}"
+            else:
+                content, is_error = await fn(**call["arguments"]), False
+        tracer.emit(ToolResult(name=call["name"], call_id=call["id"], content=content, is_error=is_error))
+        return content
+
+    async def close(self) -> None:
+        model = getattr(self, "model", None)
+        if model is not None:
+            await model.close()

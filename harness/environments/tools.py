@@ -1,0 +1,114 @@
+"""The agent's tools over the instance's environments, as plain async functions.
+
+Every runner offers these same functions: AutoGen wraps them as FunctionTools, the
+plain runner sends `schema(fn)` to the model. Their docstrings are what the model
+reads. All go through `Environments.call/guard`, so a dead sandbox stops the instance.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Awaitable, Callable
+
+from harness.environments import Environments, format_result
+
+Tool = Callable[..., Awaitable[str]]
+_JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+def sandbox_tools(envs: Environments) -> list[Tool]:
+    async def run_python(code: str) -> str:
+        """Run Python 3 code in the sandbox (working directory /workspace; pandas, numpy, openpyxl,
+        pypdf, python-docx, python-pptx, markitdown installed). Print what you need to see."""
+        return format_result(await envs.call(envs.code.run_python, code))
+
+    async def run_shell(command: str) -> str:
+        """Run a bash command in the sandbox (working directory /workspace)."""
+        return format_result(await envs.call(envs.code.run_shell, command))
+
+    async def list_files(path: str = ".") -> str:
+        """List files under a folder of the workspace, with sizes."""
+        return await envs.call(envs.file.list_files, path)
+
+    async def read_file(path: str, page: int = 1) -> str:
+        """Read a workspace file (pdf, docx, xlsx, pptx, csv, json, html, zip, text...) as markdown,
+        one page at a time; the header says how many pages there are."""
+        return await envs.call(envs.file.read, path, page)
+
+    async def find_in_file(path: str, text: str) -> str:
+        """Find text in a workspace file (converted to markdown); returns pages and snippets."""
+        return await envs.call(envs.file.find, path, text)
+
+    return [run_python, run_shell, list_files, read_file, find_in_file]
+
+
+def web_tools(envs: Environments) -> list[Tool]:
+    """Browser tools; the browser runs inside the sandbox and starts on first use."""
+    web = envs.web
+    if web is None:
+        return []
+
+    async def visit_url(url: str) -> str:
+        """Open a URL in the browser and show the first page of its text; links, buttons and inputs
+        are marked [N] so you can click or type into them."""
+        return await envs.guard(web.visit(url))
+
+    async def read_page(page: int = 1) -> str:
+        """Show page N of the current web page's text."""
+        return await envs.guard(web.read_page(page))
+
+    async def page_down() -> str:
+        """Show the next page of the current web page's text."""
+        return await envs.guard(web.page_down())
+
+    async def page_up() -> str:
+        """Show the previous page of the current web page's text."""
+        return await envs.guard(web.page_up())
+
+    async def find_on_page(text: str) -> str:
+        """Find text on the current web page; returns pages and snippets."""
+        return await envs.guard(web.find(text))
+
+    async def click(target: str) -> str:
+        """Click a link or button by its [N] reference or its visible text."""
+        return await envs.guard(web.click(target))
+
+    async def type_text(target: str, text: str, submit: bool = True) -> str:
+        """Type into an input (by [N] reference or label) and, by default, press Enter."""
+        return await envs.guard(web.type_text(target, text, submit))
+
+    async def go_back() -> str:
+        """Go back to the previous page."""
+        return await envs.guard(web.back())
+
+    async def download_file(target: str) -> str:
+        """Download a URL, or the link with this [N] reference or text, into /workspace/downloads."""
+        return await envs.guard(web.download(target))
+
+    async def screenshot() -> str:
+        """Take a screenshot of the current page (kept in the trace)."""
+        return await envs.guard(web.screenshot())
+
+    return [visit_url, read_page, page_down, page_up, find_on_page, click, type_text, go_back, download_file,
+            screenshot]
+
+
+def description(fn: Tool) -> str:
+    return " ".join((fn.__doc__ or fn.__name__).split())
+
+
+def schema(fn: Tool) -> dict:
+    """The OpenAI `tools` entry for a tool function (parameters from its signature)."""
+    properties, required = {}, []
+    for name, param in inspect.signature(fn).parameters.items():
+        annotation = param.annotation
+        if isinstance(annotation, str):  # postponed annotations
+            annotation = {"str": str, "int": int, "float": float, "bool": bool}.get(annotation, str)
+        properties[name] = {"type": _JSON_TYPES.get(annotation, "string")}
+        if param.default is inspect.Parameter.empty:
+            required.append(name)
+        else:
+            properties[name]["default"] = param.default
+    return {"type": "function", "function": {
+        "name": fn.__name__, "description": description(fn),
+        "parameters": {"type": "object", "properties": properties, "required": required}}}

@@ -1,0 +1,41 @@
+"""Small filesystem helpers, one for each job: atomic writes, path confinement, file-safe names."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+
+
+def write_atomic(path: Path, data: str | bytes) -> None:
+    """Replace `path` with `data` all at once: readers see the old file or the new one, never a
+    part; a crash leaves at worst a stray temporary file beside it, never a torn target."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def inside(root: str | Path, path: str | Path) -> bool:
+    """True when `path` is `root` or below it (both already resolved: no symlinks, no '..')."""
+    return os.path.commonpath([str(root), str(path)]) == str(root)
+
+
+def slug(text: str, limit: int) -> str:
+    """A readable, file- and container-name-safe form of text, at most `limit` characters."""
+    cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-._")
+    return cleaned[:limit].rstrip("-._") or "x"
+
+
+def tree_hash(root: Path) -> str:
+    """A digest of every file's relative path and bytes (caches of Python left out)."""
+    digest = hashlib.sha256()
+    files = (p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
+    for path in sorted(files):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]

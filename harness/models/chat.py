@@ -1,0 +1,112 @@
+"""A framework-free chat model: messages and tool schemas in, one reply out.
+
+For runners that use no agent framework (harness/agents/plain/). `OpenAIChat` speaks to
+any OpenAI-compatible `base_url` with the official client; `ReplayChat` plays this
+instance's recorded turns (models/replay.py). Both count on the instance's Meter.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.errors import ModelError
+from harness.models.config import ModelSection
+from harness.models.meter import Meter
+
+
+@dataclass
+class Reply:
+    content: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # {id, name, arguments (dict)}
+    usage: dict[str, int] = field(default_factory=dict)
+
+    def turn(self) -> dict:
+        """The replay form of this reply."""
+        if self.tool_calls:
+            calls = [{"name": c["name"], "arguments": c["arguments"]} for c in self.tool_calls]
+            return {"tool_calls": calls, "usage": self.usage}
+        return {"content": self.content, "usage": self.usage}
+
+
+class ChatModel:
+    def __init__(self, section: ModelSection, meter: Meter):
+        self.section, self.meter = section, meter
+
+    async def complete(self, messages: list[dict], tools: list[dict]) -> Reply:
+        self.meter.before_call()
+        started = time.monotonic()
+        reply = await self._complete(messages, tools)
+        self.meter.after_call(reply.turn(), time.monotonic() - started, self.section.name)
+        return reply
+
+    async def _complete(self, messages: list[dict], tools: list[dict]) -> Reply:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        pass
+
+
+class OpenAIChat(ChatModel):
+    def __init__(self, section: ModelSection, meter: Meter):
+        super().__init__(section, meter)
+        import openai
+
+        self._openai = openai
+        self._client = openai.AsyncOpenAI(api_key=section.api_key(), base_url=section.base_url,
+                                          max_retries=section.max_retries, timeout=section.timeout)
+
+    async def _complete(self, messages: list[dict], tools: list[dict]) -> Reply:
+        kwargs: dict[str, Any] = {}
+        if tools:
+            kwargs["tools"] = tools
+        if self.section.temperature is not None:
+            kwargs["temperature"] = self.section.temperature
+        if self.section.max_tokens is not None:
+            kwargs["max_tokens"] = self.section.max_tokens
+        try:
+            answer = await self._client.chat.completions.create(model=self.section.model, messages=messages,
+                                                                **kwargs)
+        except self._openai.OpenAIError as exc:
+            raise ModelError(f"model {self.section.name}: {type(exc).__name__}: {exc}") from exc
+        if not answer.choices:
+            raise ModelError(f"model {self.section.name}: the reply has no choices")
+        message = answer.choices[0].message
+        calls = []
+        for call in message.tool_calls or []:
+            try:
+                arguments = json.loads(call.function.arguments or "{}")
+            except json.JSONDecodeError:
+                arguments = {"_raw": call.function.arguments}
+            calls.append({"id": call.id, "name": call.function.name, "arguments": arguments})
+        usage = answer.usage
+        return Reply(content=message.content or "", tool_calls=calls,
+                     usage={"prompt_tokens": getattr(usage, "prompt_tokens", 0) or 0,
+                            "completion_tokens": getattr(usage, "completion_tokens", 0) or 0})
+
+    async def close(self) -> None:
+        await self._client.close()
+
+
+class ReplayChat(ChatModel):
+    def __init__(self, section: ModelSection, meter: Meter, turns: list[dict]):
+        super().__init__(section, meter)
+        self._turns = list(turns)
+
+    async def _complete(self, messages: list[dict], tools: list[dict]) -> Reply:
+        if not self._turns:
+            raise ModelError(f"replay model {self.section.name}: no recorded turns left for this instance")
+        turn = self._turns.pop(0)
+        usage = {"prompt_tokens": 0, "completion_tokens": 0, **turn.get("usage", {})}
+        calls = [{"id": f"call_{uuid.uuid4().hex[:12]}", "name": c["name"], "arguments": c.get("arguments", {})}
+                 for c in turn.get("tool_calls") or []]
+        return Reply(content=turn.get("content", "") if not calls else "", tool_calls=calls, usage=usage)
+
+
+def chat_model(section: ModelSection, meter: Meter, replay_turns: list[dict] | None) -> ChatModel:
+    if section.kind == "replay":
+        return ReplayChat(section, meter, replay_turns or [])
+    return OpenAIChat(section, meter)

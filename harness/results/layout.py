@@ -1,0 +1,62 @@
+"""The run directory: every file a run writes, in one place (documented in the README).
+
+    output.jsonl     one result row per instance attempt that ended (results/store.py)
+    run.json         the configuration the run started with; a resume must match it
+    run.json.prev    the previous run.json, kept when --force resumed with another configuration
+    selected.json    the selected instance ids and their levels (what the report divides by)
+    questions.json   the selected instances' questions (what a rescore's judge reads)
+    report.json      the aggregate report (report/)
+    ../summary.csv   one line per finished run, in the output directory's parent (or --summary-csv)
+    traces/          one JSONL trace per instance attempt (harness/traces), screenshots beside them
+    .harness.lock    held while a run or rescore writes here (a second one is refused)
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.fsutil import slug
+
+
+@dataclass(frozen=True)
+class RunDir:
+    root: Path
+
+    @property
+    def output(self) -> Path:
+        return self.root / "output.jsonl"
+
+    @property
+    def run_json(self) -> Path:
+        return self.root / "run.json"
+
+    @property
+    def run_json_prev(self) -> Path:
+        return self.root / "run.json.prev"
+
+    @property
+    def selected(self) -> Path:
+        return self.root / "selected.json"
+
+    @property
+    def questions(self) -> Path:
+        return self.root / "questions.json"
+
+    @property
+    def report(self) -> Path:
+        return self.root / "report.json"
+
+    @property
+    def lock(self) -> Path:
+        return self.root / ".harness.lock"
+
+    @property
+    def traces(self) -> Path:
+        return self.root / "traces"
+
+    def trace_name(self, instance_id: str, attempt: int) -> str:
+        """The trace's path relative to the run directory (what a row's `trace` holds)."""
+        digest = hashlib.sha256(instance_id.encode()).hexdigest()[:8]
+        return f"traces/{slug(instance_id, 60)}-{digest}-a{attempt}.jsonl"

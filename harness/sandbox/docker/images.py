@@ -1,0 +1,153 @@
+"""Build the sandbox image offline, tagged by a hash of its build context.
+
+The context is `harness/sandbox/image/` (package data, so an installed wheel builds too):
+`base/build.sh` (a Debian base from packages, for machines without a registry) and
+`sandbox/` (Dockerfile, toolbox requirements, sandboxd). A change anywhere there changes the tag and so triggers a build; no
+change finds the tag present and skips it. Concurrent builders (several harness
+processes, parallel test workers) are serialized by a file lock.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker.errors
+from filelock import FileLock
+
+from harness.errors import InfraError, InputError
+from harness.fsutil import tree_hash
+from harness.sandbox.docker import engine
+from harness.settings import settings, state_dir
+
+LABEL = "harness.image"
+# Where builds read an extra CA bundle (TLS-intercepting proxies) besides HARNESS_BUILD_CA_BUNDLE.
+CA_ENV_VARS = ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")
+
+
+def images_dir() -> Path:
+    return settings().images_dir or Path(__file__).resolve().parents[1] / "image"
+
+
+@dataclass(frozen=True)
+class ImageInfo:
+    tag: str
+    id: str
+    size_mb: float
+    created: str
+
+
+def sandbox_tag() -> str:
+    return f"harness-sandbox:{tree_hash(images_dir())}"
+
+
+def _exists(tag: str) -> bool:
+    try:
+        engine.call("image inspect", lambda: engine.client().api.inspect_image(tag))
+        return True
+    except docker.errors.NotFound:
+        return False
+
+
+# The system bundle is passed when no variable names one: on a machine behind a
+# TLS-intercepting proxy its CA is installed there; elsewhere it holds the usual CAs.
+SYSTEM_CA = Path("/etc/ssl/certs/ca-certificates.crt")
+
+
+def _extra_ca() -> Path | None:
+    candidates = [settings().build_ca_bundle] + [os.environ.get(var) for var in CA_ENV_VARS]
+    for value in candidates:
+        if value and Path(value).is_file():
+            return Path(value)
+    return SYSTEM_CA if SYSTEM_CA.is_file() else None
+
+
+def _ensure_base(log) -> str:
+    base = settings().base_image
+    if _exists(base):
+        return base
+    if not settings().no_pull:
+        # A registry that cannot be reached should fail fast: a client of its own with the
+        # pull timeout (the shared client's timeout is never changed).
+        try:
+            puller = engine.new_client(timeout=settings().pull_timeout)
+            try:
+                engine.call("pull", lambda: puller.api.pull(base), retries=0)
+            finally:
+                puller.close()
+            if _exists(base):
+                return base
+            log(f"pulling {base} gave no image; building a base from Debian packages")
+        except Exception as exc:  # noqa: BLE001 - any failure means: build our own base
+            log(f"cannot pull {base} ({type(exc).__name__}); building a base from Debian packages")
+    base_dir = images_dir() / "base"
+    tag = f"harness-base:{tree_hash(base_dir)}"
+    if not _exists(tag):
+        proc = subprocess.run(["bash", str(base_dir / "build.sh"), tag], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise InfraError(f"building base image {tag} failed:\n{proc.stderr[-3000:]}")
+    return tag
+
+
+def build(*, force: bool = False, log=print) -> str:
+    """Ensure the sandbox image exists; return its tag."""
+    root = images_dir()
+    if not (root / "sandbox" / "Dockerfile").is_file():
+        raise InputError(f"no sandbox Dockerfile under {root}")
+    tag = sandbox_tag()
+    lock = FileLock(str(state_dir() / "images.lock"))
+    with lock:
+        if not force and _exists(tag):
+            return tag
+        base = _ensure_base(log)
+        log(f"building {tag} on {base} ...")
+        with tempfile.TemporaryDirectory(prefix="harness-build-") as ctx:
+            shutil.copytree(root / "sandbox", ctx, dirs_exist_ok=True,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            ca = _extra_ca()
+            Path(ctx, "build-ca.crt").write_bytes(ca.read_bytes() if ca else b"")
+            engine.call("build", lambda: _stream_build(ctx, tag, base), retries=0)
+        log(f"built {tag}")
+        return tag
+
+
+def _stream_build(ctx: str, tag: str, base: str) -> None:
+    tail: list[str] = []
+    for chunk in engine.client().api.build(path=ctx, tag=tag, buildargs={"BASE_IMAGE": base},
+                                           labels={LABEL: tag}, rm=True, forcerm=True, decode=True):
+        line = chunk.get("stream") or chunk.get("status") or ""
+        if line.strip():
+            tail = (tail + [line.rstrip()])[-40:]
+        if "error" in chunk:
+            raise InfraError(f"building {tag} failed: {chunk['error']}\n" + "\n".join(tail))
+
+
+def list_images() -> list[ImageInfo]:
+    import datetime as dt
+
+    found = []
+    for image in engine.call("image list", lambda: engine.client().api.images(filters={"label": LABEL})):
+        for tag in image.get("RepoTags") or []:  # untagged ones are build stages (the toolbox stage inherits the label)
+            if tag == "<none>:<none>":
+                continue
+            created = dt.datetime.fromtimestamp(image.get("Created", 0), dt.timezone.utc).isoformat()[:19]
+            found.append(ImageInfo(tag, image["Id"].removeprefix("sha256:")[:12], image.get("Size", 0) / 1e6,
+                                   created))
+    return found
+
+
+def prune(log=print) -> list[str]:
+    """Remove harness sandbox images other than the current tag (kept: the base, images in use)."""
+    current, removed = sandbox_tag(), []
+    for info in list_images():
+        if info.tag.startswith("harness-sandbox:") and info.tag != current:
+            try:
+                engine.call("image remove", lambda: engine.client().api.remove_image(info.tag), retries=0)
+                removed.append(info.tag)
+            except (InfraError, docker.errors.NotFound) as exc:  # in use by a container: keep it
+                log(f"kept {info.tag}: {exc}")
+    return removed

@@ -1,0 +1,38 @@
+"""Sandbox providers by name (`--sandbox NAME`): the only place that knows the implementations.
+
+A provider is named here or given as `package.module:Class` (a SandboxProvider subclass).
+Everything else gets its provider from `get_provider` and speaks the contract only.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+
+from harness.errors import InputError
+from harness.sandbox.contract import SandboxHandle, SandboxProvider
+
+DEFAULT = "docker"
+PROVIDERS = {
+    "docker": "harness.sandbox.docker.provider:DockerProvider",
+}
+
+
+@functools.cache
+def get_provider(name: str = DEFAULT) -> SandboxProvider:
+    target = PROVIDERS.get(name, name)
+    if ":" not in target:
+        raise InputError(f"--sandbox {name}: not a provider ({', '.join(PROVIDERS)}) nor module:Class")
+    module_name, _, attr = target.partition(":")
+    try:
+        cls = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise InputError(f"--sandbox {name}: cannot import {target}: {exc}") from None
+    if not (isinstance(cls, type) and issubclass(cls, SandboxProvider)):
+        raise InputError(f"--sandbox {name}: {target} is not a SandboxProvider")
+    return cls()
+
+
+def attach(handle: SandboxHandle):
+    """The sandbox a handle names, in this process (e.g. the agent's)."""
+    return get_provider(handle.provider).attach(handle)

@@ -1,0 +1,41 @@
+"""The one scoring path: `harness run` and `harness score` both call `score_row`.
+
+Rules:
+- Every scorer sees the same ScoreContext, rebuilt from what the row and run.json keep
+  (tool calls, tokens, steps, the run's limits, the question), so a rescore reaches the
+  run's verdicts.
+- A missing answer (no final message, killed at a limit) is never correct, whatever the
+  scorer: it is not even asked (GAIA's own rule would compare the string "None").
+- A scorer that raises costs only its own verdict: correct=None, the error explained.
+- The first scorer's verdict is the row's `correct`.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from harness.scoring.base import Score, ScoreContext, Scorer, make_score
+
+
+def context_for(*, tool_calls: list[str], total_tokens: int, steps: int, max_tokens: int | None,
+                max_steps: int | None, question: str) -> ScoreContext:
+    return ScoreContext(tool_calls=tool_calls, total_tokens=total_tokens, max_tokens=max_tokens, steps=steps,
+                        max_steps=max_steps, question=question)
+
+
+def score_one(scorer: Scorer, answer: str | None, target: str, context: ScoreContext) -> Score:
+    if answer is None:
+        return make_score(scorer.name, False, "no answer: the agent gave no final message")
+    try:
+        return scorer.score(answer, target, context=context)
+    except Exception as exc:  # noqa: BLE001 - a scorer's failure never costs the agent's result
+        return Score(scorer=scorer.name, correct=None, value=0.0, explanation=f"scorer error: {type(exc).__name__}: {exc}")
+
+
+def score_row(answer: str | None, target: str | None, scorers: Sequence[Scorer],
+              context: ScoreContext) -> tuple[dict[str, dict], bool | None]:
+    """(scores by scorer name, the first scorer's verdict); nothing to score without a target."""
+    if target is None or not scorers:
+        return {}, None
+    scores = {s.name: score_one(s, answer, target, context).model_dump() for s in scorers}
+    return scores, scores[scorers[0].name]["correct"]

@@ -1,0 +1,101 @@
+"""Every `HARNESS_*` environment variable the harness reads, in one typed object.
+
+Read once per process on first use (`settings()`), never at import, so a test or a
+caller can set variables before the first sandbox starts (`settings.cache_clear()`
+re-reads them). The README's table of variables is checked against this class by
+tests/test_settings.py: add a field here and a row there.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from harness.errors import InputError
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="HARNESS_", extra="ignore", frozen=True)
+
+    # --- where state lives
+    state_dir: Path | None = Field(None, description="lock files and the port registry (default ~/.cache/harness)")
+
+    # --- the Docker engine (harness/sandbox/docker/engine.py)
+    docker_timeout: float = Field(120, gt=0, description="seconds for one engine API call")
+    docker_max_starts: int = Field(4, ge=1, description="parallel create+start calls (more only queue in the engine)")
+    docker_retries: int = Field(3, ge=0, description="retries of transient engine errors (5xx, dropped connections)")
+    docker_backoff: float = Field(0.5, ge=0, description="first backoff in seconds between those retries (doubles)")
+    docker_pool: int = Field(64, ge=1, description="HTTP connections of the one engine client all threads share")
+
+    # --- sandboxes (harness/sandbox/docker/)
+    sandbox_ready_timeout: float = Field(60, gt=0, description="seconds for sandboxd to answer after start")
+    sandbox_host: str | None = Field(None, description="address of published ports (default: DOCKER_HOST's host, "
+                                                        "else 127.0.0.1)")
+    port_range: str | None = Field(None, description="LOW-HIGH: publish sandbox ports only in this range "
+                                                     "(remote hosts behind a firewall)")
+    port_bind: str | None = Field(None, description="host address ports are bound to (default 127.0.0.1 "
+                                                    "for a local engine, 0.0.0.0 for a remote one)")
+    port_lock_timeout: float = Field(120, gt=0, description="seconds to wait for the port-range lock")
+
+    # --- images (harness/sandbox/docker/images.py)
+    base_image: str = Field("debian:bookworm-slim", description="base used when present or pullable; "
+                                                                "otherwise built from Debian packages")
+    pull_timeout: float = Field(60, gt=0, description="seconds before an unreachable registry gives up")
+    no_pull: bool = Field(False, description="1: never try to pull the base image")
+    build_ca_bundle: str | None = Field(None, description="extra CA for package installs during builds "
+                                                          "(also PIP_CERT, REQUESTS_CA_BUNDLE, SSL_CERT_FILE; "
+                                                          "never left in the image)")
+    images_dir: Path | None = Field(None, description="build context to use instead of the packaged "
+                                                      "harness/sandbox/image")
+
+    # --- the run (harness/runner/, harness/environments/)
+    retry_backoff: float = Field(2.0, ge=0, description="seconds between infra retries (times the attempt)")
+    browser_action_timeout: float = Field(20, gt=0, description="seconds for one browser action")
+
+    @field_validator("port_range")
+    @classmethod
+    def _range(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        try:
+            low, high = (int(x) for x in value.split("-"))
+        except ValueError:
+            raise ValueError(f"{value!r}: expected LOW-HIGH, e.g. 20000-20999") from None
+        if not 1 <= low <= high <= 65535:
+            raise ValueError(f"{value!r}: need 1 <= LOW <= HIGH <= 65535")
+        return value.strip()
+
+    def ports(self) -> range | None:
+        if self.port_range is None:
+            return None
+        low, high = (int(x) for x in self.port_range.split("-"))
+        return range(low, high + 1)
+
+
+# Variables read by other programs than the harness process, documented in the same table.
+ELSEWHERE = {
+    "HARNESS_SANDBOX_TOKEN": "inside the sandbox: sandboxd's per-sandbox token (set by the provider)",
+    "HARNESS_SANDBOX_PORT": "inside the sandbox: sandboxd's port (8765)",
+    "HARNESS_CHROMIUM": "inside the sandbox: the Chromium binary sandboxd starts",
+    "HARNESS_DOCKERD_WAIT": "scripts/ensure-docker.sh: seconds to wait for a dockerd it started",
+    "HARNESS_DOCKERD_LOG": "scripts/ensure-docker.sh: log file of a dockerd it started",
+}
+
+
+@functools.lru_cache(maxsize=1)
+def settings() -> Settings:
+    try:
+        return Settings()
+    except ValidationError as exc:
+        problems = "; ".join(f"HARNESS_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors())
+        raise InputError(f"bad environment setting: {problems}") from None
+
+
+def state_dir() -> Path:
+    """HARNESS_STATE_DIR, else ~/.cache/harness; created on first use."""
+    path = settings().state_dir or Path.home() / ".cache" / "harness"
+    path.mkdir(parents=True, exist_ok=True)
+    return path

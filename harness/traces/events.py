@@ -1,0 +1,149 @@
+"""Per-instance trace: one JSON line per event, in the harness's own event types.
+
+Runners (AutoGen or not) and environments write these; salvage after a kill, reports
+and recordings read them, and never parse a framework's message dumps. Each line is
+flushed as it is written, so a killed agent still leaves its trace.
+
+    task          the instruction the agent was given
+    system_prompt an agent's system message
+    message       text an agent (or the simulated user) said
+    tool_call     an agent asked for a tool: name, arguments, call id
+    tool_result   what the tool answered (is_error when it failed)
+    model_call    one model call: seconds, usage, the reply (content or tool calls)
+    env           one environment action (code / file / web): args, outcome, timing
+    user_reply    the simulated user's answer to an agent that stopped without <solution>
+    limit         a budget stopped the agent
+    error         an error, its kind and traceback
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    t: float = 0.0  # seconds since the tracer opened
+
+
+class TaskEvent(_Event):
+    type: Literal["task"] = "task"
+    task: str
+
+
+class SystemPrompt(_Event):
+    type: Literal["system_prompt"] = "system_prompt"
+    source: str
+    content: str
+
+
+class Message(_Event):
+    type: Literal["message"] = "message"
+    source: str
+    content: str
+
+
+class ToolCall(_Event):
+    type: Literal["tool_call"] = "tool_call"
+    source: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    call_id: str = ""
+
+
+class ToolResult(_Event):
+    type: Literal["tool_result"] = "tool_result"
+    name: str
+    call_id: str = ""
+    content: str = ""
+    is_error: bool = False
+
+
+class ModelCall(_Event):
+    type: Literal["model_call"] = "model_call"
+    model: str = ""
+    seconds: float = 0.0
+    usage: dict[str, int] = Field(default_factory=dict)  # prompt_tokens, completion_tokens
+    content: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+
+
+class EnvAction(_Event):
+    type: Literal["env"] = "env"
+    env: str
+    action: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    outcome: str = "ok"  # ok / timeout / crashed / error
+    seconds: float = 0.0
+
+
+class UserReply(_Event):
+    type: Literal["user_reply"] = "user_reply"
+    number: int
+    content: str
+
+
+class LimitEvent(_Event):
+    type: Literal["limit"] = "limit"
+    limit: str
+    detail: str = ""
+
+
+class ErrorEvent(_Event):
+    type: Literal["error"] = "error"
+    kind: str
+    message: str = ""
+    traceback: str = ""
+
+
+Event = Annotated[Union[TaskEvent, SystemPrompt, Message, ToolCall, ToolResult, ModelCall, EnvAction, UserReply,
+                        LimitEvent, ErrorEvent], Field(discriminator="type")]
+_EVENT = TypeAdapter(Event)
+
+
+class Tracer:
+    def __init__(self, path: Path | None):
+        self.path = path
+        self._lock = threading.Lock()
+        self._fh = open(path, "a", encoding="utf-8") if path else None
+        self._t0 = time.monotonic()
+        self.tool_calls: list[str] = []  # names, in call order: the row's tool_calls
+
+    def emit(self, event: _Event) -> None:
+        if isinstance(event, ToolCall):
+            self.tool_calls.append(event.name)
+        if self._fh is None:
+            return
+        event.t = round(time.monotonic() - self._t0, 4)
+        line = json.dumps(event.model_dump(mode="json"), default=str)
+        with self._lock:
+            self._fh.write(line + "\n")
+            self._fh.flush()
+
+    def close(self) -> None:
+        if self._fh:
+            self._fh.close()
+            self._fh = None
+
+
+def read_trace(path: Path) -> list[Event]:
+    """The events of a trace file; a torn last line (a killed process) ends it, unknown lines are skipped."""
+    events: list[Event] = []
+    if not path.exists():
+        return events
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError:
+            break  # a torn last line of a killed process
+        try:
+            events.append(_EVENT.validate_python(raw))
+        except ValidationError:
+            continue
+    return events
