@@ -6,19 +6,23 @@ import secrets
 
 import pytest
 
-from harness.sandbox.docker import cleanup
+from harness.sandbox.registry import get_provider
 
 
 @pytest.fixture(scope="session")
-def image() -> str:
-    from harness.images.build import build
+def provider():
+    """The default (Docker) provider."""
+    return get_provider("docker")
 
-    return build(log=lambda m: None)
+
+@pytest.fixture(scope="session")
+def image(provider) -> str:
+    return provider.preflight(log=lambda m: None)
 
 
 @pytest.fixture
-def run_id():
+def run_id(provider):
     """A fresh run id; every container of it is removed after the test, whatever happened."""
     rid = f"test-{secrets.token_hex(4)}"
     yield rid
-    cleanup.reap(run_id=rid)
+    provider.cleanup(run_id=rid)

@@ -10,11 +10,9 @@ from pathlib import Path
 import pytest
 
 from harness.environments.files import FileEnv
-from harness.environments.trace import Tracer, read_trace
 from harness.environments.web import WebEnv
 from harness.sandbox.contract import SandboxSpec
-from harness.sandbox.docker.provider import open_sandbox
-from harness.services.website import website
+from harness.traces import Tracer, read_trace
 
 pytestmark = pytest.mark.docker
 SMOKE = Path(__file__).resolve().parents[1] / "datasets" / "gaia-smoke"
@@ -30,7 +28,7 @@ def tiny_png() -> bytes:
 
 
 @pytest.fixture
-def files_sandbox(image, run_id, tmp_path):
+def files_sandbox(provider, image, run_id, tmp_path):
     root = tmp_path / "task"
     root.mkdir()
     for name, content in {"page.html": "<html><body><h1>Quarterly</h1><table><tr><td>alpha</td><td>42</td></tr>"
@@ -40,7 +38,7 @@ def files_sandbox(image, run_id, tmp_path):
         (root / name).write_text(content, encoding="latin-1")
     (root / "pixel.png").write_bytes(tiny_png())
     names = ["page.html", "data.csv", "long.txt", "blob.bin", "pixel.png"]
-    with open_sandbox(SandboxSpec(image=image, run_id=run_id, instance_id="files")) as sb:
+    with provider.open(SandboxSpec(image=image, run_id=run_id, instance_id="files")) as sb:
         sb.copy_in(root, names)
         sb.copy_in(DOCS, ["brightwater_annual_report_2023.pdf", "project_falcon_minutes.docx",
                           "kitchen_renovation_plan.xlsx", "regional_review_h1_2023.pptx",
@@ -78,7 +76,7 @@ def test_file_env_converts_documents_inside_the_sandbox_with_paging_find_and_cac
     assert len(calls) == 1 and len(calls[0]) == 5  # the cache key was sent along
     files_sandbox.shell("echo changed >> /workspace/data.csv")
     assert "changed" in env.read("data.csv")  # a changed file is converted again
-    assert any(e.get("action") == "read" for e in read_trace(trace))
+    assert any(getattr(e, "action", None) == "read" for e in read_trace(trace))
 
 
 @pytest.mark.parametrize("path", ["../etc/passwd", "/etc/passwd", "escape", "sub/../../etc/shadow", "nope.pdf", "sub"])
@@ -88,7 +86,7 @@ def test_file_env_confines_paths_to_the_workspace(files_sandbox, path):
     assert "root:x:0:0" not in text
 
 
-def test_browser_reads_are_confined_to_the_container(image, run_id):
+def test_browser_reads_are_confined_to_the_container(provider, image, run_id):
     host_passwd = Path("/etc/passwd").read_text()
     assert "agent:x:1000" not in host_passwd
 
@@ -99,12 +97,12 @@ def test_browser_reads_are_confined_to_the_container(image, run_id):
         finally:
             await web.close()
 
-    with open_sandbox(SandboxSpec(image=image, run_id=run_id, instance_id="web-file")) as sb:
+    with provider.open(SandboxSpec(image=image, run_id=run_id, instance_id="web-file")) as sb:
         text = asyncio.run(go(sb))
     assert "agent:x:1000" in text  # the container's file, not the host's
 
 
-def test_network_none_cannot_reach_the_offline_site(image, run_id):
+def test_network_none_cannot_reach_the_offline_site(provider, image, run_id):
     async def go(sb):
         web = WebEnv(sb, Tracer(None), action_timeout=10)
         try:
@@ -112,12 +110,12 @@ def test_network_none_cannot_reach_the_offline_site(image, run_id):
         finally:
             await web.close()
 
-    with website(SMOKE / "website", image, run_id), \
-            open_sandbox(SandboxSpec(image=image, run_id=run_id, instance_id="no-net")) as sb:
+    with provider.website(SMOKE / "website", image, run_id), \
+            provider.open(SandboxSpec(image=image, run_id=run_id, instance_id="no-net")) as sb:
         assert asyncio.run(go(sb)).startswith("Error")
 
 
-def test_browser_actions_on_the_offline_site(image, run_id, tmp_path):
+def test_browser_actions_on_the_offline_site(provider, image, run_id, tmp_path):
     trace = tmp_path / "t.jsonl"
 
     async def go(sb):
@@ -142,9 +140,8 @@ def test_browser_actions_on_the_offline_site(image, run_id, tmp_path):
             await web.close()
         return out
 
-    with website(SMOKE / "website", image, run_id) as site, \
-            open_sandbox(SandboxSpec(image=image, run_id=run_id, instance_id="web",
-                                     network=f"internal:{site.network}")) as sb:
+    with provider.website(SMOKE / "website", image, run_id) as policy, \
+            provider.open(SandboxSpec(image=image, run_id=run_id, instance_id="web", network=policy)) as sb:
         out = asyncio.run(go(sb))
         listing = sb.shell("head -2 /workspace/downloads/supplier-deliveries-2023.csv").stdout
     assert "[input Search products]" in out["home"] and "Links:" in out["home"]
@@ -159,11 +156,11 @@ def test_browser_actions_on_the_offline_site(image, run_id, tmp_path):
     assert "Catalog (page 3 of 3)" in out["after_slow"]
     assert out["crashed"].startswith("Error (crashed)")
     assert "Founded in 1987" in out["restarted"]
-    outcomes = [e["outcome"] for e in read_trace(trace) if e.get("env") == "web"]
+    outcomes = [e.outcome for e in read_trace(trace) if e.type == "env" and e.env == "web"]
     assert {"ok", "timeout", "crashed"} <= set(outcomes)
 
 
-def test_browser_recovers_from_a_crashed_page_a_popup_and_a_hostile_page(image, run_id):
+def test_browser_recovers_from_a_crashed_page_a_popup_and_a_hostile_page(provider, image, run_id):
     pages = {
         "popup.html": "<a href='target.html' target='_blank'>open new tab</a>",
         "target.html": "<h1>Target page</h1>",
@@ -183,7 +180,7 @@ def test_browser_recovers_from_a_crashed_page_a_popup_and_a_hostile_page(image, 
             await web.close()
         return out
 
-    with open_sandbox(SandboxSpec(image=image, run_id=run_id, instance_id="web-hostile")) as sb:
+    with provider.open(SandboxSpec(image=image, run_id=run_id, instance_id="web-hostile")) as sb:
         for name, body in pages.items():
             sb.shell(f"mkdir -p /workspace/site && cat > /workspace/site/{name} <<'EOF'\n{body}\nEOF")
         out = asyncio.run(go(sb))

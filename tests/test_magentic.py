@@ -57,7 +57,7 @@ def test_magentic_team_orchestrates_a_coder_whose_code_runs_in_the_sandbox(tmp_p
     assert len(runs) == 1 and runs[0]["exit_code"] == 0
     assert runs[0]["stdout"].strip() == "6"  # the code really ran in the sandbox
     assert "nums.csv" in runs[0]["args"]["code"]
-    messages = [e["message"] for e in events if e["type"] == "message"]
+    messages = [e for e in events if e["type"] == "message"]
     sources = [m["source"] for m in messages]
     assert {"coder", "executor", "MagenticOneOrchestrator"} <= set(sources)
     (executed,) = [m for m in messages if m["source"] == "executor"]

@@ -190,7 +190,7 @@ def test_tool_call_runs_in_sandbox_after_client_retries(tmp_path, image, instanc
     assert len(env_events) == 1, events
     assert env_events[0]["args"]["code"] == CODE
     assert env_events[0]["exit_code"] == 0 and f"TOTAL={TOTAL}" in env_events[0]["stdout"]
-    llm_events = [e for e in events if e.get("type") == "llm_call"]
+    llm_events = [e for e in events if e.get("type") == "model_call"]
     assert len(llm_events) == 2
     assert [e["usage"] for e in llm_events] == [
         {"prompt_tokens": tool_usage[0], "completion_tokens": tool_usage[1]},

@@ -210,7 +210,7 @@ def test_answer_tags_any_case_multiline_and_team_agent(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     (row,) = rows(out)
     assert row["status"] == "ok" and row["correct"] is True and row["answer"] == "6"
-    sources = {e["message"]["source"] for e in trace(out, row) if e["type"] == "message"}
+    sources = {e["source"] for e in trace(out, row) if e["type"] == "message"}
     assert {"solver", "reviewer"} <= sources
 
 
@@ -253,7 +253,6 @@ def test_multimodal_web_surfer_drives_the_sandbox_browser(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     (row,) = rows(out)
     assert row["status"] == "ok" and row["correct"] is True, row
-    surfer = [e["message"] for e in trace(out, row) if e["type"] == "message"
-              and e["message"].get("source") == "web_surfer"]
-    assert any("About us" in json.dumps(m) for m in surfer), surfer  # it saw the site's page, in the sandbox
+    surfer = [e["content"] for e in trace(out, row) if e["type"] == "message" and e["source"] == "web_surfer"]
+    assert any("About us" in m for m in surfer), surfer  # it saw the site's page, in the sandbox
     assert containers_of(out) == []

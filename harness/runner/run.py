@@ -194,6 +194,6 @@ def _write_recording(path: Path, output_dir: Path, recorded: list[dict]) -> None
     """Turn the traces' model calls into a replay file (see harness/models/replay.py)."""
     with open(path, "a", encoding="utf-8") as fh:
         for item in recorded:
-            turns = [e.model_dump(include={"content", "tool_calls", "usage"}, exclude_none=True)
+            turns = [({"tool_calls": e.tool_calls} if e.tool_calls else {"content": e.content or ""}) | {"usage": e.usage}
                      for e in read_trace(output_dir / item["trace"]) if isinstance(e, ModelCall)]
             fh.write(json.dumps({"instance_id": item["instance_id"], "turns": turns}) + "\n")
