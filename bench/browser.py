@@ -79,15 +79,17 @@ async def interleave(ours, theirs, count: int, warmup: int) -> tuple[list[float]
 async def bench(args, image: str, run_id: str, site, local: str, page_js: str, flags: list[str]) -> list:
     from playwright.async_api import async_playwright
 
-    from harness.environments.trace import Tracer
     from harness.environments.web import WebEnv
     from harness.sandbox.contract import SandboxSpec
-    from harness.sandbox.docker import provider
+    from harness.sandbox.registry import get_provider
+    from harness.sandbox.site import site_info
+    from harness.traces import Tracer
 
-    remote = f"http://{site.alias}"
+    provider = get_provider("docker")
+    remote = f"http://{site_info(SITE)[0]}"
     home, catalog, title = "/", "/catalog?page=2", "Northwind Garden Supply"
     spec = lambda i: SandboxSpec(image=image, run_id=run_id, instance_id=f"browser-{i}",  # noqa: E731
-                                 network=f"internal:{site.network}")
+                                 network=site)
     rows, browser_start = [], []
 
     # 1. cold start ------------------------------------------------------------------
@@ -95,7 +97,7 @@ async def bench(args, image: str, run_id: str, site, local: str, page_js: str, f
         sb = provider.start(spec(i))  # not timed
         web = WebEnv(sb, Tracer(None))
         try:
-            service_start = sb.service.start_browser  # time the in-container Chromium start too
+            service_start = sb.start_browser  # time the in-container Chromium start too
 
             def timed_start(*args):
                 t = time.perf_counter()
@@ -103,7 +105,7 @@ async def bench(args, image: str, run_id: str, site, local: str, page_js: str, f
                     return service_start(*args)
                 finally:
                     browser_start.append(time.perf_counter() - t)
-            sb.service.start_browser = timed_start
+            sb.start_browser = timed_start
             started = time.perf_counter()
             text = await web.visit(remote + home)
             elapsed = time.perf_counter() - started
@@ -235,9 +237,9 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     from harness.environments.web import PAGE_JS
-    from harness.images.build import build
-    from harness.sandbox.docker import cleanup
-    from harness.services.website import website
+    from harness.sandbox.registry import get_provider
+
+    provider = get_provider("docker")
 
     flags = direct_flags()
     handler = load("_bench_site", SITE / "serve.py").Handler
@@ -246,18 +248,18 @@ def main() -> int:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     local = f"http://127.0.0.1:{server.server_address[1]}"
 
-    image = build()
+    image = provider.preflight()
     run_id = f"bench-{secrets.token_hex(3)}"
     print(f"image {image}  run {run_id}  cold rounds {args.rounds}  warm visits {args.visits} (+{WARMUP} warm-up)")
     print(f"host: {os.cpu_count()} CPUs, {CHROMIUM} with {' '.join(flags)}")
     try:
-        with website(SITE, image, run_id) as site:
+        with provider.website(SITE, image, run_id) as site:  # site: the sandboxes' network policy
             rows = asyncio.run(bench(args, image, run_id, site, local, PAGE_JS, flags))
         report(rows)
     finally:
         server.shutdown()
         server.server_close()
-        left = len(cleanup.reap(run_id=run_id))
+        left = len(provider.cleanup(run_id=run_id))
         if left:
             print(f"removed {left} leftover container(s) of {run_id}", file=sys.stderr)
     return 0

@@ -3,7 +3,7 @@
   .venv/bin/python bench/sandbox.py [--rounds N] [--commands M]
 
 1. Lifecycle of one instance (median of N rounds, order alternated each round):
-   harness: open_sandbox -> copy_in one small file -> 3 shell commands -> teardown
+   harness: provider.open -> copy_in one small file -> 3 shell commands -> teardown
    raw SDK: create + start a sleep container (docker --init) with the same limits and network
             -> put_archive the same file -> 3 exec_run -> remove(force, v)
 2. Command latency (median of M, interleaved): sb.shell("echo hi") vs
@@ -27,10 +27,11 @@ from pathlib import Path
 import docker
 import docker.errors
 
-from harness.images.build import build
 from harness.sandbox.contract import SandboxSpec
-from harness.sandbox.docker import cleanup, naming, networks
-from harness.sandbox.docker.provider import open_sandbox
+from harness.sandbox.docker import naming, networks
+from harness.sandbox.registry import get_provider
+
+PROVIDER = get_provider("docker")
 
 LIFECYCLE_TARGET = 1.15  # harness / raw
 COMMAND_TARGET = 0.2  # harness / exec_run
@@ -48,7 +49,7 @@ def check(got: str, want: str, what: str) -> None:
 def harness_round(image: str, run_id: str, index: int, root: Path) -> float:
     spec = SandboxSpec(image=image, run_id=run_id, instance_id=f"i-{index}")
     started = time.perf_counter()
-    with open_sandbox(spec) as sb:
+    with PROVIDER.open(spec) as sb:
         sb.copy_in(root, [FILE_NAME])
         outputs = [sb.shell(cmd).stdout for cmd in COMMANDS]
     elapsed = time.perf_counter() - started
@@ -97,7 +98,7 @@ def interleave(ours, raw, count: int, warmup: int) -> tuple[list[float], list[fl
 
 
 def command_latency(client, image: str, run_id: str, count: int):
-    with open_sandbox(SandboxSpec(image=image, run_id=run_id, instance_id="latency")) as sb:
+    with PROVIDER.open(SandboxSpec(image=image, run_id=run_id, instance_id="latency")) as sb:
         container = client.containers.get(sb.id)
 
         def via_harness(_: int) -> float:
@@ -140,7 +141,7 @@ def main() -> int:
     # SIGTERM unwinds like Ctrl-C, so the finally blocks below still remove containers.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
-    image = build()
+    image = PROVIDER.preflight()
     networks.ensure_isolated()  # created once up front, so neither side pays for it
     client = docker.from_env()
     run_id = f"bench-{secrets.token_hex(3)}"
@@ -160,7 +161,7 @@ def main() -> int:
         print(f"{life[0]} lifecycle harness/raw {life[1]:.3f} <= {LIFECYCLE_TARGET}")
         print(f"{cmd[0]} command harness/exec {cmd[1]:.3f} <= {COMMAND_TARGET}")
     finally:
-        left = len(cleanup.reap(run_id=run_id))
+        left = len(PROVIDER.cleanup(run_id=run_id))
         if left:
             print(f"removed {left} leftover container(s) of {run_id}", file=sys.stderr)
     return 0

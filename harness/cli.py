@@ -99,12 +99,12 @@ def smoke(
 @app.command("run")
 def run_cmd(
     dataset: Path = typer.Option(..., help="GAIA folder (metadata.jsonl/.parquet) or a .jsonl/.csv file."),
-    model: str = typer.Option(..., help="A [llm.NAME] section of --config, or 'replay'."),
+    model: str = typer.Option(..., help="A \\[llm.NAME] section of --config, or 'replay'."),
     output_dir: Path = typer.Option(..., help="Results go to DIR/output.jsonl; re-running resumes."),
     split: Optional[str] = typer.Option(None, help="With a GAIA root: use 2023/SPLIT/."),
     agent: str = typer.Option("assistant", help="Built-in agent name or module:function."),
     workers: int = typer.Option(2, help="Instances run in parallel."),
-    config: Optional[Path] = typer.Option(None, help="TOML file with [llm.NAME] sections."),
+    config: Optional[Path] = typer.Option(None, help="TOML file with \\[llm.NAME] sections."),
     max_retries: int = typer.Option(2, help="Retries of infrastructure failures, each on a fresh sandbox."),
     instance_timeout: float = typer.Option(600, help="Wall seconds per instance (the agent is killed)."),
     max_steps: int = typer.Option(30, help="Model calls per instance."),
@@ -124,7 +124,7 @@ def run_cmd(
     cpus: float = typer.Option(1.0, help="CPUs per sandbox."),
     force: bool = typer.Option(False, help="Resume even though the configuration changed."),
     record: Optional[Path] = typer.Option(None, help="Append the model's turns to this replay file."),
-    judge_model: Optional[str] = typer.Option(None, help="[llm.NAME] section for --scorer llm_judge."),
+    judge_model: Optional[str] = typer.Option(None, help="\\[llm.NAME] section for --scorer llm_judge."),
     website: Optional[Path] = typer.Option(None, help="Offline site folder to serve on an internal network."),
     sandbox: str = typer.Option("docker", help=SANDBOX_HELP),
     user_reply: Optional[str] = typer.Option(None, help="What the simulated user says to a turn that ends "
@@ -174,7 +174,7 @@ def score_cmd(
     output_dir: Path = typer.Argument(..., help="A run's output directory."),
     scorer: list[str] = typer.Option(["gaia"], help="Scorers; the first decides 'correct'."),
     config: Optional[Path] = typer.Option(None, help="TOML config (for the judge's model section)."),
-    judge_model: Optional[str] = typer.Option(None, help="[llm.NAME] section for --scorer llm_judge."),
+    judge_model: Optional[str] = typer.Option(None, help="\\[llm.NAME] section for --scorer llm_judge."),
 ) -> None:
     """Rescore a run's answers without re-running agents; rewrites report.json."""
     from harness.runner.rescore import rescore

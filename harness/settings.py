@@ -82,6 +82,9 @@ ELSEWHERE = {
     "HARNESS_CHROMIUM": "inside the sandbox: the Chromium binary sandboxd starts",
     "HARNESS_DOCKERD_WAIT": "scripts/ensure-docker.sh: seconds to wait for a dockerd it started",
     "HARNESS_DOCKERD_LOG": "scripts/ensure-docker.sh: log file of a dockerd it started",
+    "HARNESS_DEBIAN_MIRROR": "harness/sandbox/image/base/build.sh: Debian mirror for the offline base "
+                             "(default: the one apt already uses)",
+    "HARNESS_DEBIAN_SUITE": "harness/sandbox/image/base/build.sh: Debian suite of the offline base (bookworm)",
 }
 
 

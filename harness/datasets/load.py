@@ -27,6 +27,7 @@ import pandas as pd
 
 from harness.datasets.model import Instance
 from harness.errors import InputError
+from harness.fsutil import inside
 from harness.sandbox.files import check_name
 
 MAX_REPORTED = 20
@@ -226,7 +227,7 @@ def _entry_problem(root: Path, path: Path, shown: str) -> str | None:
         real = path.resolve()
     except (OSError, RuntimeError) as exc:  # e.g. a symlink loop
         return f"{shown} at {path} cannot be resolved ({exc})"
-    if os.path.commonpath([root, real]) != str(root):
+    if not inside(root, real):
         return f"{shown} points outside the dataset folder (to {real})"
     if real.is_dir():
         mode = os.R_OK | os.X_OK

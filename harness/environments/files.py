@@ -15,7 +15,9 @@ from harness.environments.paging import find_hits, page_count, page_of
 from harness.sandbox.contract import WORKSPACE, Sandbox
 from harness.traces import EnvAction, Tracer
 
-CONVERT = r"""
+# Both in-container scripts start with this: sys.argv[1] resolved (symlinks too) and confined
+# to the workspace, inside the container, where the files really are.
+CONFINE = r"""
 import json, os, sys
 root = "/workspace"
 real = os.path.realpath(os.path.join(root, sys.argv[1]))
@@ -23,6 +25,9 @@ def out(**kw):
     print(json.dumps(kw)); sys.exit(0)
 if os.path.commonpath([root, real]) != root:
     out(error=f"{sys.argv[1]!r} is outside {root}")
+"""
+
+CONVERT = CONFINE + r"""
 if not os.path.exists(real):
     out(error=f"no such file: {sys.argv[1]!r}")
 if os.path.isdir(real):
@@ -40,13 +45,8 @@ except Exception as exc:
 out(path=real, key=key, markdown=text)
 """
 
-LIST = r"""
-import os, sys
-root = "/workspace"
-base = os.path.realpath(os.path.join(root, sys.argv[1]))
-if os.path.commonpath([root, base]) != root:
-    print(f"error: {sys.argv[1]!r} is outside {root}"); sys.exit(0)
-for dirpath, dirs, files in os.walk(base):
+LIST = CONFINE + r"""
+for dirpath, dirs, files in os.walk(real):
     dirs.sort()
     for name in sorted(files):
         full = os.path.join(dirpath, name)
@@ -70,6 +70,10 @@ class FileEnv:
         started = time.monotonic()
         result = self.sandbox.exec(["python3", "-c", LIST, path], timeout=30)
         text = result.stdout.strip() or "(no files)"
+        try:  # CONFINE refused the path with one JSON line
+            text = "Error: " + json.loads(text)["error"]
+        except (ValueError, KeyError, TypeError):
+            pass
         self._trace("list_files", {"path": path}, started, result=text[:2000])
         return text
 

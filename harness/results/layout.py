@@ -1,12 +1,12 @@
 """The run directory: every file a run writes, in one place (documented in the README).
 
-    output.jsonl     one result row per instance attempt that ended (results/store.py)
+    output.jsonl     one result row per instance run (after its retries); a resume appends, the latest row wins
     run.json         the configuration the run started with; a resume must match it
     run.json.prev    the previous run.json, kept when --force resumed with another configuration
     selected.json    the selected instance ids and their levels (what the report divides by)
     questions.json   the selected instances' questions (what a rescore's judge reads)
     report.json      the aggregate report (report/)
-    ../summary.csv   one line per finished run, in the output directory's parent (or --summary-csv)
+    ../summary.csv   one line per finished run, in the output directory's parent
     traces/          one JSONL trace per instance attempt (harness/traces), screenshots beside them
     .harness.lock    held while a run or rescore writes here (a second one is refused)
 """

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from harness.agents.contract import AgentContext, AgentRequest, AgentResult, AgentRunner
 from harness.errors import HarnessError, LimitExceeded
+from harness.fsutil import write_atomic
 
 EXIT_SANDBOX_DIED = 70
 
@@ -65,9 +66,7 @@ def run(request: AgentRequest, result_path: Path) -> int:
     def finish(code: int) -> int:
         result.usage = meter.usage()
         result.tool_calls = list(tracer.tool_calls)
-        tmp = result_path.with_suffix(".tmp")
-        tmp.write_text(result.model_dump_json())
-        os.replace(tmp, result_path)
+        write_atomic(result_path, result.model_dump_json())
         tracer.close()
         return code
 

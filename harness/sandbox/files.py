@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import io
-import os
 import tarfile
 from pathlib import Path, PurePosixPath
 from typing import Sequence
 
 from harness.errors import InputError
+from harness.fsutil import inside
 
 
 def check_name(name: str) -> str:
@@ -19,10 +19,6 @@ def check_name(name: str) -> str:
     if any(part == ".." for part in parts):
         raise InputError(f"file name {name!r} must not contain '..'")
     return "/".join(p for p in parts if p != ".")
-
-
-def _inside(root: Path, path: Path) -> bool:
-    return os.path.commonpath([root, path]) == str(root)
 
 
 def build_archive(root: Path, names: Sequence[str]) -> bytes:
@@ -41,7 +37,7 @@ def build_archive(root: Path, names: Sequence[str]) -> bytes:
                 raise InputError(f"file {raw!r} not found under {root}")
             for path in [source, *sorted(source.rglob("*"))] if source.is_dir() else [source]:
                 real = path.resolve()
-                if not _inside(root, real):
+                if not inside(root, real):
                     raise InputError(f"file {raw!r}: {path} points outside {root} (to {real})")
                 arcname = (PurePosixPath(name) / path.relative_to(source).as_posix()).as_posix()
                 arcname = arcname.removesuffix("/.")
