@@ -26,3 +26,13 @@ def run_id(provider):
     rid = f"test-{secrets.token_hex(4)}"
     yield rid
     provider.cleanup(run_id=rid)
+
+
+@pytest.fixture
+def out(tmp_path):
+    """A fresh output directory for an end-to-end run; no container of its runs may be left after."""
+    from tests.helpers.e2e import out_dir, remove_leftovers
+
+    path = out_dir(tmp_path)
+    yield path
+    assert remove_leftovers(path) == [], "containers left behind"

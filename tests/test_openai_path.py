@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.openai_server import FakeOpenAI, error, text, tool_calls
+from tests.helpers.e2e import containers_created_between
 
 pytestmark = pytest.mark.docker
 
@@ -44,16 +45,6 @@ def harness_containers(instance_id: str) -> set[str]:
                           "--filter", f"label=harness.instance_id={instance_id}"],
                          capture_output=True, text=True, check=True, timeout=30).stdout
     return set(out.split())
-
-
-def containers_created_between(instance_id: str, since: float, until: float) -> list[str]:
-    """Harness containers of this instance the engine created in [since, until] (its event log)."""
-    out = subprocess.run(
-        ["docker", "events", "--since", f"{since:.3f}", "--until", f"{until:.3f}",
-         "--filter", "type=container", "--filter", "event=create", "--filter", "label=harness.managed=1",
-         "--filter", f"label=harness.instance_id={instance_id}", "--format", "{{.ID}}"],
-        capture_output=True, text=True, check=True, timeout=30).stdout
-    return out.split()
 
 
 @pytest.fixture

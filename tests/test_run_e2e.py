@@ -161,6 +161,8 @@ def test_malformed_datasets_exit_2_before_any_container(tmp_path, content, messa
     (["--network", "bogus"], "network"), (["--ids", "not-there"], "not-there"),
     (["--memory", "abc"], "memory"), (["--cpus", "0"], "cpus"), (["--max-steps", "0"], "--max-steps"),
     (["--scorer", "tool_calls"], "tool_calls"),
+    (["--scorer", "tool_calls:a", "--scorer", "tool_calls:b"], "more than once"),
+    (["--sandbox", "nosuch.module:Provider"], "--sandbox nosuch.module:Provider"),
 ])
 def test_bad_flags_exit_2(tmp_path, flags, message):
     data, config = one_instance(tmp_path, SUM)

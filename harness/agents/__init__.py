@@ -1,5 +1,7 @@
-"""Agents under test: a registry by name or `module:function`, and adapters per framework.
+"""Agents under test, behind the agent-runner contract (contract.py).
 
-A factory is called as `factory(model_client, envs, instance, limits)` and returns
-the agent (or team) to run. The core only sees `AgentOutcome`.
+`registry.py` turns `--agent NAME` into an AgentRunner: built-in names, an AgentRunner
+subclass by `module:Class`, or an AutoGen factory by `module:function`. Each framework
+lives in its own folder (autogen/, plain/); the core sees only AgentRequest/AgentResult
+and the harness's own trace events. `user.py` is the simulated user.
 """

@@ -8,12 +8,14 @@ reads. All go through `Environments.call/guard`, so a dead sandbox stops the ins
 from __future__ import annotations
 
 import inspect
+import typing
 from typing import Awaitable, Callable
+
+from pydantic import BaseModel, ConfigDict, create_model
 
 from harness.environments import Environments, format_result
 
 Tool = Callable[..., Awaitable[str]]
-_JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
 
 def sandbox_tools(envs: Environments) -> list[Tool]:
@@ -97,18 +99,19 @@ def description(fn: Tool) -> str:
     return " ".join((fn.__doc__ or fn.__name__).split())
 
 
+def arguments_model(fn: Tool) -> type[BaseModel]:
+    """A pydantic model of a tool's parameters (lax: "2" becomes 2; unknown arguments are refused)."""
+    hints = typing.get_type_hints(fn)
+    fields = {name: (hints.get(name, typing.Any), ... if p.default is inspect.Parameter.empty else p.default)
+              for name, p in inspect.signature(fn).parameters.items()}
+    return create_model(f"{fn.__name__}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
+
+
 def schema(fn: Tool) -> dict:
     """The OpenAI `tools` entry for a tool function (parameters from its signature)."""
-    properties, required = {}, []
-    for name, param in inspect.signature(fn).parameters.items():
-        annotation = param.annotation
-        if isinstance(annotation, str):  # postponed annotations
-            annotation = {"str": str, "int": int, "float": float, "bool": bool}.get(annotation, str)
-        properties[name] = {"type": _JSON_TYPES.get(annotation, "string")}
-        if param.default is inspect.Parameter.empty:
-            required.append(name)
-        else:
-            properties[name]["default"] = param.default
-    return {"type": "function", "function": {
-        "name": fn.__name__, "description": description(fn),
-        "parameters": {"type": "object", "properties": properties, "required": required}}}
+    parameters = arguments_model(fn).model_json_schema()
+    parameters.pop("title", None)
+    for prop in parameters.get("properties", {}).values():
+        prop.pop("title", None)
+    return {"type": "function", "function": {"name": fn.__name__, "description": description(fn),
+                                             "parameters": parameters}}

@@ -81,7 +81,7 @@ class OpenAIChat(ChatModel):
                 arguments = json.loads(call.function.arguments or "{}")
             except json.JSONDecodeError:
                 arguments = {"_raw": call.function.arguments}
-            calls.append({"id": call.id, "name": call.function.name, "arguments": arguments})
+            calls.append({"id": call.id, "name": call.function.name, "arguments": as_object(arguments)})
         usage = answer.usage
         return Reply(content=message.content or "", tool_calls=calls,
                      usage={"prompt_tokens": getattr(usage, "prompt_tokens", 0) or 0,
@@ -101,9 +101,15 @@ class ReplayChat(ChatModel):
             raise ModelError(f"replay model {self.section.name}: no recorded turns left for this instance")
         turn = self._turns.pop(0)
         usage = {"prompt_tokens": 0, "completion_tokens": 0, **turn.get("usage", {})}
-        calls = [{"id": f"call_{uuid.uuid4().hex[:12]}", "name": c["name"], "arguments": c.get("arguments", {})}
-                 for c in turn.get("tool_calls") or []]
+        calls = [{"id": f"call_{uuid.uuid4().hex[:12]}", "name": c["name"],
+                  "arguments": as_object(c.get("arguments", {}))} for c in turn.get("tool_calls") or []]
         return Reply(content=turn.get("content", "") if not calls else "", tool_calls=calls, usage=usage)
+
+
+def as_object(arguments: Any) -> dict:
+    """Tool-call arguments as a JSON object: valid JSON that is not one (a list, a number) is kept
+    under "_value", for the trace and the model's error message; the runner refuses it."""
+    return arguments if isinstance(arguments, dict) else {"_value": arguments}
 
 
 def chat_model(section: ModelSection, meter: Meter, replay_turns: list[dict] | None) -> ChatModel:

@@ -62,7 +62,7 @@ class RunOptions:
     record: Path | None = None
     summary_csv: Path | None = None
     judge_model: str | None = None
-    website: Path | None = None  # an offline site folder (harness/services/website.py)
+    website: Path | None = None  # an offline site folder (harness/sandbox/site.py)
     all_instances: list = field(default_factory=list)  # filled by validation: the whole dataset
 
 

@@ -31,4 +31,8 @@ def build_scorers(names: list[str], config: dict, judge_model: str | None = None
             raise InputError(f"--scorer {name}: {exc}") from None
     if not scorers:
         raise InputError("--scorer: at least one scorer is needed")
+    names = [s.name for s in scorers]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:  # a row keeps one verdict per scorer name: a second one would overwrite the first
+        raise InputError(f"--scorer {', '.join(twice)} given more than once (a row keeps one verdict per scorer)")
     return scorers

@@ -7,9 +7,9 @@ Everything else gets its provider from `get_provider` and speaks the contract on
 from __future__ import annotations
 
 import functools
-import importlib
 
 from harness.errors import InputError
+from harness.plugins import load
 from harness.sandbox.contract import SandboxHandle, SandboxProvider
 
 DEFAULT = "docker"
@@ -23,11 +23,7 @@ def get_provider(name: str = DEFAULT) -> SandboxProvider:
     target = PROVIDERS.get(name, name)
     if ":" not in target:
         raise InputError(f"--sandbox {name}: not a provider ({', '.join(PROVIDERS)}) nor module:Class")
-    module_name, _, attr = target.partition(":")
-    try:
-        cls = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise InputError(f"--sandbox {name}: cannot import {target}: {exc}") from None
+    cls = load(target, "--sandbox")
     if not (isinstance(cls, type) and issubclass(cls, SandboxProvider)):
         raise InputError(f"--sandbox {name}: {target} is not a SandboxProvider")
     return cls()

@@ -4,15 +4,22 @@ It proves the agent-runner contract (a runner is setup + turn + close) and is a 
 agent in its own right: the model sees the sandbox tools (and the browser's, when the
 run has one), calls them, reads their results, and answers in text. The loop stops at
 the model's first reply without tool calls; the harness's meter enforces --max-steps.
+
+Tool arguments are validated (and coerced, "2" -> 2) against the tool's signature, and a
+tool that raises is reported to the model as an error result, as AutoGen's FunctionTool
+does: a model's sloppy call costs it one tool result, not the instance. A dead sandbox
+(InfraError) still stops the instance.
 """
 
 from __future__ import annotations
 
-import inspect
 import json
 
+from pydantic import ValidationError
+
 from harness.agents.contract import AgentContext, AgentRunner
-from harness.environments.tools import sandbox_tools, schema, web_tools
+from harness.environments.tools import arguments_model, sandbox_tools, schema, web_tools
+from harness.errors import InfraError
 from harness.models.chat import chat_model
 from harness.traces import Message, SystemPrompt, ToolCall, ToolResult
 
@@ -29,6 +36,7 @@ class PlainRunner(AgentRunner):
         self.ctx = ctx
         self.model = chat_model(ctx.model, ctx.meter, ctx.replay_turns)
         self.tools = {fn.__name__: fn for fn in sandbox_tools(ctx.envs) + web_tools(ctx.envs)}
+        self.arguments = {name: arguments_model(fn) for name, fn in self.tools.items()}
         self.schemas = [schema(fn) for fn in self.tools.values()]
         self.messages: list[dict] = [{"role": "system", "content": SYSTEM}]
         ctx.tracer.emit(SystemPrompt(source=SOURCE, content=SYSTEM))
@@ -58,11 +66,16 @@ class PlainRunner(AgentRunner):
             content = f"Error: no tool named {call['name']!r}; the tools are {', '.join(self.tools)}"
         else:
             try:
-                inspect.signature(fn).bind(**call["arguments"])
-            except TypeError as exc:  # wrong or missing arguments: the model's mistake, told to it
+                arguments = self.arguments[call["name"]].model_validate(call["arguments"]).model_dump()
+            except ValidationError as exc:  # wrong, missing or mistyped arguments: the model's mistake, told to it
                 content = f"Error: bad arguments for {call['name']}: {exc}"
             else:
-                content, is_error = await fn(**call["arguments"]), False
+                try:
+                    content, is_error = await fn(**arguments), False
+                except InfraError:
+                    raise  # the sandbox is gone (Environments.on_fatal has recorded it): the instance stops
+                except Exception as exc:  # noqa: BLE001 - the tool failed on this call: the model is told
+                    content = f"Error: {call['name']} failed: {type(exc).__name__}: {exc}"
         tracer.emit(ToolResult(name=call["name"], call_id=call["id"], content=content, is_error=is_error))
         return content
 
@@ -70,3 +83,4 @@ class PlainRunner(AgentRunner):
         model = getattr(self, "model", None)
         if model is not None:
             await model.close()
+
