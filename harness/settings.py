@@ -80,6 +80,8 @@ ELSEWHERE = {
     "HARNESS_SANDBOX_TOKEN": "inside the sandbox: sandboxd's per-sandbox token (set by the provider)",
     "HARNESS_SANDBOX_PORT": "inside the sandbox: sandboxd's port (8765)",
     "HARNESS_CHROMIUM": "inside the sandbox: the Chromium binary sandboxd starts",
+    "HARNESS_COMMAND_TAG": "inside the sandbox: set by sandboxd in each command's environment; on timeout it also "
+                           "kills every process carrying the command's value",
     "HARNESS_DOCKERD_WAIT": "scripts/ensure-docker.sh: seconds to wait for a dockerd it started",
     "HARNESS_DOCKERD_LOG": "scripts/ensure-docker.sh: log file of a dockerd it started",
     "HARNESS_DEBIAN_MIRROR": "harness/sandbox/image/base/build.sh: Debian mirror for the offline base "

@@ -20,7 +20,10 @@ Every request must carry the header X-Harness-Token equal to $HARNESS_SANDBOX_TO
 that variable the service refuses to start. A refusal is {"error": text, "code": CODE} with
 CODE one of not_found, permission, is_a_directory, too_large, unsupported, bad_request.
 A command runs in its own session; on timeout the whole process tree (session,
-process group and every descendant found in /proc) is SIGKILLed.
+process group, every descendant found in /proc, and every process whose environment
+carries the command's HARNESS_COMMAND_TAG, e.g. a daemon that double-forked out of the
+tree) is SIGKILLed. A command ends when its main process does: background children that
+still hold its stdout/stderr get PIPE_GRACE_S, then their further output is read and dropped.
 
 sandboxd is the container's PID 1, and so its init: the kernel ignores signals
 sent to PID 1 from inside its namespace unless it handles them, so agent code
@@ -32,19 +35,38 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import ctypes
 import hmac
 import io
 import json
 import os
 import pwd
+import secrets
 import signal
 import stat
 import tarfile
 import time
 import urllib.parse
 
+
+def _take_token() -> str:
+    """The token, removed from the environment commands inherit and wiped from this process's
+    memory: popping it alone leaves it readable by agent code in /proc/1/environ."""
+    address = None
+    try:
+        getenv = ctypes.CDLL(None).getenv
+        getenv.restype = ctypes.c_void_p
+        address = getenv(b"HARNESS_SANDBOX_TOKEN")
+    except (OSError, AttributeError):  # no libc to ask: the pop below still keeps it from commands
+        pass
+    token = os.environ.pop("HARNESS_SANDBOX_TOKEN", "")
+    if address:
+        ctypes.memset(address, 0, len(ctypes.string_at(address)))
+    return token
+
+
 PORT = int(os.environ.get("HARNESS_SANDBOX_PORT", "8765"))
-TOKEN = os.environ.pop("HARNESS_SANDBOX_TOKEN", "")
+TOKEN = _take_token()
 MAX_BODY = 512 * 1024 * 1024
 USER = pwd.getpwuid(os.getuid()).pw_name  # the only user commands can run as (no capabilities to switch)
 # Output kept per stream of one command, whatever a request asks for: what is kept is held
@@ -57,6 +79,9 @@ MAX_PARALLEL_COMMANDS = 32
 # After the command's main process exits, background children may still hold its
 # pipes open; wait this long for EOF, then answer with what was read.
 PIPE_GRACE_S = 0.2
+# Set to a fresh value in each command's environment: on timeout, processes that left the
+# command's tree (a double fork, `setsid -f`) are still found by it and killed.
+COMMAND_TAG_VAR = "HARNESS_COMMAND_TAG"
 
 
 CDP_PORT = 9222
@@ -106,12 +131,29 @@ def _proc_table() -> dict[int, tuple[int, int, int]]:
     return table
 
 
-def kill_tree(root: int) -> None:
-    """SIGKILL root, its session, its process group and all its descendants."""
+def _tagged(table: dict, tag: str) -> set[int]:
+    """The processes whose environment carries COMMAND_TAG_VAR=tag."""
+    needle = f"{COMMAND_TAG_VAR}={tag}".encode()
+    found = set()
+    for pid in table:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                if needle in fh.read().split(b"\0"):
+                    found.add(pid)
+        except OSError:
+            continue
+    return found
+
+
+def kill_tree(root: int, tag: str | None = None) -> None:
+    """SIGKILL root, its session, its process group and all its descendants, and with a tag,
+    every process whose environment carries it (daemons that left the tree)."""
     for _ in range(3):  # repeat: a process may fork while we look
         table = _proc_table()
         doomed = {pid for pid, (_, pgid, sid) in table.items() if sid == root or pgid == root}
         doomed.add(root)
+        if tag:
+            doomed |= _tagged(table, tag)
         frontier = list(doomed)
         while frontier:
             parent = frontier.pop()
@@ -131,17 +173,13 @@ def kill_tree(root: int) -> None:
 
 
 async def _drain(stream: asyncio.StreamReader, cap: int, sink: dict) -> None:
-    buf, total = bytearray(), 0
-    sink["buf"], sink["total"] = buf, 0
-    while True:
-        chunk = await stream.read(65536)
-        if not chunk:
-            return
-        total += len(chunk)
-        sink["total"] = total
-        room = cap - len(buf)
-        if room > 0:
-            buf += chunk[:room]
+    """Read a pipe to EOF, keeping its first cap bytes (none once sink["discard"] is set)."""
+    sink["buf"], sink["total"] = bytearray(), 0
+    while chunk := await stream.read(65536):
+        sink["total"] += len(chunk)
+        room = cap - len(sink["buf"])
+        if room > 0 and not sink.get("discard"):
+            sink["buf"] += chunk[:room]
 
 
 def _render(sink: dict, cap: int) -> tuple[str, bool]:
@@ -154,6 +192,7 @@ def _render(sink: dict, cap: int) -> tuple[str, bool]:
 
 
 _command_slots: asyncio.Semaphore | None = None
+_draining: set[asyncio.Task] = set()  # readers of pipes a command's background children still hold
 
 
 async def run_command(req: dict) -> dict:
@@ -164,23 +203,40 @@ async def run_command(req: dict) -> dict:
         return await _run_command(req)
 
 
+def _field(req: dict, key: str, parse, default=None):
+    """req[key] parsed, or default when absent/null; a value that does not parse is a 400."""
+    value = req.get(key)
+    if value is None:
+        return default
+    try:
+        return parse(value)
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise HttpError(400, f"bad {key}: {value!r} ({exc})") from None
+
+
 async def _run_command(req: dict) -> dict:
+    if not isinstance(req, dict):
+        raise HttpError(400, "the body must be a JSON object")
     argv = req.get("argv")
     if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
         raise HttpError(400, "argv must be a non-empty list of strings")
     if req.get("user") not in (None, "", USER):
         raise HttpError(400, f"commands run as {USER}; running as {req.get('user')!r} is not supported",
                         "unsupported")
-    timeout = None if req.get("timeout") is None else float(req["timeout"])
-    cap = max(0, min(int(req.get("max_output", 1024 * 1024)), MAX_OUTPUT_CAP))
+    timeout = _field(req, "timeout", float)
+    cap = max(0, min(_field(req, "max_output", int, 1024 * 1024), MAX_OUTPUT_CAP))
     env = dict(os.environ)
-    env.update({str(k): str(v) for k, v in (req.get("env") or {}).items()})
+    env.update(_field(req, "env", lambda e: {str(k): str(v) for k, v in e.items()}, {}))
     stdin_data = req.get("stdin")
     if req.get("stdin_b64") is not None:
-        stdin_data = base64.b64decode(req["stdin_b64"])
+        stdin_data = _field(req, "stdin_b64", lambda v: base64.b64decode(v, validate=True))
     elif stdin_data is not None:
         stdin_data = str(stdin_data).encode()
     cwd = req.get("cwd") or "/workspace"
+    if not isinstance(cwd, str):
+        raise HttpError(400, f"bad cwd: {cwd!r}")
+    tag = secrets.token_hex(8)
+    env[COMMAND_TAG_VAR] = tag
     started = time.monotonic()
     if not os.path.isdir(cwd):
         return _not_started(127, f"cannot run {argv[0]}: no such working directory: {cwd}")
@@ -202,30 +258,43 @@ async def _run_command(req: dict) -> dict:
     out, err = {}, {}
     readers = [asyncio.ensure_future(_drain(proc.stdout, cap, out)),
                asyncio.ensure_future(_drain(proc.stderr, cap, err))]
-    if stdin_data is not None:
-        try:
-            proc.stdin.write(stdin_data)
-            await proc.stdin.drain()
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        proc.stdin.close()
+    feeder = asyncio.ensure_future(_feed(proc.stdin, stdin_data)) if stdin_data is not None else None
     timed_out = False
     try:
-        await asyncio.wait_for(proc.wait(), timeout)  # None: no limit
+        # The deadline covers writing stdin too: a command that never reads it must not hang us.
+        # `exited`, not proc.wait(): that also waits for background children to close the pipes.
+        await asyncio.wait_for(asyncio.shield(proc.exited), timeout)  # None: no limit
     except asyncio.TimeoutError:
         timed_out = True
-        kill_tree(proc.pid)
-        await proc.wait()
-    done, pending = await asyncio.wait(readers, timeout=PIPE_GRACE_S)
-    for task in pending:
-        task.cancel()
+        kill_tree(proc.pid, tag)
+        await proc.exited
+    if feeder is not None:
+        if not feeder.done():  # the process is gone; what it did not read is dropped
+            feeder.cancel()
+            proc.stdin.close()
+        await asyncio.gather(feeder, return_exceptions=True)
+    _, pending = await asyncio.wait(readers, timeout=PIPE_GRACE_S)
     stdout, out_trunc = _render(out, cap)
     stderr, err_trunc = _render(err, cap)
+    for sink in (out, err):
+        sink["discard"], sink["buf"] = True, bytearray()
+    for task in pending:  # keep reading (and dropping) so a background writer never blocks on a full pipe
+        _draining.add(task)
+        task.add_done_callback(_draining.discard)
     code = proc.returncode
     sig = -code if code < 0 else None  # asyncio reports a signal death as -N; a shell says 128+N
     return {"exit_code": 128 + sig if sig else code, "signal": sig, "stdout": stdout, "stderr": stderr,
             "timed_out": timed_out, "stdout_truncated": out_trunc,
             "stderr_truncated": err_trunc, "duration": time.monotonic() - started}
+
+
+async def _feed(pipe: asyncio.StreamWriter, data: bytes) -> None:
+    try:
+        pipe.write(data)
+        await pipe.drain()
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    pipe.close()
 
 
 def _not_started(code: int, message: str) -> dict:
@@ -272,16 +341,30 @@ async def init_loop() -> None:
         reap_orphans()
 
 
+class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """asyncio's own protocol, plus `exited`: done when the process ends, even while children
+    it left in the background still hold its pipes (Process.wait() waits for those too)."""
+
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop):
+        super().__init__(limit=limit, loop=loop)
+        self.exited = loop.create_future()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
 async def spawn(*argv: str, **kwargs) -> asyncio.subprocess.Process:
-    proc = await asyncio.create_subprocess_exec(*argv, start_new_session=True, **kwargs)
+    """Start argv in a session of its own; the Process gets an `exited` future."""
+    loop = asyncio.get_running_loop()
+    transport, protocol = await loop.subprocess_exec(lambda: _Protocol(2**16, loop), *argv,
+                                                     start_new_session=True, **kwargs)
+    proc = asyncio.subprocess.Process(transport, protocol, loop)
+    proc.exited = protocol.exited
     _spawned.add(proc.pid)
-    asyncio.ensure_future(_forget(proc))
+    proc.exited.add_done_callback(lambda _: _spawned.discard(proc.pid))
     return proc
-
-
-async def _forget(proc: asyncio.subprocess.Process) -> None:
-    await proc.wait()
-    _spawned.discard(proc.pid)
 
 
 # --------------------------------------------------------------------- files
@@ -318,7 +401,11 @@ def _extract(body: bytes, dest: str) -> dict:
                 continue
             os.makedirs(os.path.dirname(target), exist_ok=True)
             src = tar.extractfile(m)
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+            # O_NONBLOCK: an existing FIFO in the way must not block the service (it is refused).
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
+                raise HttpError(400, f"refused archive member {m.name!r}: {target} is not a regular file")
             with os.fdopen(fd, "wb") as fh:
                 while chunk := src.read(1 << 20):
                     fh.write(chunk)
@@ -331,13 +418,18 @@ class FileBody:
 
     def __init__(self, path: str, max_bytes: int):
         try:
-            fh = open(path, "rb")
+            # O_NONBLOCK: opening a FIFO must not wait for a writer (this runs on the event loop);
+            # it changes nothing for the regular files that are served.
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError as exc:
             raise os_error(exc, path) from None
-        info = os.fstat(fh.fileno())
+        info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            fh.close()
+            os.close(fd)
+            if stat.S_ISDIR(info.st_mode):
+                raise os_error(IsADirectoryError(), path)
             raise HttpError(400, f"not a regular file: {path}")
+        fh = os.fdopen(fd, "rb")
         if info.st_size > max_bytes:
             fh.close()
             raise HttpError(413, f"{path} has {info.st_size} bytes, more than the {max_bytes} asked for",
@@ -451,7 +543,7 @@ async def dispatch(method: str, target: str, body: bytes) -> tuple[int, bytes, s
         result = extract_upload(body, query.get("dest", "/workspace"))
         return 200, json.dumps(result).encode(), "application/json"
     if method == "GET" and url.path == "/file":
-        max_bytes = int(query.get("max_bytes", 64 * 1024 * 1024))
+        max_bytes = _field(query, "max_bytes", int, 64 * 1024 * 1024)
         return 200, FileBody(query.get("path", ""), max_bytes), "application/octet-stream"
     if method == "POST" and url.path == "/browser/start":
         force = query.get("force") == "1"
@@ -493,7 +585,12 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
                 writer.write(_UNAUTHORIZED)
                 await writer.drain()
                 return
-            length = int(headers.get("content-length", "0"))
+            raw_length = headers.get("content-length", "0")
+            if not (raw_length.isascii() and raw_length.isdigit()):  # unknown framing: refuse, then drop
+                error = HttpError(400, f"bad Content-Length: {raw_length!r}")
+                await respond(writer, error.status, _error_body(error), "application/json", close=True)
+                return
+            length = int(raw_length)
             if length > MAX_BODY:  # refuse without reading it, then drop the connection
                 error = HttpError(413, f"request body of {length} bytes is over the limit of {MAX_BODY}",
                                   "too_large")
