@@ -9,6 +9,21 @@ import pytest
 from harness.sandbox.registry import get_provider
 
 
+def pytest_addoption(parser):
+    parser.addoption("--reliability-report", default=None,
+                     help="rewrite the fault table in this markdown file (e.g. docs/reliability.md)")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    from pathlib import Path
+
+    from tests.faults.reliability import RELIABILITY, merge
+
+    target = session.config.getoption("--reliability-report", default=None)
+    if target and RELIABILITY.records:
+        merge(Path(target), RELIABILITY.records)
+
+
 @pytest.fixture(scope="session")
 def provider():
     """The default (Docker) provider."""

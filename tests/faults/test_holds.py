@@ -1,0 +1,164 @@
+"""Faults the harness already survived before issue 9, kept honest here with figures.
+
+Each test drives the real CLI on real sandboxes with a replay model, provokes one fault,
+and checks the run's two promises: every selected instance ends as exactly one row
+(nothing lost), and no container of the run is left (nothing leaked).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.openai_server import FakeOpenAI, text, tool_calls
+from tests.helpers.e2e import REPO, containers_of, explain, fake_config, harness, out_dir, rows, trace
+
+pytestmark = pytest.mark.docker
+
+
+def _dataset(folder: Path, count: int, turns_for) -> tuple[Path, Path]:
+    """`count` instances q0..q{count-1} (answer: the index) and a replay config playing turns_for(i)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    data, replay = folder / "tasks.jsonl", folder / "turns.jsonl"
+    data.write_text("".join(json.dumps({"instance_id": f"q{i}", "question": f"What is {i}?", "answer": str(i)}) + "\n"
+                            for i in range(count)))
+    replay.write_text("".join(json.dumps({"instance_id": f"q{i}", "turns": turns_for(i)}) + "\n"
+                              for i in range(count)))
+    config = folder / "replay.toml"
+    config.write_text(f'[llm.rec]\nkind = "replay"\npath = "{replay}"\n')
+    return data, config
+
+
+def _start(*args) -> subprocess.Popen:
+    env = {**os.environ, "HARNESS_RETRY_BACKOFF": "0"}
+    return subprocess.Popen([sys.executable, "-m", "harness", *map(str, args)], cwd=REPO, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def _one_row_each(out: Path, count: int) -> int:
+    """How many of the selected instances do NOT have exactly one row (the results lost)."""
+    ids = [r["instance_id"] for r in rows(out)] if (out / "output.jsonl").exists() else []
+    return sum(ids.count(f"q{i}") != 1 for i in range(count))
+
+
+def _kill_runs(out: Path, tmp_path: Path, data: Path, config: Path, kills: int, seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(kills):
+        proc = _start("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out,
+                      "--workers", 4)
+        time.sleep(rng.uniform(1.0, 6.0))
+        proc.send_signal(signal.SIGKILL)  # the harness alone: its agents die with it (PDEATHSIG)
+        proc.wait(timeout=30)
+
+
+def _sleepy(i: int) -> list[dict]:
+    """An agent that runs one short command, then answers: slow enough to be killed mid-flight."""
+    return [{"tool_calls": [{"name": "run_shell", "arguments": {"command": f"sleep 0.{i % 7 + 2}; echo {i}"}}]},
+            {"content": f"<solution>{i}</solution>"}]
+
+
+def _kill9_then_resume(tmp_path, reliability, count: int, kills: int, fault: str) -> None:
+    data, config = _dataset(tmp_path / "data", count, _sleepy)
+    out = out_dir(tmp_path)
+    t0 = time.monotonic()
+    _kill_runs(out, tmp_path, data, config, kills, seed=count)
+    final = harness("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out,
+                    "--workers", 4, timeout=600)
+    lost, leaked = _one_row_each(out, count), len(containers_of(out))
+    reliability.record(fault, "every instance finished once after resume" if not lost else "rows lost",
+                       lost=lost, leaked=leaked, started=t0)
+    assert final.returncode == 0, explain(final)
+    assert lost == 0 and leaked == 0
+    assert all(r["status"] == "ok" and r["correct"] for r in rows(out))
+
+
+def test_kill9_once_then_resume(tmp_path, image, reliability):
+    _kill9_then_resume(tmp_path, reliability, count=8, kills=1, fault="kill -9 of the harness, once, 8 instances")
+
+
+@pytest.mark.slow
+def test_kill9_five_times_on_thirty_instances_then_resume(tmp_path, image, reliability):
+    _kill9_then_resume(tmp_path, reliability, count=30, kills=5,
+                       fault="kill -9 of the harness at random points, 5 times, 30 instances")
+
+
+def test_sigint_removes_the_runs_sandboxes_within_15s(tmp_path, image, reliability):
+    long = lambda i: [{"tool_calls": [{"name": "run_shell", "arguments": {"command": "sleep 120"}}]},  # noqa: E731
+                      {"content": "<solution>0</solution>"}]
+    data, config = _dataset(tmp_path / "data", 4, long)
+    out = out_dir(tmp_path)
+    proc = _start("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out,
+                  "--workers", 2)
+    deadline = time.monotonic() + 60
+    while len(containers_of(out)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert containers_of(out), "no sandbox started"
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=60)
+    while containers_of(out) and time.monotonic() - t0 < 15:
+        time.sleep(0.2)
+    leaked = len(containers_of(out))
+    reliability.record("SIGINT (Ctrl-C) mid-run", f"exit {proc.returncode}, sandboxes removed", leaked=leaked,
+                       started=t0)
+    assert leaked == 0
+    assert proc.returncode != 0
+
+
+@pytest.mark.parametrize("fault, command, expect", [
+    ("fork bomb in the sandbox", ":(){ :|:& };: ; sleep 3; echo survived", ("survived", "timed out")),
+    ("endless output", "yes hello", ("output truncated",)),
+    ("sleep forever", "sleep infinity", ("timed out",)),
+])
+def test_hostile_commands_end_and_the_instance_still_answers(tmp_path, image, reliability, fault, command, expect):
+    turns = [{"tool_calls": [{"name": "run_shell", "arguments": {"command": command}}]},
+             {"tool_calls": [{"name": "run_shell", "arguments": {"command": "echo still-alive"}}]},
+             {"content": "<solution>0</solution>"}]
+    data, config = _dataset(tmp_path / "data", 1, lambda i: turns)
+    out = out_dir(tmp_path)
+    t0 = time.monotonic()
+    proc = harness("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out,
+                   "--command-timeout", 5, "--instance-timeout", 120)
+    (row,) = rows(out)
+    results = [e for e in trace(out, row) if e["type"] == "tool_result"]
+    leaked = len(containers_of(out))
+    reliability.record(fault, f"command ended ({' or '.join(expect)}); row {row['status']}", lost=0 if row else 1,
+                       leaked=leaked, started=t0)
+    assert proc.returncode == 0, explain(proc)
+    assert row["status"] == "ok" and row["correct"] is True, row
+    assert any(e in results[0]["content"] for e in expect), results[0]["content"][-500:]
+    assert "still-alive" in results[1]["content"]  # the sandbox's service survived the first command
+    assert leaked == 0
+
+
+def test_model_key_never_visible_in_the_sandbox(tmp_path, image, reliability):
+    """Secret canary: the model's API key goes to the model server, never into a sandbox."""
+    canary = "sk-canary-" + os.urandom(8).hex()
+    look = ("env; cat /proc/1/environ /proc/self/environ 2>/dev/null | tr '\\0' '\\n'; "
+            "grep -rsl " + canary[:14] + " /workspace /tmp /proc/*/environ 2>/dev/null; echo done")
+    script = [tool_calls(("run_shell", {"command": look})), text("<solution>0</solution>")]
+    data, _ = _dataset(tmp_path / "data", 1, lambda i: [])
+    out = out_dir(tmp_path)
+    t0 = time.monotonic()
+    with FakeOpenAI(script) as server:
+        config = fake_config(tmp_path / "fake.toml", server.base_url)
+        proc = harness("run", "--dataset", data, "--model", "fake", "--config", config, "--output-dir", out,
+                       "--agent", "plain", env={"FAKE_OPENAI_KEY": canary})
+        seen_by_server = [r["headers"].get("authorization", "") for r in server.chat_requests]
+    assert proc.returncode == 0, explain(proc)
+    (row,) = rows(out)
+    shown = "\n".join(e["content"] for e in trace(out, row) if e["type"] == "tool_result")
+    leaked = canary in shown or canary in (out / row["trace"]).read_text()
+    reliability.record("secret canary (model key) looked for inside the sandbox",
+                       "not visible" if not leaked else "VISIBLE", leaked=len(containers_of(out)), started=t0)
+    assert "done" in shown  # the probe really ran in the sandbox
+    assert not leaked
+    assert any(canary in h for h in seen_by_server)  # the key did reach the model server
