@@ -9,12 +9,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from harness import exit_codes
 from harness.errors import HarnessError, InputError
+from harness.terminal import say, stderr_console
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 images_app = typer.Typer(no_args_is_help=True, help="Build and list sandbox images.")
 app.add_typer(images_app, name="images")
-console = Console(stderr=True)
+console = stderr_console()
 
 
 SANDBOX_HELP = "Sandbox provider: docker (default) or module:Class."
@@ -30,8 +32,13 @@ def _provider(name: str):
 
 
 def fail(exc: HarnessError) -> None:
-    console.print(f"[red]error ({exc.kind}):[/red] {exc}")
-    raise typer.Exit(2 if isinstance(exc, InputError) else 1)
+    """One line on stderr, the message as it is (no markup, no wrapping); exit 2 for input, else 1."""
+    say(console, f"error ({exc.kind}): {exc}", style="red")
+    raise typer.Exit(exit_codes.INPUT if isinstance(exc, InputError) else exit_codes.FAILED)
+
+
+def log(message: str) -> None:
+    say(console, message)
 
 
 @images_app.command("build")
@@ -39,7 +46,7 @@ def images_build(force: bool = typer.Option(False, help="Rebuild even when the t
                  sandbox: str = typer.Option("docker", help=SANDBOX_HELP)) -> None:
     """Build the sandbox image (and an offline Debian base when none can be pulled)."""
     try:
-        tag = _provider(sandbox).build_image(force=force, log=lambda m: console.print(m))
+        tag = _provider(sandbox).build_image(force=force, log=log)
     except HarnessError as exc:
         fail(exc)
     print(tag)
@@ -59,7 +66,7 @@ def images_list(sandbox: str = typer.Option("docker", help=SANDBOX_HELP)) -> Non
 @images_app.command("prune")
 def images_prune(sandbox: str = typer.Option("docker", help=SANDBOX_HELP)) -> None:
     """Remove sandbox images of older build contexts (the current one and the base stay)."""
-    for tag in _provider(sandbox).prune_images(log=lambda m: console.print(m)):
+    for tag in _provider(sandbox).prune_images(log=log):
         print(f"removed {tag}")
 
 
@@ -78,7 +85,7 @@ def cleanup(
     verb = "would remove" if dry_run else "removed"
     for item in removed:
         print(f"{verb} {item.name} (run {item.run_id}, owner {item.owner}, {item.state})")
-    console.print(f"{verb} {len(removed)} container(s)")
+    say(console, f"{verb} {len(removed)} container(s)")
 
 
 @app.command()
@@ -90,7 +97,7 @@ def smoke(
     from harness.sandbox.smoke import run_smoke
 
     try:
-        ok = run_smoke(_provider(sandbox), sandboxes, log=lambda m: console.print(m))
+        ok = run_smoke(_provider(sandbox), sandboxes, log=log)
     except HarnessError as exc:
         fail(exc)
     raise typer.Exit(0 if ok else 1)
@@ -122,6 +129,8 @@ def run_cmd(
     network: str = typer.Option("none", help="none, internet, or internal:NAME."),
     memory: str = typer.Option("2g", help="Memory per sandbox."),
     cpus: float = typer.Option(1.0, help="CPUs per sandbox."),
+    disk: str = typer.Option("2g", help="Writable space per sandbox (files anywhere; beyond it: no space left). "
+                                        "Without a storage quota it is RAM, added to --memory."),
     force: bool = typer.Option(False, help="Resume even though the configuration changed."),
     record: Optional[Path] = typer.Option(None, help="Append the model's turns to this replay file."),
     judge_model: Optional[str] = typer.Option(None, help="\\[llm.NAME] section for --scorer llm_judge."),
@@ -132,18 +141,27 @@ def run_cmd(
     max_user_replies: int = typer.Option(3, help="Simulated user replies per instance (0: none)."),
     user_function: Optional[str] = typer.Option(None, help="module:function(final_message, instance, number) "
                                                            "-> reply or None, instead of --user-reply."),
+    fail_on_error: Optional[str] = typer.Option(None, help="Start no more instances once N have errored "
+                                                           "(or a fraction, 0.2 or 20%, of those selected); "
+                                                           "exit 3."),
 ) -> None:
-    """Evaluate an agent on a dataset, one sandbox per instance."""
+    """Evaluate an agent on a dataset, one sandbox per instance.
+
+    Exit codes: 0 every selected instance ended without an error; 1 the harness failed (or
+    left containers); 2 bad input, before any container; 3 some instance errored or was not
+    run; 4 output.jsonl became unwritable (rows rescued); 128+N ended by signal N (130 Ctrl-C,
+    143 SIGTERM, 129 SIGHUP)."""
     from harness.agents.contract import Limits, UserSimulation
-    from harness.runner.run import RunOptions, run
+    from harness.runner.run import RunOptions, error_budget, run
+    from harness.signals import exit_code, interrupts
 
     split_list = lambda text: [x.strip() for x in text.split(",") if x.strip()] if text else None  # noqa: E731
     try:
         from harness.sandbox.contract import SandboxSpec
 
-        SandboxSpec(image="-", run_id="-", instance_id="-", network=network, memory=memory, cpus=cpus)
+        SandboxSpec(image="-", run_id="-", instance_id="-", network=network, memory=memory, cpus=cpus, disk=disk)
     except ValueError as exc:
-        fail(InputError(f"--network/--memory/--cpus: {exc}"))
+        fail(InputError(f"--network/--memory/--cpus/--disk: {exc}"))
     for flag, value, low in (("--max-steps", max_steps, 1), ("--max-tokens", max_tokens, 1),
                              ("--instance-timeout", instance_timeout, 1e-9), ("--command-timeout", command_timeout, 1e-9),
                              ("--page-size", page_size, 100)):
@@ -160,12 +178,17 @@ def run_cmd(
                       command_timeout=command_timeout, page_size=page_size),
         selection={"ids": split_list(ids), "skip": split_list(skip), "offset": offset, "stride": stride,
                    "shuffle": shuffle, "seed": seed, "limit": limit},
-        sandbox={"network": network, "memory": memory, "cpus": cpus}, provider=sandbox, user=user,
+        sandbox={"network": network, "memory": memory, "cpus": cpus, "disk": disk}, provider=sandbox, user=user,
     )
     try:
-        code = run(opts, console)
+        opts.fail_on_error = error_budget(fail_on_error)
+        with interrupts():
+            code = run(opts, console)
     except HarnessError as exc:
         fail(exc)
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP: the run has cleaned up already
+        say(console, f"stopped ({exc or 'interrupted'}): finished rows are kept; re-run to resume", style="yellow")
+        raise typer.Exit(exit_code(exc)) from None
     raise typer.Exit(code)
 
 

@@ -38,7 +38,21 @@ class InfraError(HarnessError):
 
 
 class SandboxDied(InfraError):
-    """The sandbox is gone or its service stopped answering."""
+    """The sandbox is gone or its service stopped answering.
+
+    `oom_killed`: the engine saw the kernel kill the sandbox for memory (its processes used
+    all of it): the agent's code exhausted the sandbox, see SandboxExhausted."""
+
+    oom_killed: bool = False
+
+
+class SandboxExhausted(SandboxDied):
+    """The sandbox died because the agent's code used up its memory (the container was
+    OOM-killed). The agent's error, not infra's: a fresh sandbox would meet the same end."""
+
+    kind = "agent"
+    retryable = False
+    oom_killed = True
 
 
 class EngineUnavailable(InfraError):

@@ -284,6 +284,37 @@ def test_valid_folder_attachment_with_inner_symlink(tmp_path: Path) -> None:
     assert inst.files == ["dir"]
 
 
+def test_attachments_over_the_per_instance_limit_are_refused_naming_the_file(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("harness.sandbox.files.MAX_ARCHIVE_BYTES", 64 * 1024)
+    (tmp_path / "small.txt").write_text("s" * 1000)
+    (tmp_path / "big.bin").write_bytes(b"b" * 70 * 1024)
+    (tmp_path / "dir").mkdir()
+    for i in range(4):
+        (tmp_path / "dir" / f"part{i}.bin").write_bytes(b"p" * 20 * 1024)
+    with pytest.raises(InputError) as excinfo:
+        load_dataset(plain(tmp_path, [row("a", files=["small.txt"]), row("b", files=["small.txt", "big.bin"]),
+                                      row("c", files=["dir"])]))
+    text = message(excinfo)
+    assert "2 problem(s)" in text and "line 1" not in text
+    assert "line 2 (id 'b'): attachments pack to" in text and "'big.bin' (70.0 KiB)" in text
+    assert "line 3 (id 'c'): attachments pack to" in text and "'dir' (80.0 KiB" in text
+    assert "over the limit of 65536 bytes" in text
+
+
+def test_attachments_just_under_the_limit_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.sandbox.files import archive_size
+
+    (tmp_path / "f.bin").write_bytes(b"f" * 5000)
+    exact = archive_size(tmp_path, ["f.bin"])
+    monkeypatch.setattr("harness.sandbox.files.MAX_ARCHIVE_BYTES", exact)
+    (inst,) = load_dataset(plain(tmp_path, [row("a", files=["f.bin"])]))
+    assert inst.files == ["f.bin"]
+    monkeypatch.setattr("harness.sandbox.files.MAX_ARCHIVE_BYTES", exact - 1)
+    with pytest.raises(InputError, match="'f.bin'"):
+        load_dataset(plain(tmp_path, [row("a", files=["f.bin"])]))
+
+
 def test_nonexistent_path(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="does not exist"):
         load_dataset(tmp_path / "nope.jsonl")
@@ -415,3 +446,38 @@ def test_smoke_dataset_loads() -> None:
     assert len(instances) >= 12
     assert {i.level for i in instances} <= {1, 2, 3} and all(i.level is not None for i in instances)
     assert all(i.answer for i in instances)
+
+
+# --- the sandbox packer's sizes (what validation checks against) ------------------------------------
+
+def test_the_attachment_limit_is_the_services_upload_limit() -> None:
+    import harness
+    from harness.sandbox import files, service
+
+    source = (Path(harness.__file__).parent / "sandbox" / "image" / "sandbox" / "sandboxd.py").read_text()
+    assert files.MAX_ARCHIVE_BYTES == service.MAX_BODY == 512 * 1024 * 1024
+    assert "\nMAX_BODY = 512 * 1024 * 1024\n" in source
+
+
+def test_archive_size_is_exactly_what_build_archive_writes(tmp_path: Path) -> None:
+    import io
+    import tarfile
+
+    from harness.sandbox.files import archive_file, archive_size, build_archive
+
+    (tmp_path / "dir" / "ünïcode dir" / "deep").mkdir(parents=True)
+    (tmp_path / "dir" / "ünïcode dir" / "fïle.txt").write_text("x" * 1000)
+    (tmp_path / "dir" / "empty").write_bytes(b"")
+    (tmp_path / ("long-" * 40 + ".bin")).write_bytes(b"l" * 513)  # a name longer than a ustar header holds
+    (tmp_path / "blocks.bin").write_bytes(b"b" * 20480)
+    (tmp_path / "link.txt").symlink_to(tmp_path / "blocks.bin")
+    for names in (["blocks.bin"], ["dir"], ["dir", "long-" * 40 + ".bin", "link.txt", "blocks.bin"]):
+        out = io.BytesIO()
+        written = build_archive(tmp_path, names, out)
+        assert written == len(out.getvalue()) == archive_size(tmp_path, names), names
+        with tarfile.open(fileobj=io.BytesIO(out.getvalue())) as tar:
+            assert all(m.isdir() or m.isfile() for m in tar.getmembers())
+    with archive_file(tmp_path, ["dir", "link.txt"]) as (fh, size):
+        assert fh.tell() == 0 and size == archive_size(tmp_path, ["dir", "link.txt"])
+        with tarfile.open(fileobj=fh) as tar:
+            assert tar.extractfile("link.txt").read() == b"b" * 20480

@@ -232,7 +232,7 @@ def test_dead_sandbox_is_an_infra_error_retried_on_a_fresh_sandbox(tmp_path):
     out2 = tmp_path / f"r{secrets.token_hex(4)}"
     proc = harness("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out2,
                    "--agent", "tests.helpers.agents:kills_its_first_sandbox", "--max-retries", 0, env=env)
-    assert proc.returncode == 0
+    assert proc.returncode == 3  # every instance errored (harness/exit_codes.py)
     (row,) = rows(out2)
     assert row["status"] == "error" and row["error_kind"] == "infra" and row["correct"] is False
     assert json.loads((out2 / "report.json").read_text())["errors_by_kind"] == {"infra": 1}

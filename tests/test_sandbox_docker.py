@@ -21,8 +21,8 @@ import docker
 import pytest
 
 from harness.errors import SandboxBadRequest, SandboxDied
-from harness.sandbox.contract import SandboxSpec
-from harness.sandbox.docker import engine
+from harness.sandbox.contract import SandboxSpec, parse_size
+from harness.sandbox.docker import engine, storage
 from harness.sandbox.docker.provider import DockerSandbox
 from harness.sandbox.service import TOKEN_HEADER, ServiceClient
 
@@ -43,7 +43,9 @@ def health(sb) -> tuple[int, dict]:
 def test_the_docker_provider_makes_docker_sandboxes(provider, image, run_id):
     with provider.open(spec(image, run_id)) as sb:
         assert isinstance(sb, DockerSandbox)
-        assert engine.client().api.inspect_container(sb.id)["Name"] == "/" + sb.name
+        # The harness's name is a label: the container has no Docker name (the embedded DNS would
+        # hand it to other sandboxes).
+        assert engine.client().api.inspect_container(sb.id)["Config"]["Labels"]["harness.name"] == sb.name
         assert sb.handle().ref == {"container_id": sb.id}
 
 
@@ -127,7 +129,10 @@ def test_limits_and_isolation_are_set(provider, image, run_id):
             provider.open(spec(image, run_id, "other")) as other:
         attrs = engine.client().api.inspect_container(sb.id)
         host = attrs["HostConfig"]
-        assert host["Memory"] == 512 * 1024 * 1024 and host["NanoCpus"] == 500_000_000
+        # Where the disk limit is tmpfs (RAM), it comes on top of the memory (storage.py).
+        extra = 0 if storage.backend(image, sb.spec.disk).kind == "quota" else parse_size(sb.spec.disk)
+        assert host["Memory"] == 512 * 1024 * 1024 + extra and host["NanoCpus"] == 500_000_000
+        assert host["LogConfig"] == {"Type": "json-file", "Config": storage.LOG_CONFIG["config"]}
         assert host["PidsLimit"] == 64 and host["CapDrop"] == ["ALL"]
         assert "no-new-privileges" in host["SecurityOpt"]
         assert not any("docker.sock" in m.get("Source", "") for m in attrs["Mounts"])

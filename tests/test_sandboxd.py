@@ -497,6 +497,219 @@ def test_malformed_content_length_is_400_bad_request(server, length):
     assert server.request("GET", "/health")[0] == 200
 
 
+# ------------------------------------------------------------------- connections: timeouts and caps
+def _limits(monkeypatch, sandboxd, **values):
+    """Smaller connection limits for one test (sandboxd reads them at each use)."""
+    for name, value in values.items():
+        monkeypatch.setattr(sandboxd, name, value)
+
+
+def _closed_within(sock: socket.socket, seconds: float) -> bool:
+    """True when the server closes sock (EOF or reset) within `seconds`; what it answers first is skipped."""
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        sock.settimeout(left)
+        try:
+            if sock.recv(65536) == b"":
+                return True
+        except (ConnectionResetError, BrokenPipeError):
+            return True
+        except (socket.timeout, TimeoutError):
+            return False
+    return False
+
+
+def _ask(sock: socket.socket, method: str = "GET", path: str = "/health", body: bytes = b"",
+         timeout: float = 10) -> tuple[int, bytes]:
+    """One request with the token on a kept-alive raw connection; (status, body)."""
+    sock.settimeout(timeout)
+    sock.sendall(f"{method} {path} HTTP/1.1\r\nHost: x\r\nX-Harness-Token: {TOKEN}\r\n"
+                 f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError(f"closed before an answer: {data!r}")
+        data += chunk
+    status, headers, rest = _split_response(data)
+    while len(rest) < int(headers.get("content-length", 0)):
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("closed in the middle of an answer")
+        rest += chunk
+    return status, rest
+
+
+def test_a_new_connection_that_sends_nothing_is_closed_after_the_first_request_timeout(server, sandboxd,
+                                                                                      monkeypatch):
+    _limits(monkeypatch, sandboxd, FIRST_REQUEST_TIMEOUT_S=0.5)
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as silent:
+        started = time.monotonic()
+        assert _closed_within(silent, 5), "a silent new connection was kept open"
+        assert 0.3 < time.monotonic() - started < 3
+    assert server.request("GET", "/health")[0] == 200
+
+
+def test_a_new_connection_trickling_its_headers_is_closed_at_the_same_deadline(server, sandboxd, monkeypatch):
+    _limits(monkeypatch, sandboxd, FIRST_REQUEST_TIMEOUT_S=0.6)
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as slow:
+        started = time.monotonic()
+        slow.sendall(b"GET /health HTTP/1.1\r\n")
+        closed = False
+        for i in range(60):  # one header byte every 0.1 s: each read is quick, the whole head never ends
+            try:
+                slow.sendall(b"X-Pad: y\r\n"[i % 10: i % 10 + 1])
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+                break
+            if _closed_within(slow, 0.1):
+                closed = True
+                break
+        assert closed and time.monotonic() - started < 3
+
+
+def test_an_authenticated_connection_outlives_the_first_request_timeout_until_the_idle_timeout(
+        server, sandboxd, monkeypatch):
+    _limits(monkeypatch, sandboxd, FIRST_REQUEST_TIMEOUT_S=0.3, IDLE_TIMEOUT_S=1.5)
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as kept:
+        assert _ask(kept)[0] == 200
+        time.sleep(0.8)  # longer than a new connection may wait for its first request
+        assert _ask(kept)[0] == 200
+        started = time.monotonic()
+        assert _closed_within(kept, 6), "an idle authenticated connection was never closed"
+        assert 1.0 < time.monotonic() - started < 4
+
+
+def test_unauthenticated_connections_over_the_cap_are_closed_oldest_first_and_the_token_gets_through(
+        server, sandboxd, monkeypatch):
+    _limits(monkeypatch, sandboxd, MAX_UNAUTHENTICATED=8, FIRST_REQUEST_TIMEOUT_S=60)
+    strangers = [socket.create_connection(("127.0.0.1", server.port), timeout=5) for _ in range(40)]
+    try:
+        time.sleep(0.5)
+        closed = [_closed_within(s, 0.1) for s in strangers]
+        assert all(closed[:30]) and not any(closed[-6:]), closed
+        started = time.monotonic()
+        status, _ = server.json("GET", "/health", timeout=5)  # a new connection, with the token
+        assert status == 200 and time.monotonic() - started < 2
+        time.sleep(0.2)
+        assert sum(not _closed_within(s, 0.05) for s in strangers) <= 8
+    finally:
+        for s in strangers:
+            s.close()
+
+
+def test_authenticated_connections_over_the_cap_close_the_least_recently_used_idle_one(server, sandboxd,
+                                                                                        monkeypatch):
+    _limits(monkeypatch, sandboxd, MAX_AUTHENTICATED=3)
+    conns = [socket.create_connection(("127.0.0.1", server.port), timeout=5) for _ in range(5)]
+    try:
+        for conn in conns:
+            assert _ask(conn)[0] == 200
+        time.sleep(0.2)
+        assert [_closed_within(c, 0.2) for c in conns] == [True, True, False, False, False]
+        for conn in conns[2:]:
+            assert _ask(conn)[0] == 200
+    finally:
+        for conn in conns:
+            conn.close()
+
+
+def test_a_busy_connection_is_never_cut_and_a_newcomer_over_the_cap_is_told_503(server, sandboxd, monkeypatch,
+                                                                                 work):
+    _limits(monkeypatch, sandboxd, MAX_AUTHENTICATED=1)
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as busy:
+        assert _ask(busy)[0] == 200
+        request = json.dumps({"argv": ["sleep", "1"], "cwd": str(work), "timeout": 10}).encode()
+        busy.sendall(f"POST /exec HTTP/1.1\r\nHost: x\r\nX-Harness-Token: {TOKEN}\r\n"
+                     f"Content-Length: {len(request)}\r\n\r\n".encode() + request)
+        time.sleep(0.3)  # the command runs
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as newcomer:
+            status, body = _ask(newcomer)
+            assert status == 503 and json.loads(body)["code"] == "busy"
+            assert _closed_within(newcomer, 2)
+        busy.settimeout(10)
+        answer = b""
+        while b"exit_code" not in answer:
+            chunk = busy.recv(65536)
+            assert chunk, "the busy connection was cut"
+            answer += chunk
+        assert answer.startswith(b"HTTP/1.1 200")
+    time.sleep(0.2)
+    assert server.request("GET", "/health")[0] == 200  # the idle slot is free again
+
+
+def test_an_upload_is_spooled_in_chunks_not_held_in_memory(server, work):
+    import tracemalloc
+
+    size = 48 * 1024 * 1024
+    archive = work / "upload.tar"
+    with tarfile.open(archive, "w") as tar:
+        info = tarfile.TarInfo("big.bin")
+        info.size = size
+        with open("/dev/zero", "rb") as zeros:
+            tar.addfile(info, zeros)
+    length = archive.stat().st_size
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+    tracemalloc.start()
+    try:
+        with open(archive, "rb") as body:
+            conn.request("POST", "/upload?" + urllib.parse.urlencode({"dest": str(work / "in")}), body=body,
+                         headers={"X-Harness-Token": TOKEN, "Content-Length": str(length)})
+            resp = conn.getresponse()
+            answer = json.loads(resp.read())
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+        conn.close()
+    assert resp.status == 200 and answer["written"] == ["big.bin"]
+    assert (work / "in" / "big.bin").stat().st_size == size
+    assert peak < 12 * 1024 * 1024, f"peak {peak >> 20} MiB of Python memory for a {size >> 20} MiB upload"
+
+
+def test_a_refused_upload_is_answered_typed_on_a_connection_that_stays_usable(server, work):
+    # The refusal comes at the first member; the 20 MB behind it are still read (and dropped).
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, size in (("../escape", 1), ("big.bin", 20 * 1024 * 1024)):
+            info = tarfile.TarInfo(name)
+            info.size = size
+            tar.addfile(info, io.BytesIO(b"x" * size))
+    dest = work / "new" / "dest"
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as conn:
+        status, body = _ask(conn, "POST", "/upload?" + urllib.parse.urlencode({"dest": str(dest)}), buf.getvalue())
+        assert status == 400 and json.loads(body)["code"] == "bad_request"
+        assert _ask(conn)[0] == 200  # the same connection serves the next request
+    assert not (work / "new").exists() and not (work / "escape").exists()
+    # Success leaves nothing of the staging behind either.
+    status, body = server.json("POST", "/upload?" + urllib.parse.urlencode({"dest": str(work)}),
+                               _tar({"a.txt": b"a", "sub/b.txt": b"b"}))
+    assert status == 200 and sorted(body["written"]) == ["a.txt", "sub/b.txt"]
+    assert sorted(p.name for p in work.iterdir()) == ["a.txt", "sub"]
+
+
+def test_an_upload_over_a_folder_or_under_a_file_is_refused_and_writes_nothing(server, work):
+    (work / "taken").mkdir()
+    (work / "plain").write_text("p")
+    for members in ({"ok.txt": b"ok", "taken": b"x"}, {"ok.txt": b"ok", "plain/inner": b"x"}):
+        status, body = server.json("POST", "/upload?" + urllib.parse.urlencode({"dest": str(work)}),
+                                   _tar(members))
+        assert status == 400 and body["code"] in ("bad_request", "is_a_directory"), body
+        assert not (work / "ok.txt").exists()
+    assert (work / "plain").read_text() == "p" and (work / "taken").is_dir()
+    assert sorted(p.name for p in work.iterdir()) == ["plain", "taken"]
+
+
+def test_an_upload_cut_short_is_dropped_and_the_service_goes_on(server, work):
+    body = _tar({"a.txt": b"a" * 100_000})
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as conn:
+        conn.sendall(b"POST /upload?" + urllib.parse.urlencode({"dest": str(work / "cut")}).encode()
+                     + b" HTTP/1.1\r\nHost: x\r\nX-Harness-Token: " + TOKEN.encode()
+                     + b"\r\nContent-Length: %d\r\n\r\n" % len(body) + body[:50_000])
+    time.sleep(0.3)
+    assert not (work / "cut" / "a.txt").exists()
+    assert server.request("GET", "/health")[0] == 200
+
+
 # ------------------------------------------------------------------- as a program
 def _free_port() -> int:
     with socket.socket() as s:
@@ -542,5 +755,54 @@ def test_sandboxd_serves_on_its_port_with_a_token(tmp_path):
         # Nor can a command read it from the service's own initial environment.
         assert TOKEN.encode() not in Path(f"/proc/{proc.pid}/environ").read_bytes()
     finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_sandboxd_out_of_descriptors_neither_crashes_nor_wedges(tmp_path):
+    """Accept failing with EMFILE: the token holder still gets through, and the service recovers."""
+    import resource
+
+    port = _free_port()
+    env = {**os.environ, "HARNESS_SANDBOX_TOKEN": TOKEN, "HARNESS_SANDBOX_PORT": str(port)}
+    proc = subprocess.Popen([sys.executable, str(SANDBOXD)], env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    strangers: list[socket.socket] = []
+    try:
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=2) as probe:
+                    assert _ask(probe)[0] == 200
+                break
+            except OSError:
+                assert proc.poll() is None, proc.communicate()[1]
+                assert time.monotonic() < deadline, "sandboxd did not answer"
+                time.sleep(0.05)
+        limit = resource.prlimit(proc.pid, resource.RLIMIT_NOFILE)
+        resource.prlimit(proc.pid, resource.RLIMIT_NOFILE, (10, limit[1]))  # a few descriptors left
+        for _ in range(100):
+            try:
+                strangers.append(socket.create_connection(("127.0.0.1", port), timeout=1))
+            except OSError:
+                break
+        time.sleep(0.5)
+        started = time.monotonic()
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as harness_conn:
+            assert _ask(harness_conn, timeout=5)[0] == 200
+        assert time.monotonic() - started < 4 and proc.poll() is None
+        resource.prlimit(proc.pid, resource.RLIMIT_NOFILE, limit)
+        for s in strangers:
+            s.close()
+        time.sleep(0.3)
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as harness_conn:
+            status, body = _ask(harness_conn, "POST", "/exec",
+                                json.dumps({"argv": ["echo", "ok"], "cwd": str(tmp_path)}).encode())
+        assert status == 200 and json.loads(body)["stdout"] == "ok\n"
+        proc.kill()
+        assert b"sandboxd: accept: Too many open files" in proc.communicate(timeout=10)[1]  # EMFILE was met
+    finally:
+        for s in strangers:
+            s.close()
         proc.kill()
         proc.wait()

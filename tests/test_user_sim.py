@@ -37,11 +37,12 @@ def iid():
     return f"user-sim-{secrets.token_hex(4)}"
 
 
-def run_recorded(tmp_path, out, iid, turns, *flags, agent="plain", script=False):
+def run_recorded(tmp_path, out, iid, turns, *flags, agent="plain", script=False, code=0):
+    """code: the expected exit code (3 when the instance errors: harness/exit_codes.py)."""
     data, config = replay_instance(tmp_path / "data", iid, QUESTION, TOTAL, turns, FILES)
     proc = harness("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out,
                    "--agent", agent, "--workers", 1, "--instance-timeout", 120, *flags, script=script)
-    assert proc.returncode == 0, explain(proc)
+    assert proc.returncode == code, explain(proc)
     (row,) = rows(out)
     return row, trace(out, row)
 
@@ -115,7 +116,7 @@ def test_the_installed_script_imports_a_user_function_from_the_working_directory
 def test_a_failing_user_function_is_an_input_error_not_the_agents(tmp_path, image, out, iid, function, agent,
                                                                   message):
     row, events = run_recorded(tmp_path, out, iid, [ASK, TOOL, DONE],
-                               "--user-function", f"tests.helpers.users:{function}", agent=agent)
+                               "--user-function", f"tests.helpers.users:{function}", agent=agent, code=3)
     assert row["status"] == "error" and row["error_kind"] == "input", row
     assert f"--user-function tests.helpers.users:{function} {message}" in row["error"]
     assert row["attempt"] == 1 and row["user_replies"] == 0 and row["correct"] is False

@@ -10,6 +10,10 @@ Two forms are understood:
   ``question``, ``answer``, optional ``files`` and ``level``; attachments lie beside it.
 
 Columns not mapped onto `Instance` fields go to ``metadata`` as JSON-safe values.
+
+Attachments are checked as the sandbox packer will pack them (harness/sandbox/files.py): each
+must be a readable file or folder inside the dataset folder, and one instance's files together
+must pack to at most ``MAX_ARCHIVE_BYTES`` (512 MiB, the largest upload a sandbox accepts).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import pandas as pd
 from harness.datasets.model import Instance
 from harness.errors import InputError
 from harness.fsutil import inside
+from harness.sandbox import files as packer
 from harness.sandbox.files import check_name
 
 MAX_REPORTED = 20
@@ -261,6 +266,32 @@ def _attachment_problems(root: Path, name: str) -> list[str]:
     return problems
 
 
+def _human(size: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} B"
+
+
+def _size_problem(root: Path, names: list[str]) -> str | None:
+    """What is wrong with the size of an instance's files, packed as the sandbox packer packs
+    them (an archive over packer.MAX_ARCHIVE_BYTES cannot be sent into a sandbox), or None."""
+    stored, sizes = 0, {}
+    try:
+        for member in packer.members(root, names):
+            stored += packer.stored_size(member)
+            sizes[member.name] = sizes.get(member.name, 0) + member.size
+    except (InputError, OSError) as exc:
+        return f"attachments cannot be measured ({exc})"
+    total, limit = packer.packed_size(stored), packer.MAX_ARCHIVE_BYTES
+    if total <= limit:
+        return None
+    largest = sorted(sizes.items(), key=lambda item: -item[1])[:3]
+    shown = ", ".join(f"{name!r} ({_human(size)})" for name, size in largest)
+    return (f"attachments pack to {total} bytes, over the limit of {limit} bytes ({_human(limit)}) "
+            f"per instance; largest: {shown}")
+
+
 def _instance(record: dict[str, Any], form: _Form, root: Path, label: str, seen: dict[str, str],
               problems: list[str], *, csv: bool) -> Instance | None:
     before = len(problems)
@@ -295,6 +326,8 @@ def _instance(record: dict[str, Any], form: _Form, root: Path, label: str, seen:
             continue
         problems.extend(f"{where}: {problem}" for problem in _attachment_problems(root, name))
         files.append(name)
+    if files and len(problems) == before and (problem := _size_problem(root, files)) is not None:
+        problems.append(f"{where}: {problem}")
     if len(problems) > before:
         return None
     answer = _text(record.get(form.answer)) if csv else jsonable(record.get(form.answer))

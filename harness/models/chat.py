@@ -2,13 +2,14 @@
 
 For runners that use no agent framework (harness/agents/plain/). `OpenAIChat` speaks to
 any OpenAI-compatible `base_url` with the official client; `ReplayChat` plays this
-instance's recorded turns (models/replay.py). Both count on the instance's Meter.
+instance's recorded turns (models/replay.py). Both call through the instance's Meter, so a
+failed call, a call past its deadline or a reply that is not a chat completion (not JSON,
+no choices) is a ModelError, never the agent's.
 """
 
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,11 +38,7 @@ class ChatModel:
         self.section, self.meter = section, meter
 
     async def complete(self, messages: list[dict], tools: list[dict]) -> Reply:
-        self.meter.before_call()
-        started = time.monotonic()
-        reply = await self._complete(messages, tools)
-        self.meter.after_call(reply.turn(), time.monotonic() - started, self.section.name)
-        return reply
+        return await self.meter.call(self.section.name, lambda: self._complete(messages, tools), Reply.turn)
 
     async def _complete(self, messages: list[dict], tools: list[dict]) -> Reply:
         raise NotImplementedError
@@ -55,7 +52,7 @@ class OpenAIChat(ChatModel):
         super().__init__(section, meter)
         import openai
 
-        self._openai = openai
+        self._openai = openai  # a ModelSection's timeout is already capped for the instance (runner/child.py)
         self._client = openai.AsyncOpenAI(api_key=section.api_key(), base_url=section.base_url,
                                           max_retries=section.max_retries, timeout=section.timeout)
 
@@ -72,7 +69,9 @@ class OpenAIChat(ChatModel):
                                                                 **kwargs)
         except self._openai.OpenAIError as exc:
             raise ModelError(f"model {self.section.name}: {type(exc).__name__}: {exc}") from exc
-        if not answer.choices:
+        if not isinstance(answer, self._openai.types.chat.ChatCompletion):  # the SDK returns a non-JSON reply's text
+            raise ModelError(f"model {self.section.name}: the reply is not a chat completion: {str(answer)[:300]!r}")
+        if not answer.choices or answer.choices[0].message is None:
             raise ModelError(f"model {self.section.name}: the reply has no choices")
         message = answer.choices[0].message
         calls = []

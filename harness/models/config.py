@@ -21,6 +21,12 @@
     path = "datasets/gaia-smoke/replay.jsonl"  # recorded turns per instance (see models/replay.py)
 
 `--model replay` works without a config: it plays `replay.jsonl` beside the dataset.
+
+`timeout` and `max_retries` are the client's own, per request. Inside an instance one
+model call, its retries included, may take at most half the instance's wall-clock limit
+(`call_deadline`), and no single request longer than that (`within`): a hanging or
+failing model then ends as a model error while the agent's process is still alive to
+say so, instead of being killed as a slow agent.
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness.errors import InputError
+
+MODEL_SHARE = 0.5  # of an instance's wall-clock limit, the most one model call may take
 
 
 class ModelSection(BaseModel):
@@ -62,6 +70,17 @@ class ModelSection(BaseModel):
 
             data["path"] = "sha256:" + hashlib.sha256(Path(self.path).read_bytes()).hexdigest()[:16]
         return data
+
+    def call_deadline(self, instance_timeout: float | None) -> float | None:
+        """Seconds one call may take, the client's retries included (None: no instance limit)."""
+        return None if instance_timeout is None else instance_timeout * MODEL_SHARE
+
+    def within(self, instance_timeout: float | None) -> "ModelSection":
+        """This section with its per-request timeout cut to one call's deadline."""
+        deadline = self.call_deadline(instance_timeout)
+        if deadline is None or self.timeout <= deadline:
+            return self
+        return self.model_copy(update={"timeout": deadline})
 
     def api_key(self) -> str:
         if not self.api_key_env:

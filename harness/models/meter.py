@@ -2,29 +2,46 @@
 
 Tokens are counted here, per client call, because frameworks' own message usage is
 incomplete (AutoGen reports None for some agents). Every client an agent gets is
-wrapped (harness/agents/*/) to call `before_call` and `after_call`; each call becomes
-a `model_call` trace event, which is also what `--record` turns into a replay file.
+wrapped (harness/agents/*/) to make its calls through `call`, which checks the budgets
+(`before_call`), traces a `model_call_started`, bounds the call by its deadline and
+counts the reply (`after_call`); each reply becomes a `model_call` trace event, which
+is also what `--record` turns into a replay file.
+
+Rules for a failing model: whatever goes wrong inside the call (the client's error
+after its own retries, no reply within `call_deadline`, a reply that is not a chat
+completion) is a ModelError, traced as an `error` event of kind model and remembered
+in `model_failure`, so a team that re-raises it under another type is still
+classified as the model's failure.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import time
+import traceback
+from typing import Any, Awaitable, Callable, TypeVar
 
-from harness.errors import LimitExceeded
+from harness.errors import HarnessError, LimitExceeded, ModelError
 from harness.results.model import Usage
-from harness.traces import ModelCall, Tracer
+from harness.traces import ErrorEvent, ModelCall, ModelCallStarted, Tracer
+
+T = TypeVar("T")
 
 
 class Meter:
     def __init__(self, *, max_tokens: int | None, max_steps: int | None, price_in: float = 0.0,
-                 price_out: float = 0.0, tracer: Tracer | None = None):
+                 price_out: float = 0.0, tracer: Tracer | None = None, call_deadline: float | None = None,
+                 request_timeout: float | None = None):
         self.max_tokens, self.max_steps = max_tokens, max_steps
         self.price_in, self.price_out = price_in, price_out
         self.prompt_tokens = self.completion_tokens = self.calls = 0
         self.cost = 0.0
         self.tracer = tracer
+        # Seconds one call may take, the client's retries included (None: the client's own limits).
+        self.call_deadline, self.request_timeout = call_deadline, request_timeout
         # Set when a budget stops the agent: teams re-raise errors under other types.
         self.exceeded: str | None = None
+        self.model_failure: ModelError | None = None  # the last call that failed, for the same reason
 
     def before_call(self) -> None:
         if self.max_steps is not None and self.calls >= self.max_steps:
@@ -34,6 +51,42 @@ class Meter:
             self.exceeded = "max_tokens"
             raise LimitExceeded("max_tokens", f"{self.prompt_tokens + self.completion_tokens} tokens used, "
                                               f"limit {self.max_tokens}")
+
+    async def call(self, model: str, request: Callable[[], Awaitable[T]], turn: Callable[[T], dict[str, Any]]) -> T:
+        """One metered call: `request()` makes it, `turn(reply)` gives the reply in replay form."""
+        self.before_call()
+        self.started(model)
+        started = time.monotonic()
+        try:
+            reply = await asyncio.wait_for(request(), self.call_deadline)
+            done = turn(reply)
+        except (LimitExceeded, asyncio.CancelledError):
+            raise
+        except ModelError as exc:
+            self.failed(exc)
+            raise
+        except TimeoutError as exc:
+            waited = time.monotonic() - started
+            raise self.failed(ModelError(f"model {model}: no reply within {waited:.0f} s "
+                                         f"(the client's timeout and retries included)")) from exc
+        except HarnessError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a failed call or a reply that is not a chat completion
+            raise self.failed(ModelError(describe(model, exc))) from exc
+        self.after_call(done, time.monotonic() - started, model)
+        return reply
+
+    def started(self, model: str) -> None:
+        """Trace that a call went out (a killed agent's trace then shows what it was waiting for)."""
+        if self.tracer is not None:
+            self.tracer.emit(ModelCallStarted(model=model, timeout=self.request_timeout, at=time.time()))
+
+    def failed(self, exc: ModelError) -> ModelError:
+        """Remember and trace a failed call; returns it to be raised."""
+        self.model_failure = exc
+        if self.tracer is not None:
+            self.tracer.emit(ErrorEvent(kind="model", message=str(exc), traceback=traceback.format_exc()))
+        return exc
 
     def after_call(self, turn: dict[str, Any], seconds: float, model: str) -> None:
         """turn: the reply in replay form ({content} or {tool_calls}, with usage)."""
@@ -50,3 +103,11 @@ class Meter:
     def usage(self) -> Usage:
         return Usage(prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens,
                      llm_calls=self.calls, cost=self.cost)
+
+
+def describe(model: str, exc: BaseException) -> str:
+    """A failed call in words: the client's own error as it is, anything else as an unreadable reply."""
+    what = f"{type(exc).__name__}: {exc}"
+    if (type(exc).__module__ or "").startswith(("openai", "httpx")):
+        return f"model {model}: {what}"
+    return f"model {model}: the reply could not be read as a chat completion ({what})"

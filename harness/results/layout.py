@@ -9,6 +9,9 @@
     ../summary.csv   one line per finished run, in the output directory's parent
     traces/          one JSONL trace per instance attempt (harness/traces), screenshots beside them
     .harness.lock    held while a run or rescore writes here (a second one is refused)
+    output.rescue.jsonl  rows output.jsonl would not take (it became unwritable); the next run merges them
+    .harness-tmp/    the agent processes' request files (they hold sandbox tokens), mode 0700; emptied
+                     when a run starts here, so a killed run's are gone after the next one
 """
 
 from __future__ import annotations
@@ -51,6 +54,14 @@ class RunDir:
     @property
     def lock(self) -> Path:
         return self.root / ".harness.lock"
+
+    @property
+    def rescue(self) -> Path:
+        return self.root / "output.rescue.jsonl"
+
+    @property
+    def scratch(self) -> Path:
+        return self.root / ".harness-tmp"
 
     @property
     def traces(self) -> Path:

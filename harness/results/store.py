@@ -3,19 +3,29 @@
 Each row is written with a single os.write on an O_APPEND fd and fsync'd, so a
 crash can at worst leave one torn line at the end; readers skip it and
 `repair` truncates it before a resumed run appends again.
+
+When the file stops taking rows mid-run (disk full, permissions, a vanished mount),
+`RowWriter` retries, then holds the rows it could not write and `rescue` puts them in
+DIR/output.rescue.jsonl (or, when the directory refuses too, a file in the temporary
+directory). The next run into DIR merges DIR/output.rescue.jsonl (`merge_rescue`)
+before it decides what is left to run, so a resume loses none of them.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from harness.errors import InputError
+from harness.fsutil import slug
+from harness.results.layout import RunDir
 from harness.results.model import ResultRow
 
 log = logging.getLogger(__name__)
@@ -106,3 +116,72 @@ def pending(instance_ids: list[str], rows: list[ResultRow]) -> tuple[list[str], 
         row = latest.get(iid)
         (done if row is not None and row.finished else to_run).append(iid)
     return to_run, done
+
+
+class RowWriter:
+    """Appends a run's rows to output.jsonl. A failed append is retried (`attempts` in all,
+    backing off); after that the writer is `failed` and holds that row and every later one
+    for `rescue`: a file that failed once is not trusted with the rest of the run."""
+
+    def __init__(self, path: Path, *, attempts: int = 3, backoff: float = 0.2):
+        self.path, self.attempts, self.backoff = Path(path), attempts, backoff
+        self.failed: OSError | None = None
+        self.held: list[ResultRow] = []
+
+    def write(self, row: ResultRow) -> bool:
+        """True when the row is durably in output.jsonl; False when it is held instead."""
+        for attempt in range(self.attempts if self.failed is None else 0):
+            try:
+                append_row(self.path, row)
+                return True
+            except OSError as exc:
+                log.warning("cannot append to %s (attempt %d): %s", self.path, attempt + 1, exc)
+                if attempt + 1 == self.attempts:
+                    self.failed = exc
+                else:
+                    time.sleep(self.backoff * (attempt + 1))
+        self.held.append(row)
+        return False
+
+
+def rescue_path(output: Path) -> Path:
+    """Where the rows output.jsonl would not take go; the next run into the directory merges them."""
+    return RunDir(Path(output).parent).rescue
+
+
+def rescue(output: Path, rows: list[ResultRow]) -> Path | None:
+    """Append `rows` durably beside output.jsonl, else in the temporary directory; return the
+    file, or None when no place took them (the caller prints them)."""
+    output = Path(output)
+    fallback = Path(tempfile.gettempdir()) / f"harness-rescue-{slug(output.parent.name, 40)}-{os.getpid()}.jsonl"
+    for place in (rescue_path(output), fallback):
+        try:
+            for row in rows:
+                append_row(place, row)
+            return place
+        except OSError as exc:
+            log.warning("cannot write rescued rows to %s: %s", place, exc)
+    return None
+
+
+def merge_rescue(output: Path) -> int:
+    """Append the rows of DIR/output.rescue.jsonl to output.jsonl, then remove it; return how many.
+
+    A row already in output.jsonl (the append got through before it failed) is not added
+    twice, nor one older than the instance's latest row there (a later run re-ran it)."""
+    output = Path(output)
+    source = rescue_path(output)
+    if not source.exists():
+        return 0
+    rescued = load(source).rows  # a torn last line of a crashed rescue is skipped
+    present = read_rows(output)
+    seen = {row.model_dump_json() for row in present}
+    latest = {row.instance_id: row.finished_at for row in present}
+    added = 0
+    for row in rescued:
+        if row.model_dump_json() in seen or latest.get(row.instance_id, "") > row.finished_at:
+            continue
+        append_row(output, row)
+        added += 1
+    source.unlink()
+    return added

@@ -56,11 +56,13 @@ def run(request: AgentRequest, result_path: Path) -> int:
     from harness.sandbox.registry import attach
     from harness.traces import ErrorEvent, LimitEvent, TaskEvent, Tracer
 
-    limits, section = request.limits, request.model
+    limits = request.limits
+    section = request.model.within(limits.instance_timeout)  # no model call may eat the instance's budget
     trace_path = Path(request.trace_path)
     tracer = Tracer(trace_path)
     meter = Meter(max_tokens=limits.max_tokens, max_steps=limits.max_steps, price_in=section.price_input_per_1k,
-                  price_out=section.price_output_per_1k, tracer=tracer)
+                  price_out=section.price_output_per_1k, tracer=tracer,
+                  call_deadline=section.call_deadline(limits.instance_timeout), request_timeout=section.timeout)
     result = AgentResult()
 
     def finish(code: int) -> int:
@@ -72,8 +74,12 @@ def run(request: AgentRequest, result_path: Path) -> int:
 
     def sandbox_died(exc: BaseException) -> None:
         # A dead sandbox must not reach the model as ordinary tool output: stop now.
-        result.error_kind, result.error, result.retryable = "infra", f"{type(exc).__name__}: {exc}", True
-        tracer.emit(ErrorEvent(kind="infra", message=result.error))
+        # Its kind says whose fault: infra (retried), or the agent's when its code used the sandbox up
+        # (SandboxExhausted: OOM-killed, not retried).
+        kind = exc.kind if isinstance(exc, HarnessError) else "infra"
+        retryable = exc.retryable if isinstance(exc, HarnessError) else True
+        result.error_kind, result.error, result.retryable = kind, f"{type(exc).__name__}: {exc}", retryable
+        tracer.emit(ErrorEvent(kind=kind, message=result.error))
         finish(EXIT_SANDBOX_DIED)
         os._exit(EXIT_SANDBOX_DIED)
 
@@ -99,11 +105,21 @@ def run(request: AgentRequest, result_path: Path) -> int:
             result.limit = limit
             tracer.emit(LimitEvent(limit=limit, detail=str(exc)))
             return finish(0)
-        result.error_kind = runner.classify(exc) if runner else "harness"
+        result.error_kind = _kind(runner, exc, meter)
         result.error = f"{type(exc).__name__}: {exc}"
         result.retryable = isinstance(exc, HarnessError) and exc.retryable
-        tracer.emit(ErrorEvent(kind=result.error_kind, message=result.error, traceback=traceback.format_exc()))
+        if exc is not meter.model_failure:  # the meter traced that one where it happened
+            tracer.emit(ErrorEvent(kind=result.error_kind, message=result.error, traceback=traceback.format_exc()))
     return finish(0)
+
+
+def _kind(runner: AgentRunner | None, exc: BaseException, meter) -> str:
+    """The runner classifies; an agent-looking error after a failed model call is the model's
+    (teams re-raise a member's ModelError under their own types)."""
+    if runner is None:
+        return "harness"
+    kind = runner.classify(exc)
+    return "model" if kind == "agent" and meter.model_failure is not None else kind
 
 
 async def _drive(runner: AgentRunner, ctx: AgentContext, request: AgentRequest, reply, result: AgentResult) -> None:

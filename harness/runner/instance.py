@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -35,7 +36,7 @@ from harness.runner.prompt import instruction
 from harness.sandbox.contract import Sandbox, SandboxProvider, SandboxSpec
 from harness.scoring.apply import context_for, score_row
 from harness.settings import settings
-from harness.traces import ErrorEvent, Message, ModelCall, Tracer, read_trace
+from harness.traces import ErrorEvent, Message, ModelCall, ModelCallStarted, Tracer, read_trace
 
 log = logging.getLogger(__name__)
 
@@ -108,11 +109,29 @@ def _cancelled() -> AgentResult:
     return AgentResult(error_kind="infra", error="cancelled (Ctrl-C)", retryable=False)
 
 
-def _run_child(request: AgentRequest, timeout: float | None) -> tuple[AgentResult, bool]:
-    """Run the agent process; kill it (whole group) at the wall-clock limit."""
-    with tempfile.TemporaryDirectory(prefix="harness-child-") as tmp:
+def _private_dir(path: Path) -> Path:
+    """A directory only this user can enter (the request files in it hold sandbox tokens)."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(path, 0o700)
+    return path
+
+
+def reset_scratch(output_dir: Path) -> None:
+    """Empty DIR/.harness-tmp: what a killed run left there (tokens included) goes when the next run starts.
+    Called under the output-dir lock, so no other run is using it."""
+    scratch = RunDir(output_dir).scratch
+    shutil.rmtree(scratch, ignore_errors=True)
+    _private_dir(scratch)
+
+
+def _run_child(request: AgentRequest, timeout: float | None, scratch: Path) -> tuple[AgentResult, bool]:
+    """Run the agent process; kill it (whole group) at the wall-clock limit. Its files live in the
+    run directory's scratch (never /tmp), removed when it ends, or by the next run if this one is killed."""
+    with tempfile.TemporaryDirectory(prefix="child-", dir=_private_dir(scratch)) as tmp:
         req_path, res_path = Path(tmp, "request.json"), Path(tmp, "result.json")
-        req_path.write_text(request.model_dump_json())
+        fd = os.open(req_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(request.model_dump_json())
         with _live_lock:
             if _stopping.is_set():
                 return _cancelled(), False
@@ -137,6 +156,26 @@ def _run_child(request: AgentRequest, timeout: float | None) -> tuple[AgentResul
             return AgentResult(limit="wall_time"), True
         stderr = Path(tmp, "stderr").read_text(errors="replace")[-3000:]
         return AgentResult(error_kind="agent", error=f"agent process exited {proc.returncode}: {stderr}"), False
+
+
+def waiting_on_model(trace_path: Path, now: float | None = None) -> str | None:
+    """Why a killed agent's row is the model's error, or None.
+
+    Rule: the trace's last model event is a `model_call_started` (no reply, no failure after
+    it) that had waited at least one request's timeout when the agent was killed: the model
+    hung or kept failing. A call younger than that is a slow answer cut short by the
+    wall-clock limit: a limit, not an error."""
+    last = None
+    for event in read_trace(trace_path):
+        if isinstance(event, (ModelCallStarted, ModelCall)) or (isinstance(event, ErrorEvent) and event.kind == "model"):
+            last = event
+    if not isinstance(last, ModelCallStarted):
+        return None
+    waited = (time.time() if now is None else now) - last.at
+    if last.timeout is not None and waited < last.timeout:
+        return None
+    return (f"model {last.model}: no reply after {waited:.0f} s; the agent was killed at the instance's "
+            f"wall-clock limit while waiting (per-request timeout {last.timeout or 0:.0f} s)")
 
 
 def salvage(result: AgentResult, trace_path: Path, *, usage_too: bool = True) -> AgentResult:
@@ -210,10 +249,14 @@ def _run_instance(instance: Instance, settings_: RunSettings, started: str, t0: 
                 sandbox_name = sandbox.name
                 _copy_files(sandbox, instance)
                 result, killed = _run_child(_request(instance, settings_, sandbox, trace_path),
-                                            settings_.limits.instance_timeout)
+                                            settings_.limits.instance_timeout, layout.scratch)
                 if killed:
                     result = salvage(result, trace_path)
-                    result.limit = "wall_time"
+                    hung = waiting_on_model(trace_path)
+                    if hung:  # a model that hangs is the model's failure, retried on resume
+                        result.limit, result.error_kind, result.error = None, "model", hung
+                    else:
+                        result.limit = "wall_time"
                 elif result.limit or result.error_kind:
                     result = salvage(result, trace_path, usage_too=False)
         except HarnessError as exc:

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 from harness.errors import InputError
 from harness.models.completion import completer
-from harness.models.config import model_section
+from harness.models.config import ModelSection, model_section
 from harness.scoring import get_scorer
+
+
+def judge_section(config: dict, judge_model: str | None) -> ModelSection:
+    """The LLM judge's model section: --judge-model, else [scorer.llm_judge] model."""
+    judge = judge_model or config.get("scorer", {}).get("llm_judge", {}).get("model")
+    if not judge:
+        raise InputError("--scorer llm_judge needs --judge-model NAME or [scorer.llm_judge] model = NAME")
+    return model_section(config, judge)
 
 
 def build_scorers(names: list[str], config: dict, judge_model: str | None = None) -> list:
@@ -19,10 +27,7 @@ def build_scorers(names: list[str], config: dict, judge_model: str | None = None
                 raise InputError("--scorer tool_calls:NAME[,NAME...] needs the expected tool names")
         if name == "llm_judge":
             settings = config.get("scorer", {}).get("llm_judge", {})
-            judge = judge_model or settings.get("model")
-            if not judge:
-                raise InputError("--scorer llm_judge needs --judge-model NAME or [scorer.llm_judge] model = NAME")
-            kwargs = {"complete": completer(model_section(config, judge))}
+            kwargs = {"complete": completer(judge_section(config, judge_model))}
             if settings.get("rubric"):
                 kwargs["rubric"] = settings["rubric"]
         try:

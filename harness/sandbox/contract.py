@@ -7,12 +7,15 @@ Two interfaces, and nothing else crosses the boundary:
   serialisable `SandboxHandle` that another process can `attach` to.
 - `SandboxProvider`: the lifecycle. `preflight` (engine, image, network policy; before any
   instance), `start`, `attach`, `teardown` (idempotent), `cleanup` of orphans and `find`
-  of a run's leftovers, and optional run-scoped services (`website`).
+  of a run's leftovers, the engine's `capacity` (checked against a run's limits), and
+  optional run-scoped services (`website`).
 
 Errors a caller may see, all from `harness.errors`: `SandboxDied` (infra: the sandbox is
-gone; the instance cannot go on), the typed `SandboxRequestError`s (the sandbox is fine,
-it refused one request: not found, permission, is-a-directory, output limit, unsupported),
-and `InfraError` for engine trouble. Every provider must pass tests/conformance.
+gone; the instance cannot go on; its subclass `SandboxExhausted` when the agent's code used
+up the sandbox's memory and the kernel killed it: kind agent, not retried), the typed
+`SandboxRequestError`s (the sandbox is fine, it refused one request: not found, permission,
+is-a-directory, output limit, unsupported), and `InfraError` for engine trouble. Every
+provider must pass tests/conformance.
 """
 
 from __future__ import annotations
@@ -29,6 +32,10 @@ from pydantic import BaseModel, Field, field_validator
 WORKSPACE = "/workspace"
 DEFAULT_MAX_OUTPUT = 1024 * 1024  # bytes kept per stream; the rest is counted, not kept
 DEFAULT_MAX_READ = 64 * 1024 * 1024  # read_file refuses larger files (SandboxOutputLimit)
+# Writable space per sandbox by default. Where the engine has no storage quota it is RAM
+# (tmpfs), so a modest default: 2 GiB.
+DEFAULT_DISK = "2g"
+MIN_DISK = 64 * 1024 * 1024  # the browser's profile and the toolbox's caches need some room
 
 
 class SandboxSpec(BaseModel):
@@ -42,6 +49,10 @@ class SandboxSpec(BaseModel):
     memory: str = "2g"
     cpus: float = 1.0
     pids: int = 1024  # Chromium alone runs ~200 threads
+    # Writable space (files the agent's code writes anywhere, /workspace, /tmp, $HOME...):
+    # writing beyond it fails with ENOSPC, never fills the engine's disk. How a provider
+    # enforces it (a storage quota, or size-limited tmpfs) is its own; see README "Disk".
+    disk: str = DEFAULT_DISK
     # "none" (default), "internet", or "internal:NAME" (only that internal network).
     network: str = "none"
     env: dict[str, str] = Field(default_factory=dict)
@@ -51,6 +62,13 @@ class SandboxSpec(BaseModel):
     def _memory(cls, value: str) -> str:
         if parse_size(value) < 6 * 1024 * 1024:
             raise ValueError(f"memory must be a size like 512m or 2g (at least 6m), not {value!r}")
+        return value
+
+    @field_validator("disk")
+    @classmethod
+    def _disk(cls, value: str) -> str:
+        if parse_size(value) < MIN_DISK:
+            raise ValueError(f"disk must be a size like 512m or 2g (at least 64m), not {value!r}")
         return value
 
     @field_validator("cpus")
@@ -184,6 +202,14 @@ class Sandbox(abc.ABC):
 
 
 @dataclass(frozen=True)
+class Capacity:
+    """The most one sandbox could be given on an engine: CPUs and memory in bytes."""
+
+    cpus: float
+    memory: int
+
+
+@dataclass(frozen=True)
 class Leftover:
     """A resource a provider found (and maybe removed) while cleaning up."""
 
@@ -225,6 +251,11 @@ class SandboxProvider(abc.ABC):
     def cleanup(self, *, run_id: str | None = None, everything: bool = False,
                 dry_run: bool = False) -> list[Leftover]:
         """Remove orphans (owner process gone; the default), one run's resources, or all harness ones."""
+
+    def capacity(self) -> Capacity | None:
+        """The engine's CPUs and memory, against which a run checks --cpus and --memory before any
+        instance starts; None when the provider cannot tell (nothing is checked)."""
+        return None
 
     def website(self, site_dir: Path, image: str, run_id: str) -> AbstractContextManager[str]:
         """Serve an offline site to this run's sandboxes; yields the network policy to give them."""

@@ -11,19 +11,22 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import time
 import urllib.parse
-from typing import Callable
+from typing import BinaryIO, Callable
 
 import urllib3
 
 from harness.errors import (InfraError, SandboxBadRequest, SandboxFileNotFound, SandboxIsADirectory,
                             SandboxOutputLimit, SandboxPermissionDenied, SandboxRequestError,
                             SandboxUnsupported)
+from harness.sandbox.files import MAX_ARCHIVE_BYTES
 
 TOKEN_HEADER = "X-Harness-Token"
 # The largest request body sandboxd accepts; larger uploads are refused before sending.
-MAX_BODY = 512 * 1024 * 1024
+MAX_BODY = MAX_ARCHIVE_BYTES
+UPLOAD_BLOCK = 1 << 20  # an upload from a file is sent in blocks of this size
 # Extra seconds the HTTP call waits beyond a command's own timeout: the service
 # needs a moment to kill the process tree and answer after the deadline.
 EXEC_GRACE_S = 15.0
@@ -55,22 +58,36 @@ class ServiceClient:
     def __init__(self, host: str, port: int, token: str, *, pool: int = 4):
         self.host, self.port, self.token = host, port, token
         self.headers = {TOKEN_HEADER: token}
-        self._pool = urllib3.HTTPConnectionPool(host, port, maxsize=pool, block=False, retries=False)
+        self._pool = urllib3.HTTPConnectionPool(host, port, maxsize=pool, block=False, retries=False,
+                                                blocksize=UPLOAD_BLOCK)
 
-    def _request(self, method: str, path: str, *, body: bytes | None = None, timeout: float | None = 30.0,
+    def _request(self, method: str, path: str, *, body: bytes | BinaryIO | None = None,
+                 length: int | None = None, timeout: float | None = 30.0,
                  preload: bool = True) -> urllib3.BaseHTTPResponse:
+        headers = self.headers if length is None else {**self.headers, "Content-Length": str(length)}
         try:
-            return self._pool.request(method, path, body=body, headers=self.headers,
+            resp = self._pool.urlopen(method, path, body=body, headers=headers,
                                       timeout=urllib3.Timeout(connect=5.0, read=timeout),
                                       preload_content=preload)
         except urllib3.exceptions.HTTPError as exc:
             raise ServiceUnreachable(f"sandbox service {self.host}:{self.port}: {exc}") from exc
+        if resp.status == 503:  # the service has no connection to spare: unreachable for now
+            data = resp.data if preload else resp.read()
+            raise ServiceUnreachable(f"sandbox service {self.host}:{self.port}: {refusal(resp.status, data)}")
+        return resp
 
     def _json(self, method: str, path: str, **kwargs) -> dict:
         resp = self._request(method, path, **kwargs)
         if resp.status != 200:
             raise refusal(resp.status, resp.data)
         return json.loads(resp.data or b"{}")
+
+    @staticmethod
+    def check_upload(size: int) -> None:
+        """Refuse (SandboxOutputLimit) an upload the service would refuse for its size."""
+        if size > MAX_BODY:
+            raise SandboxOutputLimit(f"upload of {size} bytes is over the service's limit of "
+                                     f"{MAX_BODY} bytes; copy fewer or smaller files")
 
     def wait_ready(self, timeout: float, still_starting: Callable[[], None]) -> None:
         """Poll /health until it answers; still_starting() raises if the sandbox died."""
@@ -99,12 +116,16 @@ class ServiceClient:
         read = None if timeout is None else timeout + EXEC_GRACE_S
         return self._json("POST", "/exec", body=json.dumps(payload).encode(), timeout=read)
 
-    def upload(self, tar_bytes: bytes, dest: str) -> list[str]:
-        if len(tar_bytes) > MAX_BODY:
-            raise SandboxOutputLimit(f"upload of {len(tar_bytes)} bytes is over the service's limit of "
-                                     f"{MAX_BODY} bytes; copy fewer or smaller files")
+    def upload(self, archive: bytes | BinaryIO, dest: str) -> list[str]:
+        """Send a tar archive, as bytes or as a binary file read from its current position to its
+        end (streamed in blocks, never read whole into memory); returns the names written."""
+        if isinstance(archive, (bytes, bytearray, memoryview)):
+            size = len(archive)
+        else:
+            size = os.fstat(archive.fileno()).st_size - archive.tell()
+        self.check_upload(size)
         path = "/upload?" + urllib.parse.urlencode({"dest": dest})
-        return self._json("POST", path, body=tar_bytes, timeout=120)["written"]
+        return self._json("POST", path, body=archive, length=size, timeout=120)["written"]
 
     def read_file(self, path: str, max_bytes: int) -> bytes:
         """Stream the file, refusing more than max_bytes (the service refuses first when it can)."""

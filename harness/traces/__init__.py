@@ -1,7 +1,7 @@
 """Per-instance traces in the harness's own event types (never a framework's dumps)."""
 
-from harness.traces.events import (EnvAction, ErrorEvent, Event, LimitEvent, Message, ModelCall, SystemPrompt,
-                                   TaskEvent, ToolCall, ToolResult, Tracer, UserReply, read_trace)
+from harness.traces.events import (EnvAction, ErrorEvent, Event, LimitEvent, Message, ModelCall, ModelCallStarted,
+                                   SystemPrompt, TaskEvent, ToolCall, ToolResult, Tracer, UserReply, read_trace)
 
-__all__ = ["EnvAction", "ErrorEvent", "Event", "LimitEvent", "Message", "ModelCall", "SystemPrompt", "TaskEvent",
-           "ToolCall", "ToolResult", "Tracer", "UserReply", "read_trace"]
+__all__ = ["EnvAction", "ErrorEvent", "Event", "LimitEvent", "Message", "ModelCall", "ModelCallStarted",
+           "SystemPrompt", "TaskEvent", "ToolCall", "ToolResult", "Tracer", "UserReply", "read_trace"]

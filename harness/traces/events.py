@@ -9,6 +9,8 @@ flushed as it is written, so a killed agent still leaves its trace.
     message       text an agent (or the simulated user) said
     tool_call     an agent asked for a tool: name, arguments, call id
     tool_result   what the tool answered (is_error when it failed)
+    model_call_started  a model call went out: its model, per-request timeout and wall-clock start
+                  (a start with no model_call or error after it was still waiting when the trace ended)
     model_call    one model call: seconds, usage, the reply (content or tool calls)
     env           one environment action (code / file / web): args, outcome, timing
     user_reply    the simulated user's answer to an agent that stopped without <solution>
@@ -65,6 +67,13 @@ class ToolResult(_Event):
     is_error: bool = False
 
 
+class ModelCallStarted(_Event):
+    type: Literal["model_call_started"] = "model_call_started"
+    model: str = ""
+    timeout: float | None = None  # seconds the client gives one request
+    at: float = 0.0  # wall-clock start (time.time()), for whoever reads the trace of a killed process
+
+
 class ModelCall(_Event):
     type: Literal["model_call"] = "model_call"
     model: str = ""
@@ -102,8 +111,8 @@ class ErrorEvent(_Event):
     traceback: str = ""
 
 
-Event = Annotated[Union[TaskEvent, SystemPrompt, Message, ToolCall, ToolResult, ModelCall, EnvAction, UserReply,
-                        LimitEvent, ErrorEvent], Field(discriminator="type")]
+Event = Annotated[Union[TaskEvent, SystemPrompt, Message, ToolCall, ToolResult, ModelCallStarted, ModelCall,
+                        EnvAction, UserReply, LimitEvent, ErrorEvent], Field(discriminator="type")]
 _EVENT = TypeAdapter(Event)
 
 

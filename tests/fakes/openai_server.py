@@ -16,7 +16,15 @@ Each `POST /v1/chat/completions` (non-streaming) takes the next item of the scri
 - ``("error", status, body_dict, headers)``: that status, JSON body and extra headers;
 - ``("tool_calls", [(name, arguments), ...], (prompt_tokens, completion_tokens))``: an
   assistant message with OpenAI-format tool calls, finish_reason "tool_calls";
-- ``("text", content, (prompt_tokens, completion_tokens))``: assistant text, finish_reason "stop".
+- ``("text", content, (prompt_tokens, completion_tokens))``: assistant text, finish_reason "stop";
+- ``("hang", seconds)``: no answer for that long (None: until the server stops), then the
+  connection is closed without a response: a model that hangs;
+- ``("raw", status, body, content_type)``: exactly these bytes (a reply that is not JSON, or JSON
+  that is not a chat completion, e.g. empty ``choices``).
+
+The harness's preflight call (header ``X-Harness-Preflight``, harness/models/probe.py) does not
+take script items: it gets ``probe`` (default: text "OK"), and is kept in ``server.probes``, out
+of ``chat_requests`` and ``responses``.
 
 When the script is used up, `default` is served (e.g. an error for "always fails");
 without a default the server answers 400 with ``x-should-retry: false`` so a test
@@ -53,18 +61,35 @@ def text(content: str, usage: tuple[int, int] = (10, 5)) -> Item:
     return ("text", content, usage)
 
 
+def hang(seconds: float | None = None) -> Item:
+    return ("hang", seconds)
+
+
+def raw(body: str | bytes, status: int = 200, content_type: str = "application/json") -> Item:
+    return ("raw", status, body.encode() if isinstance(body, str) else body, content_type)
+
+
+PROBE_HEADER = "x-harness-preflight"
+KINDS = ("error", "tool_calls", "text", "hang", "raw")
+
+
 def _usage(usage: tuple[int, int]) -> dict:
     prompt, completion = usage
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
 class FakeOpenAI:
-    def __init__(self, script: Sequence[Item], *, default: Item | None = None, model: str = "fake-model-1"):
-        for item in list(script) + ([default] if default else []):
-            if not (isinstance(item, tuple) and item and item[0] in ("error", "tool_calls", "text")):
+    def __init__(self, script: Sequence[Item], *, default: Item | None = None, model: str = "fake-model-1",
+                 probe: Item | None = None):
+        probe = probe or text("OK")
+        for item in list(script) + ([default] if default else []) + [probe]:
+            if not (isinstance(item, tuple) and item and item[0] in KINDS):
                 raise ValueError(f"not a script item: {item!r}")
         self.script = list(script)
         self.default = default
+        self.probe = probe
+        self.probes: list[dict[str, Any]] = []  # the harness's preflight calls
+        self._stopping = threading.Event()
         self.model = model
         self.requests: list[dict[str, Any]] = []
         self.responses: list[tuple[int, Any]] = []  # (status, JSON body) of every chat completion answer
@@ -88,7 +113,9 @@ class FakeOpenAI:
 
     @property
     def chat_requests(self) -> list[dict[str, Any]]:
-        return [r for r in self.requests if r["path"].rstrip("/").endswith("/chat/completions")]
+        """The agents' (and judges') chat completion requests; preflight probes are in `probes`."""
+        return [r for r in self.requests if r["path"].rstrip("/").endswith("/chat/completions")
+                and PROBE_HEADER not in r["headers"]]
 
     @property
     def served(self) -> int:
@@ -105,6 +132,7 @@ class FakeOpenAI:
         return self
 
     def stop(self) -> None:
+        self._stopping.set()  # hanging answers end now
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -129,12 +157,19 @@ class FakeOpenAI:
                 self.exhausted += 1
             return self.default
 
-    def respond_chat(self, body: Any) -> tuple[int, dict, dict]:
-        item = self._take()
+    def respond_chat(self, body: Any, item: Item | None = None) -> tuple[int, Any, dict]:
+        """(status, payload, headers); payload is a dict (JSON), raw bytes, or None (hang up)."""
+        item = item or self._take()
         if item is None:
             return 400, {"error": {"message": "fake server: script exhausted", "type": "invalid_request_error",
                                    "param": None, "code": "script_exhausted"}}, {"x-should-retry": "false"}
         kind = item[0]
+        if kind == "hang":
+            self._stopping.wait(item[1])
+            return 0, None, {}
+        if kind == "raw":
+            _, status, body_bytes, content_type = item
+            return status, body_bytes, {"Content-Type": content_type}
         if kind == "error":
             _, status, payload, headers = item
             return status, payload, headers
@@ -176,11 +211,13 @@ def _handler_for(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             return self.rfile.read(length) if length else b""
 
         def _send(self, status: int, payload: Any, headers: dict | None = None) -> None:
-            body = json.dumps(payload).encode()
+            headers = dict(headers or {})
+            body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+            content_type = headers.pop("Content-Type", "application/json")
             lines = [f"{self.protocol_version} {status} {_REASONS.get(status, 'Status')}",
-                     "Content-Type: application/json", f"Content-Length: {len(body)}",
+                     f"Content-Type: {content_type}", f"Content-Length: {len(body)}",
                      f"Date: {self.date_time_string()}", "Server: fake-openai"]
-            lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
+            lines += [f"{k}: {v}" for k, v in headers.items()]
             if self.close_connection:
                 lines.append("Connection: close")
             head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
@@ -201,9 +238,17 @@ def _handler_for(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 self._send(400, {"error": {"message": "fake server: streaming not supported",
                                            "type": "invalid_request_error"}}, {"x-should-retry": "false"})
                 return
-            status, payload, headers = fake.respond_chat(body)
-            with fake._lock:
-                fake.responses.append((status, payload))
+            probing = PROBE_HEADER in {k.lower() for k in self.headers.keys()}
+            if probing:
+                with fake._lock:
+                    fake.probes.append({"path": self.path, "json": body})
+            status, payload, headers = fake.respond_chat(body, fake.probe if probing else None)
+            if payload is None:  # a hang: close without an answer
+                self.close_connection = True
+                return
+            if not probing:
+                with fake._lock:
+                    fake.responses.append((status, payload))
             self._send(status, payload, headers)
 
         def do_GET(self) -> None:  # noqa: N802

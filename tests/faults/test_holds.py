@@ -162,3 +162,51 @@ def test_model_key_never_visible_in_the_sandbox(tmp_path, image, reliability):
     assert "done" in shown  # the probe really ran in the sandbox
     assert not leaked
     assert any(canary in h for h in seen_by_server)  # the key did reach the model server
+
+
+def _our_dockerd() -> int | None:
+    """The PID of the local dockerd, when scripts/ensure-docker.sh started it (the only engine a test may restart)."""
+    pid_file = REPO / ".docker-engine.pid"
+    if os.environ.get("DOCKER_HOST") or not pid_file.exists():
+        return None
+    pid = int(pid_file.read_text().strip() or 0)
+    try:
+        return pid if Path(f"/proc/{pid}/comm").read_text().strip() == "dockerd" else None
+    except OSError:
+        return None
+
+
+@pytest.mark.slow
+def test_engine_restarted_mid_run(tmp_path, image, reliability):
+    """dockerd stops and starts again while instances run: the run completes, the lost instances are
+    infra errors (retried in the run when the engine is back in time, else on resume), nothing leaks."""
+    pid = _our_dockerd()
+    if pid is None:
+        pytest.skip("the engine was not started by scripts/ensure-docker.sh: not ours to restart")
+    data, config = _dataset(tmp_path / "data", 6, lambda i: [
+        {"tool_calls": [{"name": "run_shell", "arguments": {"command": "sleep 4"}}]},
+        {"content": f"<solution>{i}</solution>"}])
+    out = out_dir(tmp_path)
+    proc = _start("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out,
+                  "--workers", 2, "--max-retries", 3)
+    deadline = time.monotonic() + 60
+    while not containers_of(out) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    t0 = time.monotonic()
+    os.kill(pid, signal.SIGTERM)  # ours (see _our_dockerd); it stops its containers on the way out
+    while Path(f"/proc/{pid}").exists() and time.monotonic() - t0 < 60:
+        time.sleep(0.2)
+    subprocess.run(["bash", str(REPO / "scripts" / "ensure-docker.sh")], check=True, timeout=120)
+    _, stderr = proc.communicate(timeout=600)
+    resumed = harness("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out,
+                      "--workers", 2, timeout=600)
+    final = {r["instance_id"]: r for r in rows(out)}
+    lost, leaked = sum(f"q{i}" not in final for i in range(6)), len(containers_of(out))
+    first_kinds = sorted({r["error_kind"] for r in rows(out) if r["status"] == "error"}, key=str)
+    reliability.record("the engine restarted mid-run", f"run ended (exit {proc.returncode}), errors {first_kinds or 'none'}, "
+                       "resume finished the rest", lost=lost, leaked=leaked, started=t0)
+    assert "Traceback" not in stderr, stderr[-3000:]
+    assert set(first_kinds) <= {"infra"}
+    assert resumed.returncode == 0, explain(resumed)
+    assert lost == 0 and leaked == 0
+    assert all(r["status"] == "ok" for r in final.values())

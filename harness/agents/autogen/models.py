@@ -1,7 +1,13 @@
-"""AutoGen model clients from a model section, metered (the only place AutoGen meets providers)."""
+"""AutoGen model clients from a model section, metered (the only place AutoGen meets providers).
+
+Every call goes through the instance's Meter (models/meter.py): budgets, the per-call
+deadline, and one rule for failures: anything the inner client raises (the provider's
+error, a reply that is not a chat completion, no choices) is a ModelError.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import uuid
@@ -10,8 +16,9 @@ from typing import Any, Mapping, Sequence
 from autogen_core import FunctionCall
 from autogen_core.models import ChatCompletionClient, CreateResult, RequestUsage
 
+from harness.errors import LimitExceeded, ModelError
 from harness.models.config import ModelSection
-from harness.models.meter import Meter
+from harness.models.meter import Meter, describe
 
 TOOL_CAPABLE = {"vision": False, "function_calling": True, "json_output": True,
                 "family": "unknown", "structured_output": False}
@@ -76,18 +83,33 @@ class MeteredClient(ChatCompletionClient):
         self._inner, self._meter, self._label = inner, meter, label
 
     async def create(self, messages: Sequence[Any], **kwargs: Any) -> CreateResult:
-        self._meter.before_call()
-        started = time.monotonic()
-        result = await self._inner.create(messages, **kwargs)
-        self._meter.after_call(turn_from_result(result), time.monotonic() - started, self._label)
-        return result
+        return await self._meter.call(self._label, lambda: self._inner.create(messages, **kwargs), turn_from_result)
 
     async def create_stream(self, messages: Sequence[Any], **kwargs: Any):
-        self._meter.before_call()
+        """Streamed: the deadline bounds the whole stream; a failure mid-stream is the model's too."""
+        meter = self._meter
+        meter.before_call()
+        meter.started(self._label)
         started = time.monotonic()
-        async for item in self._inner.create_stream(messages, **kwargs):
+        stream = self._inner.create_stream(messages, **kwargs).__aiter__()
+        while True:
+            left = None if meter.call_deadline is None else meter.call_deadline - (time.monotonic() - started)
+            try:
+                item = await asyncio.wait_for(stream.__anext__(), left)
+            except StopAsyncIteration:
+                return
+            except (LimitExceeded, asyncio.CancelledError):
+                raise
+            except ModelError as exc:
+                meter.failed(exc)
+                raise
+            except TimeoutError as exc:
+                raise meter.failed(ModelError(f"model {self._label}: the stream did not end within "
+                                              f"{meter.call_deadline:.0f} s")) from exc
+            except Exception as exc:  # noqa: BLE001 - the same rule as Meter.call
+                raise meter.failed(ModelError(describe(self._label, exc))) from exc
             if isinstance(item, CreateResult):
-                self._meter.after_call(turn_from_result(item), time.monotonic() - started, self._label)
+                meter.after_call(turn_from_result(item), time.monotonic() - started, self._label)
             yield item
 
     async def close(self) -> None:

@@ -20,7 +20,8 @@ def find(run_id: str | None = None) -> list[Found]:
         filters.append(f"{naming.LABEL_RUN}={run_id}")
     rows = engine.call("list", lambda: engine.client().api.containers(all=True, filters={"label": filters}))
     return [
-        Found(r["Id"], (r.get("Names") or ["?"])[0].lstrip("/"), r["Labels"].get(naming.LABEL_RUN, ""),
+        Found(r["Id"], r["Labels"].get(naming.LABEL_NAME) or (r.get("Names") or ["?"])[0].lstrip("/"),
+              r["Labels"].get(naming.LABEL_RUN, ""),
               r["Labels"].get(naming.LABEL_OWNER, ""), r.get("State", ""))
         for r in rows
     ]

@@ -22,7 +22,7 @@ import docker
 import docker.errors
 import requests.exceptions
 
-from harness.errors import EngineUnavailable, InfraError, SandboxDied
+from harness.errors import EngineUnavailable, InfraError, SandboxDied, SandboxExhausted
 from harness.settings import settings
 
 # Why the defaults (harness/settings.py): dockerd on a loaded 2-core machine can take
@@ -117,15 +117,23 @@ def container_state(container_id: str) -> dict:
     return attrs.get("State", {})
 
 
-def raise_if_dead(container_id: str, name: str, cause: BaseException | None = None) -> None:
+def raise_if_dead(container_id: str, name: str, cause: BaseException | None = None, *,
+                  agent_ran: bool = True) -> None:
+    """SandboxDied when the container is gone or stopped; SandboxExhausted (the agent's error) when
+    the kernel killed it for memory after agent code ran in it (agent_ran=False: while starting)."""
     state = container_state(container_id)
     if state.get("Running") and not state.get("Restarting"):
         return
     if not state:
         raise SandboxDied(f"sandbox {name} no longer exists") from cause
     detail = f"status={state.get('Status')} exit_code={state.get('ExitCode')}"
+    if state.get("OOMKilled") and agent_ran:
+        # The kernel killed it for memory: the agent's code used it all up (sandboxd itself
+        # is the OOM killer's last choice), so this is the agent's error and not retried.
+        raise SandboxExhausted(f"sandbox {name} died: {detail} (killed: out of memory, used up by the agent's "
+                               f"code)") from cause
     if state.get("OOMKilled"):
-        detail += " (killed: out of memory)"
+        detail += " (killed: out of memory while starting: is --memory too small?)"
     raise SandboxDied(f"sandbox {name} died: {detail}") from cause
 
 

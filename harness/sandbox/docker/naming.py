@@ -1,8 +1,9 @@
 """Container names and labels.
 
-Names must match Docker's rule [a-zA-Z0-9][a-zA-Z0-9_.-]+, while instance ids in
-user datasets can be anything (spaces, unicode, slashes, 300 characters). A name
-keeps a readable slug of each part plus a hash of the exact instance id and a
+A sandbox's name is its `harness.name` label (the container itself has no Docker name,
+see networks.py); names keep to Docker's rule [a-zA-Z0-9][a-zA-Z0-9_.-]+ all the same,
+while instance ids in user datasets can be anything (spaces, unicode, slashes, 300
+characters). A name keeps a readable slug of each part plus a hash of the exact instance id and a
 random suffix, so two ids that slugify alike still never collide.
 """
 
@@ -23,6 +24,9 @@ LABEL_INSTANCE = "harness.instance_id"
 LABEL_ATTEMPT = "harness.attempt"
 LABEL_OWNER = "harness.owner"  # "host:pid:starttime" of the process that made it
 LABEL_CREATED = "harness.created"
+# The sandbox's name. Sandbox containers carry no Docker name (the embedded DNS would give it
+# away to other sandboxes, see networks.py): this label is their name for the harness.
+LABEL_NAME = "harness.name"
 
 MAX_NAME = 63  # fits a DNS label, so names stay usable as hostnames too
 

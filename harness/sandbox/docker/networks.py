@@ -2,53 +2,177 @@
 
 Docker publishes no ports on `internal` networks, and the harness must reach each
 sandbox's service through a published port, so "none" is a harness-owned bridge
-with IP masquerading off (no route out: nothing is NATed to the world) and
-inter-container traffic off (sandboxes cannot see each other). The published
-port is bound to 127.0.0.1, so the sandbox cannot reach it back through the
-gateway either. What stays reachable from inside: services on the host that
-listen on all addresses (0.0.0.0) via the bridge gateway; bind host services to
-127.0.0.1 if that matters.
+network, `harness-none`, on a bridge device of that same fixed name, with:
 
-"internal:NAME" adds the existing internal network NAME (e.g. an offline website
-for browsing tasks) to a "none" sandbox.
+- IP masquerading off (nothing is NATed to the world) and inter-container traffic
+  off (sandboxes cannot reach each other);
+- firewall rules of our own for that bridge, applied once per process (preflight, or
+  the first sandbox) when the harness can (root, `iptables`, a local engine whose
+  bridges live on this host): packets from the bridge to the host (INPUT) and through
+  it to anywhere else (DOCKER-USER, else FORWARD) are rejected unless they belong to a
+  connection made from outside (the published port's replies keep flowing). Without
+  them a sandbox reaches host services listening on all addresses via the gateway, and
+  its packets leave the bridge un-NATed. When the rules cannot be applied the harness
+  says so in one warning (logged, and printed by `harness run`). The rules only ever
+  match our own bridge; the engine's bridges, networks and rules are never touched;
+- no names of other sandboxes: on a user-defined network the engine's embedded DNS
+  (127.0.0.11, reachable by any process in the container) answers every container
+  *name* on the network. Sandboxes are therefore created without a Docker name (an
+  anonymous endpoint: dockerd 20.10 registers no name for it); the harness's name is
+  the label `harness.name`. What still resolves is each container's 12-hex-digit short
+  id (48 random bits, an alias the engine always adds), which no sandbox can learn of
+  another, and which leads to an address that inter-container rules block anyway.
+  Names of the outside world do not resolve either (the engine forwards those queries
+  from the sandbox's own network namespace, and nothing leaves the bridge): no DNS
+  channel out.
+
+The published port is bound to 127.0.0.1, so the sandbox cannot reach it back through
+the gateway either. "internal:NAME" adds the existing internal network NAME (e.g. an
+offline website for browsing tasks) to a "none" sandbox.
 """
 
 from __future__ import annotations
 
+import logging
+import os
+import shutil
+import subprocess
 import threading
 
 import docker.errors
 from filelock import FileLock
 
-from harness.errors import InputError
+from harness.errors import InfraError, InputError
 from harness.sandbox.docker import engine
 from harness.settings import state_dir
 
-ISOLATED = "harness-isolated"
+log = logging.getLogger(__name__)
+
+ISOLATED = "harness-none"  # replaces the older `harness-isolated` (no fixed bridge name, no firewall)
+ISOLATED_BRIDGE = "harness-none"  # the bridge device (<= 15 characters)
 ISOLATED_OPTIONS = {
+    "com.docker.network.bridge.name": ISOLATED_BRIDGE,
     "com.docker.network.bridge.enable_ip_masquerade": "false",
     "com.docker.network.bridge.enable_icc": "false",
 }
+CHAIN = "HARNESS-ISOLATED"  # our own iptables chain; reached only by jumps that match our bridge
 _ready: set[str] = set()
 _lock = threading.Lock()
+_firewall: dict[str, str | None] = {}  # "problem": None when applied, else why not (once per process)
 
 
-def ensure_isolated() -> str:
+def ensure_isolated(log_fn=None) -> str:
+    """The isolated network, created on first use, with its firewall rules (once per process).
+    When the rules cannot be applied, one warning goes to the log and to `log_fn`."""
     with _lock:
         if ISOLATED in _ready:
             return ISOLATED
         api = engine.client().api
         with FileLock(str(state_dir() / "networks.lock"), timeout=60):
-            if not engine.call("network list", lambda: api.networks(names=[ISOLATED])):
+            rows = [n for n in engine.call("network list", lambda: api.networks(names=[ISOLATED]))
+                    if n["Name"] == ISOLATED]
+            if not rows:
                 engine.call("network create", lambda: api.create_network(
                     ISOLATED, driver="bridge", options=ISOLATED_OPTIONS, check_duplicate=True,
                     labels={"harness.managed": "1"}))
+            else:
+                inspected = engine.call("network inspect", lambda: api.inspect_network(rows[0]["Id"]))
+                options = inspected.get("Options") or {}
+                wrong = {k: v for k, v in ISOLATED_OPTIONS.items() if options.get(k) != v}
+                if wrong:
+                    raise InfraError(f"the Docker network {ISOLATED} exists without the options the harness "
+                                     f"gives it ({wrong}); remove it (docker network rm {ISOLATED})")
+            problem = apply_firewall()
+        _firewall["problem"] = problem
+        if problem:
+            message = (f"warning: network 'none' is not sealed: no firewall rules for bridge {ISOLATED_BRIDGE} "
+                       f"({problem}); sandboxes can reach host services listening on all addresses via the "
+                       f"gateway, and their packets to other addresses leave the bridge un-NATed")
+            log.warning(message)
+            if log_fn is not None:
+                log_fn(message)
         _ready.add(ISOLATED)
         return ISOLATED
 
 
-def check_policy(policy: str) -> None:
-    """Preflight: an internal:NAME network must already exist."""
+# ------------------------------------------------------------------ firewall
+def _iptables(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["iptables", "-w", "10", *args], capture_output=True, text=True, timeout=60)
+
+
+def _why_not() -> str | None:
+    """Why our rules cannot be applied on this machine, or None."""
+    if not engine.engine_is_local():
+        return "the engine is remote: its host's firewall is not this machine's"
+    if os.geteuid() != 0:
+        return "not running as root"
+    if shutil.which("iptables") is None:
+        return "no iptables command"
+    if not os.path.exists(f"/sys/class/net/{ISOLATED_BRIDGE}"):
+        return "the engine's bridges are not on this host (a VM or another network namespace)"
+    return None
+
+
+# Our chain: replies to connections made from outside (the published port) go on, anything
+# the sandbox starts is refused at once (an ICMP error, not a silent drop: agent code fails
+# fast instead of waiting for a timeout).
+_CHAIN_RULES = [
+    ["-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED", "-j", "RETURN"],
+    ["-j", "REJECT", "--reject-with", "icmp-admin-prohibited"],
+]
+
+
+def _ensure_chain() -> None:
+    if _iptables("-n", "-L", CHAIN).returncode != 0:
+        _iptables("-N", CHAIN)
+    present = all(_iptables("-C", CHAIN, *rule).returncode == 0 for rule in _CHAIN_RULES)
+    count = sum(line.startswith("-A ") for line in _iptables("-S", CHAIN).stdout.splitlines())
+    if present and count == len(_CHAIN_RULES):
+        return
+    _iptables("-F", CHAIN)
+    for rule in _CHAIN_RULES:
+        done = _iptables("-A", CHAIN, *rule)
+        if done.returncode != 0 and "REJECT" in rule:  # no REJECT target: drop instead
+            done = _iptables("-A", CHAIN, "-j", "DROP")
+        if done.returncode != 0:
+            raise InfraError(f"iptables -A {CHAIN} {' '.join(rule)}: {done.stderr.strip()}")
+
+
+def _ensure_jump(chain: str) -> None:
+    rule = ["-i", ISOLATED_BRIDGE, "-j", CHAIN]
+    if _iptables("-C", chain, *rule).returncode != 0:
+        done = _iptables("-I", chain, "1", *rule)
+        if done.returncode != 0:
+            raise InfraError(f"iptables -I {chain} 1 {' '.join(rule)}: {done.stderr.strip()}")
+
+
+def apply_firewall() -> str | None:
+    """Apply (idempotently: each rule checked before it is added) the rules for our bridge.
+    Returns None when they are in place, else the reason they could not be."""
+    problem = _why_not()
+    if problem:
+        return problem
+    try:
+        _ensure_chain()
+        _ensure_jump("INPUT")  # the host itself, via the gateway address or any other
+        forward = "DOCKER-USER" if _iptables("-n", "-L", "DOCKER-USER").returncode == 0 else "FORWARD"
+        _ensure_jump(forward)  # through the host to anywhere (other bridges, the world)
+    except (InfraError, OSError, subprocess.SubprocessError) as exc:
+        return f"iptables failed: {exc}"
+    return None
+
+
+def firewall_problem() -> str | None:
+    """None when this process applied the rules; the reason otherwise (after ensure_isolated)."""
+    return _firewall.get("problem")
+
+
+# ------------------------------------------------------------------ policies
+def check_policy(policy: str, log_fn=None) -> None:
+    """Preflight: the isolated network and its rules (every policy but internet uses it);
+    an internal:NAME network must already exist."""
+    if policy != "internet":
+        ensure_isolated(log_fn)
     if policy.startswith("internal:"):
         name = policy.split(":", 1)[1]
         rows = engine.call("network list", lambda: engine.client().api.networks(names=[name]))
@@ -57,10 +181,15 @@ def check_policy(policy: str) -> None:
             raise InputError(f"network policy {policy}: no Docker network named {name!r}")
 
 
+# The embedded DNS never answers a name it cannot forward (nothing leaves the bridge), so a
+# lookup would wait out glibc's 2 x 5 s; names it knows (an internal site's alias) come at once.
+ISOLATED_DNS_OPTIONS = ["timeout:1", "attempts:1"]
+
+
 def create_options(policy: str) -> dict:
     if policy == "internet":
         return {"network": "bridge"}
-    return {"network": ensure_isolated()}
+    return {"network": ensure_isolated(), "dns_opt": ISOLATED_DNS_OPTIONS}
 
 
 def extra_networks(policy: str) -> list[str]:

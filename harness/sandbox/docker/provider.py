@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from harness.errors import InfraError, SandboxUnsupported
-from harness.sandbox.contract import (DEFAULT_MAX_OUTPUT, DEFAULT_MAX_READ, WORKSPACE, Connection, ExecResult,
-                                      Leftover, Sandbox, SandboxHandle, SandboxProvider, SandboxSpec)
-from harness.sandbox.docker import cleanup, engine, images, naming, networks, ports
-from harness.sandbox.files import build_archive
+from harness.sandbox.contract import (DEFAULT_MAX_OUTPUT, DEFAULT_MAX_READ, WORKSPACE, Capacity, Connection,
+                                      ExecResult, Leftover, Sandbox, SandboxHandle, SandboxProvider, SandboxSpec)
+from harness.sandbox.docker import cleanup, engine, images, naming, networks, ports, storage
+from harness.sandbox.files import archive_file, archive_size
 from harness.sandbox.service import ServiceClient, ServiceUnreachable
 from harness.settings import settings
 
@@ -58,8 +58,11 @@ class DockerSandbox(Sandbox):
         return ExecResult(**data)
 
     def copy_in(self, root: Path, names: Sequence[str], dest: str = WORKSPACE) -> list[str]:
-        archive = build_archive(root, names)  # raises InputError before touching the sandbox
-        return self._service_call(self._service.upload, archive, dest)
+        # Refused for its size before anything is written; InputError for a bad name, before
+        # touching the sandbox. The archive goes through a temporary file, never memory.
+        self._service.check_upload(archive_size(root, names))
+        with archive_file(root, names) as (archive, _):
+            return self._service_call(self._service.upload, archive, dest)
 
     def read_file(self, path: str, *, max_bytes: int = DEFAULT_MAX_READ) -> bytes:
         return self._service_call(self._service.read_file, path, max_bytes)
@@ -72,25 +75,28 @@ class DockerSandbox(Sandbox):
 
 
 def _create_kwargs(spec: SandboxSpec, name: str, token: str) -> dict:
+    # No Docker name: the engine's embedded DNS would hand the name (and so the address) of
+    # each sandbox to every other on the network (networks.py). The harness's name is a label.
     return dict(
         image=spec.image,
-        name=name,
-        labels=naming.labels(spec.run_id, spec.instance_id, spec.attempt),
+        labels={**naming.labels(spec.run_id, spec.instance_id, spec.attempt), naming.LABEL_NAME: name},
         environment={**spec.env, "HARNESS_SANDBOX_TOKEN": token},
         detach=True,
-        mem_limit=spec.memory,
-        memswap_limit=spec.memory,  # no swap: a memory hog is OOM-killed, not slowed to a crawl
         nano_cpus=int(spec.cpus * 1e9),
         pids_limit=spec.pids,
         security_opt=["no-new-privileges"],
         cap_drop=["ALL"],
+        # The disk limit, the memory limit that goes with it (no swap: a memory hog is OOM-killed,
+        # not slowed to a crawl), and the capped log (storage.py).
+        **storage.create_options(spec),
         **networks.create_options(spec.network),
     )
 
 
 def _remove_by_name(name: str) -> None:
     try:
-        found = engine.call("list", lambda: engine.client().api.containers(all=True, filters={"name": f"^/{name}$"}))
+        found = engine.call("list", lambda: engine.client().api.containers(
+            all=True, filters={"label": f"{naming.LABEL_NAME}={name}"}))
         for row in found:
             engine.remove_container(row["Id"])
     except Exception:  # noqa: BLE001 - best effort; the orphan reaper is the backstop
@@ -104,7 +110,7 @@ def _create_and_start(kwargs: dict, policy: str, host_port: int | None):
         container = engine.call("create", lambda: cli.containers.create(ports=ports.publish(host_port), **kwargs),
                                 retries=0)
     except BaseException:
-        _remove_by_name(kwargs["name"])
+        _remove_by_name(kwargs["labels"][naming.LABEL_NAME])
         raise
     try:
         networks.connect(container.id, policy)
@@ -137,8 +143,12 @@ class DockerProvider(SandboxProvider):
         engine.client()  # EngineUnavailable when nothing answers
         ports.port_range()  # a bad HARNESS_PORT_RANGE is an input error now
         image = images.build(log=log)
-        networks.check_policy(network)
+        networks.check_policy(network, log)  # also the isolated network's firewall (a warning when impossible)
         return image
+
+    def capacity(self) -> Capacity:
+        info = engine.call("info", lambda: engine.client().info())
+        return Capacity(cpus=float(info.get("NCPU") or 0), memory=int(info.get("MemTotal") or 0))
 
     def start(self, spec: SandboxSpec) -> DockerSandbox:
         name = naming.container_name(spec.run_id, spec.instance_id, spec.attempt)
@@ -153,7 +163,7 @@ class DockerProvider(SandboxProvider):
         sandbox = DockerSandbox(spec, container.id, name, engine.sandbox_host(), port, token)
         try:
             sandbox._service.wait_ready(settings().sandbox_ready_timeout,
-                                        lambda: engine.raise_if_dead(container.id, name))
+                                        lambda: engine.raise_if_dead(container.id, name, agent_ran=False))
         except BaseException:
             self.teardown(sandbox)
             raise

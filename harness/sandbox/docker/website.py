@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Iterator
 
 from harness.errors import InfraError
-from harness.sandbox.docker import engine, naming
+from harness.sandbox.docker import engine, naming, storage
 from harness.sandbox.site import site_info
 
 # The site server is a small Python script: it listens well within this.
@@ -45,7 +45,8 @@ def website(site_dir: Path, image: str, run_id: str) -> Iterator[str]:
         config = api.create_networking_config({network: api.create_endpoint_config(aliases=[alias])})
         host_config = api.create_host_config(network_mode=network, mem_limit="512m", pids_limit=256,
                                              cap_drop=["ALL"], cap_add=["NET_BIND_SERVICE"],
-                                             security_opt=["no-new-privileges"])
+                                             security_opt=["no-new-privileges"],
+                                             log_config=storage.LOG_CONFIG)  # sandboxes' requests are logged
         created = engine.call("create", lambda: api.create_container(
             image, entrypoint=["python3", "/site/serve.py"], command=[], name=f"{network}-web", labels=labels, user="root",
             host_config=host_config, networking_config=config, working_dir="/site"), retries=0)

@@ -9,7 +9,9 @@ exec costs ~50 ms. Endpoints (JSON unless said otherwise):
                                -> {exit_code, signal, stdout, stderr, timed_out, *_truncated, duration}
                                   exit codes as a shell reports them: 126 cannot execute, 127 not
                                   found or no such cwd, 128+N killed by signal N (137 on timeout)
-  POST /upload?dest=DIR        body: an uncompressed tar of regular files and dirs (<= MAX_BODY)
+  POST /upload?dest=DIR        body: an uncompressed tar of regular files and dirs (<= MAX_BODY), read
+                               in chunks and extracted as it arrives (never whole in memory); nothing
+                               is written to DIR unless the whole archive is accepted
   GET  /file?path=P&max_bytes=N -> the file's bytes, streamed; refused when larger than N
   POST /browser/start          -> {"ws_path": "/devtools/browser/..."}: starts Chromium on first use
                                   (and again after a crash), DevTools on 127.0.0.1:9222 only
@@ -18,7 +20,16 @@ exec costs ~50 ms. Endpoints (JSON unless said otherwise):
 
 Every request must carry the header X-Harness-Token equal to $HARNESS_SANDBOX_TOKEN; without
 that variable the service refuses to start. A refusal is {"error": text, "code": CODE} with
-CODE one of not_found, permission, is_a_directory, too_large, unsupported, bad_request.
+CODE one of not_found, permission, is_a_directory, too_large, unsupported, bad_request, busy.
+
+Connections are bounded, so that nothing that can reach the port (another sandbox on a shared
+network, agent code inside) can use up this process's descriptors: a new connection must send
+its first request's head within FIRST_REQUEST_TIMEOUT_S; connections that have not yet shown
+the token are capped at MAX_UNAUTHENTICATED (beyond it the oldest of them is closed at once),
+those that have at MAX_AUTHENTICATED (beyond it the least recently used idle one is closed,
+or, when all are busy, the newcomer is answered 503 `busy`), and an authenticated connection
+may stay idle between requests for IDLE_TIMEOUT_S. Running out of descriptors while accepting
+(EMFILE) sheds the oldest unauthenticated connection and goes on accepting.
 A command runs in its own session; on timeout the whole process tree (session,
 process group, every descendant found in /proc, and every process whose environment
 carries the command's HARNESS_COMMAND_TAG, e.g. a daemon that double-forked out of the
@@ -36,15 +47,21 @@ from __future__ import annotations
 import asyncio
 import base64
 import ctypes
+import errno
 import hmac
 import io
 import json
 import os
 import pwd
+import resource
 import secrets
+import shutil
 import signal
+import socket
 import stat
+import sys
 import tarfile
+import tempfile
 import time
 import urllib.parse
 
@@ -72,7 +89,22 @@ USER = pwd.getpwuid(os.getuid()).pw_name  # the only user commands can run as (n
 # Output kept per stream of one command, whatever a request asks for: what is kept is held
 # in this process's memory, and this process must survive its agent.
 MAX_OUTPUT_CAP = 64 * 1024 * 1024
-HEADER_TIMEOUT_S = 3600.0  # connections stay alive between an agent's commands; silent ones go
+# Connections (see the module's docstring). A new connection has this long to send its first
+# request's head: the harness sends it at once, a silent or trickling stranger is dropped.
+FIRST_REQUEST_TIMEOUT_S = 5.0
+# An authenticated connection stays alive this long between requests (an agent may think for
+# minutes between two commands); idle ones beyond the cap are closed first anyway.
+IDLE_TIMEOUT_S = 3600.0
+# Connections not yet authenticated, and authenticated ones (the harness keeps a few per
+# process, plus one per browser connection, which holds two descriptors). Both are also kept
+# within the process's descriptor limit, minus FD_RESERVE for commands' pipes and the like.
+MAX_UNAUTHENTICATED = 256
+MAX_AUTHENTICATED = 256
+FD_RESERVE = 128
+ACCEPT_BACKOFF_S = 0.05  # after accept() failed for want of descriptors (some were just freed)
+LISTEN_BACKLOG = 1024  # connections the kernel queues before we accept them (no descriptor each)
+# A request body (an upload) that stops arriving for this long is given up.
+BODY_READ_TIMEOUT_S = 300.0
 # Commands running at once. Each costs a child-watcher thread and counts against the
 # sandbox's pids limit (with Chromium's ~200 threads); beyond this they queue.
 MAX_PARALLEL_COMMANDS = 32
@@ -282,6 +314,11 @@ async def _run_command(req: dict) -> dict:
         _draining.add(task)
         task.add_done_callback(_draining.discard)
     code = proc.returncode
+    if code in (126, 127) and CHOOM and not stdout and stderr.startswith(f"{CHOOM_FAILED}{argv[0]}: "):
+        # The command never ran: say so as a shell would, without naming the wrapper.
+        reason = stderr[len(CHOOM_FAILED) + len(argv[0]) + 2:].strip()
+        return _not_started(code, f"{argv[0]}: command not found ({reason})" if code == 127
+                            else f"{argv[0]}: cannot execute ({reason})")
     sig = -code if code < 0 else None  # asyncio reports a signal death as -N; a shell says 128+N
     return {"exit_code": 128 + sig if sig else code, "signal": sig, "stdout": stdout, "stderr": stderr,
             "timed_out": timed_out, "stdout_truncated": out_trunc,
@@ -355,12 +392,30 @@ class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
             self.exited.set_result(None)
 
 
+# The kernel's OOM killer must take the agent's processes, never this one (a sandbox out of
+# memory would otherwise lose its service, the largest process, to a swarm of small hogs):
+# everything we start runs with the highest oom_score_adj. Raising one's own needs no
+# capability; util-linux's choom sets it and then execs the command, so even what the command
+# forks at once inherits it. Without choom it is written for the child right after it starts.
+OOM_SCORE_ADJ = 1000
+CHOOM = next((p for p in ("/usr/bin/choom", "/bin/choom") if os.access(p, os.X_OK)), None)
+CHOOM_FAILED = "choom: failed to execute "  # choom's own words when the command cannot be executed
+
+
 async def spawn(*argv: str, **kwargs) -> asyncio.subprocess.Process:
-    """Start argv in a session of its own; the Process gets an `exited` future."""
+    """Start argv in a session of its own, first in line for the OOM killer; the Process gets
+    an `exited` future."""
     loop = asyncio.get_running_loop()
-    transport, protocol = await loop.subprocess_exec(lambda: _Protocol(2**16, loop), *argv,
+    wrap = [CHOOM, "-n", str(OOM_SCORE_ADJ), "--"] if CHOOM else []
+    transport, protocol = await loop.subprocess_exec(lambda: _Protocol(2**16, loop), *wrap, *argv,
                                                      start_new_session=True, **kwargs)
     proc = asyncio.subprocess.Process(transport, protocol, loop)
+    if not CHOOM:
+        try:
+            with open(f"/proc/{proc.pid}/oom_score_adj", "w") as fh:
+                fh.write(str(OOM_SCORE_ADJ))
+        except OSError:
+            pass
     proc.exited = protocol.exited
     _spawned.add(proc.pid)
     proc.exited.add_done_callback(lambda _: _spawned.discard(proc.pid))
@@ -372,45 +427,142 @@ def _inside(base: str, path: str) -> bool:
     return os.path.commonpath([base, path]) == base
 
 
-def extract_upload(body: bytes, dest: str) -> dict:
+class BodyBroken(Exception):
+    """The request body stopped short (the client went away or stalled): drop the connection."""
+
+
+class RequestBody:
+    """A request body read as it is used, never whole in memory; `left` bytes are still unread."""
+
+    def __init__(self, reader: asyncio.StreamReader, length: int):
+        self.reader, self.left = reader, length
+
+    async def read(self, n: int) -> bytes:
+        n = min(n, self.left)
+        if n <= 0:
+            return b""
+        try:
+            data = await asyncio.wait_for(self.reader.readexactly(n), BODY_READ_TIMEOUT_S)
+        except (asyncio.IncompleteReadError, asyncio.TimeoutError, ConnectionError) as exc:
+            raise BodyBroken(f"the request body stopped with {self.left} bytes left") from exc
+        self.left -= len(data)
+        return data
+
+    async def drain(self) -> None:
+        """Read and drop what is left (the connection can then serve its next request)."""
+        while self.left > 0:
+            await self.read(1 << 20)
+
+
+class _BodyFile:
+    """A RequestBody as a blocking file, for a worker thread (tarfile); reads go through the loop."""
+
+    def __init__(self, body: RequestBody, loop: asyncio.AbstractEventLoop):
+        self.body, self.loop = body, loop
+
+    def read(self, n: int = -1) -> bytes:
+        n = self.body.left if n is None or n < 0 else n
+        return asyncio.run_coroutine_threadsafe(self.body.read(min(n, 1 << 20)), self.loop).result()
+
+
+async def upload(body, dest: str) -> dict:
+    """Extract a tar body (bytes, or a RequestBody streamed through a worker thread) into dest."""
+    if isinstance(body, RequestBody):
+        return await asyncio.to_thread(extract_upload, _BodyFile(body, asyncio.get_running_loop()), dest)
+    return extract_upload(io.BytesIO(body), dest)
+
+
+def extract_upload(source, dest: str) -> dict:
     try:
-        return _extract(body, dest)
+        return _extract(source, dest)
     except tarfile.TarError as exc:
         raise HttpError(400, f"not a tar archive: {exc}") from None
     except OSError as exc:
         raise os_error(exc, exc.filename or dest) from None
 
 
-def _extract(body: bytes, dest: str) -> dict:
+def _extract(source, dest: str) -> dict:
+    """Stage every member in a fresh folder inside dest as the archive streams in (on dest's own
+    file system: no second copy of the data, no memory), check them all, then move them into place."""
     dest = os.path.realpath(dest)
     if not _inside("/workspace", dest) and not _inside("/tmp", dest):
         raise HttpError(400, f"upload destination {dest} is outside /workspace and /tmp")
-    written = []
-    with tarfile.open(fileobj=io.BytesIO(body), mode="r:") as tar:
-        members = tar.getmembers()
-        for m in members:  # validate everything before writing anything
+    made, parent = None, dest  # the outermost folder of dest that this upload creates
+    while not os.path.lexists(parent):
+        made, parent = parent, os.path.dirname(parent)
+    os.makedirs(dest, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=".harness-upload-", dir=dest)
+    try:
+        members = _stage(source, dest, staging)
+        _commit(members, dest)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        folder = dest
+        while made is not None:  # a refused upload leaves no folder of its own behind
+            try:
+                os.rmdir(folder)  # only when still empty
+            except OSError:
+                break
+            if folder == made:
+                break
+            folder = os.path.dirname(folder)
+        raise
+    shutil.rmtree(staging, ignore_errors=True)
+    return {"written": [raw for raw, _, staged in members if staged is not None]}
+
+
+def _stage(source, dest: str, staging: str) -> list[tuple[str, str, str | None]]:
+    """(member name, normalized name, staged file or None for a folder) of each member, in order."""
+    members = []
+    with tarfile.open(fileobj=source, mode="r|", bufsize=1 << 20) as tar:
+        for m in tar:
             name = os.path.normpath(m.name)
             if os.path.isabs(m.name) or name.startswith("..") or not (m.isfile() or m.isdir()):
                 raise HttpError(400, f"refused archive member {m.name!r}")
-        for m in members:
-            target = os.path.realpath(os.path.join(dest, m.name))
-            if not _inside(dest, target):
+            if not _inside(dest, os.path.realpath(os.path.join(dest, name))):
                 raise HttpError(400, f"refused archive member {m.name!r} (escapes {dest})")
             if m.isdir():
-                os.makedirs(target, exist_ok=True)
+                members.append((m.name, name, None))
                 continue
-            os.makedirs(os.path.dirname(target), exist_ok=True)
+            staged = os.path.join(staging, str(len(members)))
             src = tar.extractfile(m)
-            # O_NONBLOCK: an existing FIFO in the way must not block the service (it is refused).
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                os.close(fd)
-                raise HttpError(400, f"refused archive member {m.name!r}: {target} is not a regular file")
-            with os.fdopen(fd, "wb") as fh:
+            with open(staged, "xb") as fh:
                 while chunk := src.read(1 << 20):
                     fh.write(chunk)
-            written.append(m.name)
-    return {"written": written}
+            members.append((m.name, name, staged))
+    return members
+
+
+def _commit(members: list[tuple[str, str, str | None]], dest: str) -> None:
+    targets = []
+    for raw, name, staged in members:  # check every target before moving anything
+        target = os.path.realpath(os.path.join(dest, name))
+        if not _inside(dest, target):
+            raise HttpError(400, f"refused archive member {raw!r} (escapes {dest})")
+        try:
+            mode = os.lstat(target).st_mode
+        except FileNotFoundError:
+            mode = None
+        except NotADirectoryError:
+            raise HttpError(400, f"refused archive member {raw!r}: a parent of {target} is a file") from None
+        if mode is not None and staged is None and not stat.S_ISDIR(mode):
+            raise HttpError(400, f"refused archive member {raw!r}: {target} exists and is not a folder")
+        if mode is not None and staged is not None and stat.S_ISDIR(mode):
+            raise os_error(IsADirectoryError(), target)
+        if mode is not None and staged is not None and not stat.S_ISREG(mode):
+            raise HttpError(400, f"refused archive member {raw!r}: {target} is not a regular file")
+        targets.append((target, staged))
+    for target, staged in targets:
+        if staged is None:
+            os.makedirs(target, exist_ok=True)
+            continue
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        try:
+            os.replace(staged, target)
+        except OSError as exc:
+            if exc.errno != errno.EXDEV:  # a mount point inside dest: copy across instead
+                raise
+            shutil.move(staged, target)
 
 
 class FileBody:
@@ -527,7 +679,8 @@ async def forward(head: bytes, reader: asyncio.StreamReader, writer: asyncio.Str
 
 
 # --------------------------------------------------------------------- http
-async def dispatch(method: str, target: str, body: bytes) -> tuple[int, bytes, str]:
+async def dispatch(method: str, target: str, body) -> tuple[int, bytes, str]:
+    """Serve one request; body is bytes, or for an upload a RequestBody still to be read."""
     url = urllib.parse.urlsplit(target)
     query = dict(urllib.parse.parse_qsl(url.query))
     if method == "GET" and url.path == "/health":
@@ -540,7 +693,7 @@ async def dispatch(method: str, target: str, body: bytes) -> tuple[int, bytes, s
         result = await run_command(request)
         return 200, json.dumps(result).encode(), "application/json"
     if method == "POST" and url.path == "/upload":
-        result = extract_upload(body, query.get("dest", "/workspace"))
+        result = await upload(body, query.get("dest", "/workspace"))
         return 200, json.dumps(result).encode(), "application/json"
     if method == "GET" and url.path == "/file":
         max_bytes = _field(query, "max_bytes", int, 64 * 1024 * 1024)
@@ -560,12 +713,72 @@ def authorized(headers: dict) -> bool:
     return bool(TOKEN) and hmac.compare_digest(headers.get("x-harness-token", "").encode(), TOKEN.encode())
 
 
+# --------------------------------------------------------------------- connections
+class _Conn:
+    __slots__ = ("writer", "authed", "busy")
+
+    def __init__(self, writer: asyncio.StreamWriter):
+        self.writer, self.authed, self.busy = writer, False, False
+
+
+_unauthenticated: dict[_Conn, None] = {}  # oldest first
+_authenticated: dict[_Conn, None] = {}  # least recently used first
+
+
+def _caps() -> tuple[int, int]:
+    """(unauthenticated, authenticated) connection caps, within this process's descriptor limit
+    (read each time: it can change under us)."""
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft == resource.RLIM_INFINITY:
+        return MAX_UNAUTHENTICATED, MAX_AUTHENTICATED
+    room = max(4, (soft - FD_RESERVE) // 4)
+    return min(MAX_UNAUTHENTICATED, room), min(MAX_AUTHENTICATED, room)
+
+
+def _drop(conn: _Conn) -> None:
+    """Close a connection at once (its handler then sees EOF and ends)."""
+    _unauthenticated.pop(conn, None)
+    _authenticated.pop(conn, None)
+    conn.writer.close()
+
+
+def _admit(conn: _Conn) -> None:
+    """A new connection; over the cap, the one that has waited longest without a request goes."""
+    cap = _caps()[0]
+    while len(_unauthenticated) >= cap:
+        _drop(next(iter(_unauthenticated)))
+    _unauthenticated[conn] = None
+
+
+def _authenticate(conn: _Conn) -> bool:
+    """The connection showed the token. Over the cap the least recently used idle authenticated
+    connection is closed; False when every one of them is busy (the newcomer is refused)."""
+    _unauthenticated.pop(conn, None)
+    cap = _caps()[1]
+    while len(_authenticated) >= cap:
+        idle = next((c for c in _authenticated if not c.busy), None)
+        if idle is None:
+            return False
+        _drop(idle)
+    conn.authed = True
+    _authenticated[conn] = None
+    return True
+
+
+def _forget(conn: _Conn) -> None:
+    _unauthenticated.pop(conn, None)
+    _authenticated.pop(conn, None)
+
+
 async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    conn = _Conn(writer)
+    _admit(conn)
     try:
         while True:
             try:
-                # An idle or silent connection is dropped; a peer cannot hold sockets open forever.
-                head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEADER_TIMEOUT_S)
+                # A new connection must ask at once; a known one may idle between requests.
+                timeout = IDLE_TIMEOUT_S if conn.authed else FIRST_REQUEST_TIMEOUT_S
+                head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout)
             except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, asyncio.TimeoutError, ConnectionError):
                 return
             lines = head.decode("latin-1").split("\r\n")
@@ -578,12 +791,17 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
                 if ":" in line:
                     key, value = line.split(":", 1)
                     headers[key.strip().lower()] = value.strip()
-            if target.startswith(("/devtools/", "/json")) and authorized(headers):
-                await forward(head, reader, writer)
-                return
             if not authorized(headers):  # before reading any body: strangers get nothing buffered
                 writer.write(_UNAUTHORIZED)
                 await writer.drain()
+                return
+            if not conn.authed and not _authenticate(conn):
+                error = HttpError(503, "too many connections to the sandbox service, all busy", "busy")
+                await respond(writer, error.status, _error_body(error), "application/json", close=True)
+                return
+            conn.busy = True
+            if target.startswith(("/devtools/", "/json")):
+                await forward(head, reader, writer)  # busy for its whole life
                 return
             raw_length = headers.get("content-length", "0")
             if not (raw_length.isascii() and raw_length.isdigit()):  # unknown framing: refuse, then drop
@@ -596,20 +814,83 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
                                   "too_large")
                 await respond(writer, error.status, _error_body(error), "application/json", close=True)
                 return
-            body = await reader.readexactly(length) if length else b""
+            if method == "POST" and urllib.parse.urlsplit(target).path == "/upload":
+                body = RequestBody(reader, length)  # streamed into the archive's extraction
+            else:
+                body = await reader.readexactly(length) if length else b""
             try:
                 status, payload, ctype = await dispatch(method, target, body)
+            except BodyBroken:
+                return
             except HttpError as exc:
                 status, payload, ctype = exc.status, _error_body(exc), "application/json"
             except Exception as exc:  # report, keep serving
                 status = 500
                 payload = json.dumps({"error": f"{type(exc).__name__}: {exc}", "code": "internal"}).encode()
                 ctype = "application/json"
+            if isinstance(body, RequestBody):
+                await body.drain()  # what a refused upload still sends (and a tar's trailing padding)
             await respond(writer, status, payload, ctype)
-    except (ConnectionError, asyncio.IncompleteReadError):
+            conn.busy = False
+            if conn in _authenticated:  # now the most recently used
+                del _authenticated[conn]
+                _authenticated[conn] = None
+    except (ConnectionError, asyncio.IncompleteReadError, BodyBroken):
         pass
     finally:
+        _forget(conn)
         writer.close()
+
+
+_clients: set[asyncio.Task] = set()
+_last_shed_report = 0.0
+
+
+async def _serve_client(client: socket.socket) -> None:
+    try:
+        reader, writer = await asyncio.open_connection(sock=client)
+    except OSError:
+        client.close()
+        return
+    await handle(reader, writer)
+
+
+def _out_of_descriptors(exc: OSError) -> bool:
+    """accept() failed for want of descriptors: shed the oldest unauthenticated connection
+    (True), if there is one."""
+    global _last_shed_report
+    shed = bool(_unauthenticated)
+    if shed:
+        _drop(next(iter(_unauthenticated)))
+    now = time.monotonic()
+    if now - _last_shed_report > 10:
+        _last_shed_report = now
+        print(f"sandboxd: accept: {exc.strerror or exc} ({len(_unauthenticated)} unauthenticated, "
+              f"{len(_authenticated)} authenticated connections left)", file=sys.stderr, flush=True)
+    return shed
+
+
+async def serve(sock: socket.socket) -> None:
+    """Accept connections on a listening socket for ever; no accept error ends or stalls it."""
+    loop = asyncio.get_running_loop()
+    sock.setblocking(False)
+    while True:
+        try:
+            client, _ = await loop.sock_accept(sock)
+        except OSError as exc:
+            if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                # A shed connection's descriptor is freed on the loop's next turn; with nothing
+                # to shed, wait a little for a command or a connection to end.
+                await asyncio.sleep(0 if _out_of_descriptors(exc) else ACCEPT_BACKOFF_S)
+            else:  # e.g. ECONNABORTED: that client is gone already
+                await asyncio.sleep(0)
+            continue
+        task = asyncio.ensure_future(_serve_client(client))
+        _clients.add(task)
+        task.add_done_callback(_clients.discard)
+        # Let it reach _admit before the next accept: awaiting sock_accept does not yield while
+        # connections are queued, and unadmitted connections escape the caps.
+        await asyncio.sleep(0)
 
 
 def _error_body(exc: HttpError) -> bytes:
@@ -631,11 +912,10 @@ async def respond(writer: asyncio.StreamWriter, status: int, payload, ctype: str
 async def main() -> None:
     if not TOKEN:
         raise SystemExit("sandboxd: HARNESS_SANDBOX_TOKEN is not set; refusing to serve without a token")
-    server = await asyncio.start_server(handle, "0.0.0.0", PORT)
+    sock = socket.create_server(("0.0.0.0", PORT), backlog=LISTEN_BACKLOG)
     if os.getpid() == 1:
         asyncio.ensure_future(init_loop())
-    async with server:
-        await server.serve_forever()
+    await serve(sock)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,21 @@
+"""The exit codes of `harness run` (and the other commands), documented in the README.
+
+Rules: 0 only when every selected instance ended without an error and nothing was left
+behind; a bad input never gets as far as a container; a signal ends the run the way the
+shell reports it (128 + the signal's number).
+"""
+
+from __future__ import annotations
+
+import signal
+
+OK = 0
+FAILED = 1  # the harness could not do its job: the engine, a bug, containers left behind
+INPUT = 2  # the dataset, flags, config, output dir or model refused before any container
+INSTANCE_ERRORS = 3  # the run ended, but some selected instance errored or was not run (--fail-on-error)
+ROWS_NOT_WRITTEN = 4  # output.jsonl became unwritable; the unwritten rows were rescued elsewhere
+
+
+def signalled(signum: int = signal.SIGINT) -> int:
+    """The shell's code for a process ended by a signal: 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP."""
+    return 128 + int(signum)

@@ -1,0 +1,118 @@
+"""What agent code may write, and where it goes: the disk limit and the log cap.
+
+A sandbox's writable space is `SandboxSpec.disk` (`harness run --disk`), on by default.
+Two backends, chosen per engine from `docker info` and one probe:
+
+- quota: the storage driver enforces a size on the container's writable layer
+  (`storage_opt={"size": disk}`): overlay2 on xfs mounted with pquota, btrfs, zfs,
+  devicemapper (the size must not be below its base size). The whole filesystem stays
+  writable as usual; everything written anywhere shares the one quota; the memory limit
+  is `memory` alone.
+- tmpfs (every other engine, e.g. overlay2 on ext4, which has no quota): the root
+  filesystem is read-only and the places agent code writes are size-limited tmpfs
+  mounts: /workspace (half of disk), /tmp (a quarter: temporary files and the browser's
+  profile) and /home/agent (a quarter: caches, `pip --user`). Their sizes add up to
+  `disk`, so writing files ends with ENOSPC and never touches the engine's disk; any
+  other path is read-only (EROFS). tmpfs pages are RAM charged to the container's memory
+  cgroup, so the container's memory limit is `memory + disk`: files can never take the
+  memory the processes were given, and the processes never the room of the files.
+
+Either way the engine's log of the container (sandboxd's stdout, which agent code can
+write through /proc/1/fd/1) is json-file capped at LOG_MAX_SIZE x LOG_MAX_FILES.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+from dataclasses import dataclass
+
+from harness.errors import InfraError
+from harness.sandbox.contract import SandboxSpec, parse_size
+from harness.sandbox.docker import engine, naming
+
+log = logging.getLogger(__name__)
+
+AGENT_UID = 1000  # the image's `agent` user (harness/sandbox/image/sandbox/Dockerfile)
+LOG_MAX_SIZE, LOG_MAX_FILES = "2m", "2"  # at most ~4 MB of log per sandbox
+LOG_CONFIG = {"type": "json-file", "config": {"max-size": LOG_MAX_SIZE, "max-file": LOG_MAX_FILES}}
+# Storage drivers that can limit a container's writable layer (overlay2 only on xfs with pquota).
+QUOTA_DRIVERS = ("btrfs", "zfs", "devicemapper")
+_lock = threading.Lock()
+_probed: dict[tuple[str, int], bool] = {}
+
+
+@dataclass(frozen=True)
+class Backend:
+    kind: str  # "quota" or "tmpfs"
+    detail: str  # e.g. "overlay2 on extfs"
+
+
+@functools.cache
+def _driver() -> tuple[str, str]:
+    info = engine.call("info", lambda: engine.client().api.info())
+    status = {row[0]: row[1] for row in info.get("DriverStatus") or [] if len(row) == 2}
+    return info.get("Driver", ""), status.get("Backing Filesystem", "")
+
+
+def quota_candidate(driver: str, backing: str) -> bool:
+    """Whether this storage driver may support a per-container size (a probe decides)."""
+    return (driver in ("overlay2", "overlay") and backing == "xfs") or driver in QUOTA_DRIVERS
+
+
+def _quota_works(image: str, size: int) -> bool:
+    """Create (never start) a container with the size option and remove it: the engine refuses
+    the option at create when its driver cannot enforce it (or, devicemapper, not that small)."""
+    api = engine.client().api
+    try:
+        made = engine.call("create", lambda: api.create_container(
+            image, entrypoint=["true"], labels=naming.labels("storage-probe", "probe", 1),
+            host_config=api.create_host_config(storage_opt={"size": str(size)})), retries=0)
+    except InfraError as exc:
+        log.info("the engine refuses a storage quota (%s); sandboxes get size-limited tmpfs", exc)
+        return False
+    engine.remove_container(made["Id"])
+    return True
+
+
+def backend(image: str, disk: str) -> Backend:
+    """The backend for a sandbox of this image and disk size on this engine (probed once)."""
+    driver, backing = _driver()
+    detail = f"{driver} on {backing}" if backing else driver
+    if not quota_candidate(driver, backing):
+        return Backend("tmpfs", detail)
+    key = (image, parse_size(disk))
+    with _lock:
+        if key not in _probed:
+            _probed[key] = _quota_works(image, key[1])
+    return Backend("quota" if _probed[key] else "tmpfs", detail)
+
+
+def tmpfs_sizes(disk: int) -> dict[str, int]:
+    """How the tmpfs backend splits `disk` (bytes) between the writable places; the sum is disk."""
+    workspace, tmp = disk // 2, disk // 4
+    return {"/workspace": workspace, "/tmp": tmp, "/home/agent": disk - workspace - tmp}
+
+
+def create_options(spec: SandboxSpec) -> dict:
+    """Container create options for the disk limit, the memory limit that goes with it, and the log cap."""
+    disk, memory = parse_size(spec.disk), parse_size(spec.memory)
+    options: dict = {"log_config": LOG_CONFIG}
+    if backend(spec.image, spec.disk).kind == "quota":
+        options.update(storage_opt={"size": str(disk)}, mem_limit=memory, memswap_limit=memory)
+        return options
+    owned = f"uid={AGENT_UID},gid={AGENT_UID},mode=0755"
+    sizes = tmpfs_sizes(disk)
+    options.update(
+        read_only=True,
+        tmpfs={
+            "/workspace": f"rw,exec,nosuid,nodev,size={sizes['/workspace']},{owned}",
+            "/tmp": f"rw,exec,nosuid,nodev,size={sizes['/tmp']},mode=1777",
+            "/home/agent": f"rw,exec,nosuid,nodev,size={sizes['/home/agent']},{owned}",
+        },
+        # tmpfs pages are charged to the memory cgroup: files get their own room on top of `memory`.
+        mem_limit=memory + disk,
+        memswap_limit=memory + disk,  # no swap: a memory hog is OOM-killed, not slowed to a crawl
+    )
+    return options

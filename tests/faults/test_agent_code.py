@@ -1,0 +1,68 @@
+"""Agent code against its own sandbox: background servers, the service's token, oversized requests.
+
+Items 3 and 8 of issue 9: `server &` used to hold the command that started it until its
+timeout (and the server was then killed); the service's token was readable in
+/proc/1/environ; a request asking for a huge `max_output` could make PID 1 run out of memory.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from harness.sandbox.contract import SandboxSpec
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture
+def sandbox(provider, image, run_id):
+    with provider.open(SandboxSpec(image=image, run_id=run_id, instance_id="agent-code")) as sb:
+        yield sb
+
+
+def test_a_background_process_does_not_hold_its_command(sandbox, reliability):
+    t0 = time.monotonic()
+    quick = sandbox.shell("sleep 6 & echo hi", timeout=30)
+    took = time.monotonic() - t0
+    reliability.record("`sleep 6 & echo hi`", f"returned in {took:.1f} s", seconds=took)
+    assert quick.stdout == "hi\n" and quick.exit_code == 0
+    assert took < 3, took
+
+
+def test_a_server_started_in_the_background_keeps_serving(sandbox, reliability):
+    t0 = time.monotonic()
+    started = sandbox.shell("python3 -m http.server 8000 >/dev/null 2>&1 & sleep 0.5; echo started", timeout=20)
+    took = time.monotonic() - t0
+    fetched = sandbox.shell("sleep 0.5; python3 -c \"import urllib.request as u; "
+                            "print(u.urlopen('http://127.0.0.1:8000/').status)\"", timeout=20)
+    reliability.record("`python3 -m http.server 8000 & ...` then a request to it",
+                       f"command returned in {took:.1f} s; server answered {fetched.stdout.strip() or fetched.stderr[-80:]}",
+                       seconds=took)
+    assert started.stdout == "started\n" and not started.timed_out
+    assert took < 5, took
+    assert fetched.stdout.strip() == "200", fetched
+
+
+def test_the_service_token_is_not_readable_by_agent_code(sandbox, reliability):
+    token = sandbox.connection().headers["X-Harness-Token"]
+    probe = sandbox.shell("cat /proc/1/environ /proc/self/environ 2>&1 | tr '\\0' '\\n'; env; "
+                          "cat /proc/1/cmdline; echo done", timeout=20)
+    found = token in probe.stdout or token in probe.stderr
+    reliability.record("agent code looks for the service token (/proc/1/environ, env)",
+                       "not found" if not found else "FOUND")
+    assert "done" in probe.stdout
+    assert not found
+
+
+def test_a_huge_max_output_is_clamped_and_pid1_survives(sandbox, reliability):
+    t0 = time.monotonic()
+    result = sandbox.shell("head -c 100M /dev/zero | tr '\\0' a", max_output=2**40, timeout=120)
+    kept = len(result.stdout)
+    alive = sandbox.shell("echo alive").stdout
+    reliability.record("100 MB of output with max_output=2**40", f"kept {kept / 2**20:.0f} MiB (clamped), "
+                       f"service {'alive' if alive == 'alive' + chr(10) else 'DEAD'}", started=t0)
+    assert result.stdout_truncated
+    assert kept <= 64 * 2**20 + 200  # the service's cap, plus its truncation note
+    assert alive == "alive\n"
