@@ -259,8 +259,7 @@ def run(opts: RunOptions, console: Console | None = None) -> int:
             except KeyboardInterrupt:
                 provider.cleanup(run_id=run_id)  # a second Ctrl-C may have cut the removals short
                 raise
-        # The leak audit: every container of this run (sandboxes and website) must be gone now.
-        leaked = len(provider.find(run_id))
+        leaked = _leak_audit(provider, run_id, console)
         if outcome.write_error is not None:
             return _rescue(layout, outcome, leaked, console)
         report = build_report(read_rows(out), [i.instance_id for i in selected], leaked_containers=leaked,
@@ -274,6 +273,16 @@ def run(opts: RunOptions, console: Console | None = None) -> int:
     if outcome.stopped:
         say(console, outcome.stopped, style="yellow")
     return _exit_code(report)
+
+
+def _leak_audit(provider, run_id: str, console: Console) -> int:
+    """Every container of this run (sandboxes and website) must be gone now. A removal that failed
+    during the run (e.g. the engine was restarting) is tried once more; what still stands is leaked."""
+    if not provider.find(run_id):
+        return 0
+    swept = provider.cleanup(run_id=run_id)
+    say(console, f"removed {len(swept)} container(s) of this run whose removal had failed", style="yellow")
+    return len(provider.find(run_id))
 
 
 def _exit_code(report: Report) -> int:

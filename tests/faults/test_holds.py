@@ -206,6 +206,7 @@ def test_engine_restarted_mid_run(tmp_path, image, reliability):
     reliability.record("the engine restarted mid-run", f"run ended (exit {proc.returncode}), errors {first_kinds or 'none'}, "
                        "resume finished the rest", lost=lost, leaked=leaked, started=t0)
     assert "Traceback" not in stderr, stderr[-3000:]
+    assert proc.returncode in (0, 3), stderr[-3000:]  # completed: ok, or instances left as infra errors
     assert set(first_kinds) <= {"infra"}
     assert resumed.returncode == 0, explain(resumed)
     assert lost == 0 and leaked == 0
