@@ -211,3 +211,37 @@ def test_engine_restarted_mid_run(tmp_path, image, reliability):
     assert resumed.returncode == 0, explain(resumed)
     assert lost == 0 and leaked == 0
     assert all(r["status"] == "ok" for r in final.values())
+
+
+def test_a_sandbox_killed_by_the_engine_is_retried_on_a_fresh_one(tmp_path, image, reliability):
+    data, config = _dataset(tmp_path / "data", 1, lambda i: [
+        {"tool_calls": [{"name": "run_shell", "arguments": {"command": "echo 0"}}]}, {"content": "<solution>0</solution>"}])
+    out = out_dir(tmp_path)
+    t0 = time.monotonic()
+    proc = harness("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out,
+                   "--agent", "tests.helpers.agents:kills_its_first_sandbox", "--max-retries", 1,
+                   env={"HARNESS_TEST_MARKER": str(tmp_path / "marker")})
+    (row,) = rows(out)
+    leaked = len(containers_of(out))
+    reliability.record("sandbox killed by the engine while the agent starts",
+                       f"infra, retried: attempt {row['attempt']} {row['status']}", leaked=leaked, started=t0)
+    assert proc.returncode == 0, explain(proc)
+    assert row["attempt"] == 2 and row["status"] == "ok" and row["correct"] is True
+    assert leaked == 0
+
+
+@pytest.mark.parametrize("fault, content", [
+    ("malformed dataset: duplicate ids", '{"instance_id": "a", "question": "q"}\n{"instance_id": "a", "question": "q"}\n'),
+    ("malformed dataset: a torn JSON line", '{"instance_id": "a", "question": "q"}\n{not json\n'),
+    ("malformed dataset: a file outside the dataset", '{"instance_id": "a", "question": "q", "files": ["../x"]}\n'),
+])
+def test_malformed_input_exits_2_before_any_container(tmp_path, reliability, fault, content):
+    data = tmp_path / "bad.jsonl"
+    data.write_text(content)
+    out = out_dir(tmp_path)
+    t0 = time.monotonic()
+    proc = harness("run", "--dataset", data, "--model", "replay", "--output-dir", out)
+    reliability.record(fault, f"exit {proc.returncode} before any container", leaked=len(containers_of(out)),
+                       started=t0)
+    assert proc.returncode == 2, explain(proc)
+    assert not out.exists() and containers_of(out) == []
