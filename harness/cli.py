@@ -209,3 +209,64 @@ def score_cmd(
     from harness.report import render
 
     Console().print(render(report))
+
+
+@app.command("report")
+def report_cmd(
+    output_dirs: list[Path] = typer.Argument(..., help="Run output directories; with several, the first is the baseline."),
+    html: bool = typer.Option(False, "--html", help="Write one self-contained HTML report."),
+    out: Optional[Path] = typer.Option(None, "--out", help="The HTML file (default: DIR/report.html of the first DIR)."),
+) -> None:
+    """Report on finished or running runs: the HTML report with --html, else the terminal table."""
+    for d in output_dirs:
+        if not (d / "output.jsonl").exists() and not (d / "run.json").exists():
+            fail(InputError(f"{d} is not a run output directory (no output.jsonl or run.json)"))
+    if html:
+        from harness.report.html import write_html_report
+
+        target = out or output_dirs[0] / "report.html"
+        write_html_report(list(output_dirs), target)
+        size = target.stat().st_size
+        log(f"wrote {target} ({size / 1024:.0f} KiB)")
+        return
+    from harness.report.html import build_data
+
+    data = build_data(list(output_dirs), with_traces=False)
+    for run in data["runs"]:
+        s = run["summary"]
+        log(f"{run['name']}: accuracy {s['accuracy']:.1%} ({s['n_correct']}/{s['n_selected']}), "
+            f"95% CI [{s['ci95'][0]:.1%}, {s['ci95'][1]:.1%}], outcomes {s['outcomes']}, errors {s['errors_by_kind']}")
+    for c in data["comparisons"]:
+        log(f"{c['other']} vs {c['base']}: delta {c['delta']:+.1%} [{c['delta_ci95'][0]:+.1%}, {c['delta_ci95'][1]:+.1%}], "
+            f"fixed {len(c['fixed'])}, broken {len(c['broken'])}"
+            + ("" if c.get("same_dataset", True) else " (warning: another dataset fingerprint)"))
+
+
+@app.command("view")
+def view_cmd(
+    output_dirs: Optional[list[Path]] = typer.Argument(None, help="Run output directories (default: every run under ./runs)."),
+    port: int = typer.Option(8765, help="Port on 127.0.0.1 (0: any free port)."),
+) -> None:
+    """Browse runs in a local web app on 127.0.0.1, live while a run writes."""
+    import time
+
+    from harness.report.view import ViewServer
+
+    dirs = list(output_dirs or [])
+    if not dirs:
+        dirs = sorted(p.parent for p in Path("runs").glob("*/output.jsonl"))
+    if not dirs:
+        fail(InputError("no run directories given and none found under ./runs"))
+    for d in dirs:
+        if not d.is_dir():
+            fail(InputError(f"{d} is not a directory"))
+    try:
+        server = ViewServer(dirs, port).start()
+    except OSError as exc:
+        fail(InputError(f"cannot listen on 127.0.0.1:{port}: {exc}"))
+    log(f"harness view: {server.url} (Ctrl-C stops)")
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.stop()

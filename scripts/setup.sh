@@ -23,5 +23,14 @@ if [[ ! -f "$stamp" ]]; then
   .venv/bin/pip install -q --disable-pip-version-check -e '.[dev]'
   touch "$stamp"
 fi
+# Debian's Chromium on the host: the report and viewer tests drive the pages in it with
+# Playwright (executable_path=/usr/bin/chromium; `playwright install` cannot download here).
+if [[ ! -x /usr/bin/chromium ]]; then
+  if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "setup: /usr/bin/chromium is missing; install Debian's chromium package (as root)" >&2
+  fi
+fi
 bash scripts/ensure-docker.sh
 .venv/bin/harness images build

@@ -28,7 +28,8 @@ pytestmark = pytest.mark.docker
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGED = ["harness/environments/page.js", "harness/sandbox/image/sandbox/Dockerfile",
             "harness/sandbox/image/sandbox/sandboxd.py", "harness/sandbox/image/sandbox/requirements.txt",
-            "harness/sandbox/image/base/build.sh"]
+            "harness/sandbox/image/base/build.sh", "harness/report/templates/report.html.j2",
+            "harness/report/static/report.js", "harness/report/static/report.css"]
 
 BROWSE = """
 import asyncio, sys

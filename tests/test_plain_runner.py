@@ -117,7 +117,7 @@ def test_plain_runner_with_replay_writes_harness_trace_events(image, out):
 
     # Only the harness's own event types, no framework dumps.
     harness_types = {"task", "system_prompt", "message", "tool_call", "tool_result", "model_call_started",
-                     "model_call", "env", "user_reply", "limit", "error"}
+                     "model_call", "env", "user_reply", "limit", "error", "verdict"}
     assert {e["type"] for e in events} <= harness_types
     for needle in FRAMEWORK_DUMPS:
         assert needle not in raw, needle

@@ -104,3 +104,106 @@ def test_empty_input() -> None:
     r = build_report([], ["a", "b"], leaked_containers=0)
     assert r.n_missing == 2 and r.accuracy == 0.0
     assert "0/2" in render_text(r)
+
+
+def _scores(**verdicts) -> dict:
+    return {name: {"scorer": name, "correct": ok, "value": 1.0 if ok else 0.0} for name, ok in verdicts.items()}
+
+
+SCORED = [
+    row("a", correct=True, scores=_scores(gaia=True, exact=True),
+        env_outcomes={"code": {"ok": 2, "timeout": 1}, "web": {"error": 1}}),
+    row("b", correct=False, scores=_scores(gaia=False, exact=None), env_outcomes={"code": {"ok": 1}}),
+    row("c", "limit", limit="wall_time", correct=True, scores=_scores(gaia=True, exact=False)),
+    row("d", "error", error_kind="agent", correct=False, env_outcomes={"code": {"crashed": 1}}),
+]
+
+
+def test_id_lists_per_outcome() -> None:
+    r = build_report(ROWS, SELECTED, leaked_containers=0)
+    assert r.ids == {"passed": ["a", "d"], "failed": ["b"], "errored": ["c"], "limit": ["d"], "missing": ["e"]}
+    r = build_report(SCORED, ["a", "b", "c", "d", "x"], leaked_containers=0)
+    assert r.ids == {"passed": ["a", "c"], "failed": ["b"], "errored": ["d"], "limit": ["c"], "missing": ["x"]}
+
+
+def test_every_scorer_is_aggregated_over_every_selected_id() -> None:
+    r = build_report(SCORED, ["a", "b", "c", "d", "x"], leaked_containers=0)
+    assert list(r.scorers) == ["gaia", "exact"]
+    gaia, exact = r.scorers["gaia"], r.scorers["exact"]
+    assert (gaia.n, gaia.correct, gaia.accuracy, gaia.mean_score) == (5, 2, 0.4, 0.4)
+    assert gaia.ci95 == wilson_interval(2, 5) == r.ci95
+    assert (exact.correct, exact.no_verdict, exact.mean_score) == (1, 1, 0.2)
+    assert exact.ci95 == wilson_interval(1, 5)
+    assert "scorer exact" in render_text(r) and "scorer gaia" not in render_text(r)  # the headline is gaia
+
+
+def test_env_outcomes_are_summed_from_the_latest_rows() -> None:
+    rows_ = SCORED + [row("b", correct=True, env_outcomes={"file": {"ok": 3}})]  # b's retry wins
+    r = build_report(rows_, ["a", "b", "c", "d"], leaked_containers=0)
+    assert r.env_outcomes == {"code": {"crashed": 1, "ok": 2, "timeout": 1}, "file": {"ok": 3}, "web": {"error": 1}}
+    assert r.env_outcomes_per_instance == {"a": SCORED[0].env_outcomes, "b": {"file": {"ok": 3}},
+                                           "d": {"code": {"crashed": 1}}}
+    assert "env actions" in render_text(r)
+
+
+def test_summary_has_one_row_per_output_dir(tmp_path: Path) -> None:
+    path = tmp_path / "summary.csv"
+    first = build_report(ROWS, SELECTED, leaked_containers=0)
+    append_summary(first, path, run_label="old", extra={})  # a row of an older harness: no output_dir
+    append_summary(first, path, run_label="r1", extra={"model": "m"}, output_dir=tmp_path / "r1")
+    append_summary(first, path, run_label="r2", extra={"model": "m"}, output_dir=tmp_path / "r2")
+    better = build_report(SCORED, ["a", "b", "c"], leaked_containers=0)
+    append_summary(better, path, run_label="r1", extra={"model": "m"}, output_dir=tmp_path / "r1")
+    got = list(csv.DictReader(path.open()))
+    assert [x["run_label"] for x in got] == ["old", "r2", "r1"]
+    assert got[2]["output_dir"] == str((tmp_path / "r1").resolve()) and float(got[2]["accuracy"]) == 0.6667
+    assert got[2]["accuracy_exact"] == "0.3333" and got[1]["accuracy_exact"] == ""
+
+
+def test_model_call_messages_skip_texts_the_trace_holds(tmp_path: Path) -> None:
+    from harness.models.meter import Meter
+    from harness.traces import SystemPrompt, TaskEvent, ToolResult, Tracer, read_trace
+
+    tracer = Tracer(tmp_path / "t.jsonl")
+    meter = Meter(max_tokens=None, max_steps=None, tracer=tracer)
+    tracer.emit(TaskEvent(task="the task"))
+    tracer.emit(SystemPrompt(source="a", content="be brief"))
+    first = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "the task"},
+             {"role": "user", "content": "orchestrator plan"}]
+    meter.after_call({"content": "reply one", "usage": {}}, 0.1, "m", first)
+    tracer.emit(ToolResult(name="run_python", call_id="c1", content="tool output"))
+    second = first + [{"role": "assistant", "content": "reply one"},
+                      {"role": "tool", "content": "tool output", "call_id": "c1"},
+                      {"role": "user", "content": "new note"}]
+    meter.after_call({"content": "reply two", "usage": {}}, 0.1, "m", second)
+    tracer.close()
+    calls = [e for e in read_trace(tmp_path / "t.jsonl") if e.type == "model_call"]
+    assert [c.n_messages for c in calls] == [3, 6]
+    assert [[m["content"] for m in c.messages] for c in calls] == [["orchestrator plan"], ["new note"]]
+
+
+def test_autogen_messages_become_role_content_dicts() -> None:
+    from autogen_core import FunctionCall
+    from autogen_core.models import (AssistantMessage, FunctionExecutionResult, FunctionExecutionResultMessage,
+                                     SystemMessage, UserMessage)
+
+    from harness.agents.autogen.models import trace_messages
+
+    got = trace_messages([
+        SystemMessage(content="sys"), UserMessage(content="task", source="user"),
+        AssistantMessage(content=[FunctionCall(id="c1", name="run_python", arguments="{}")], source="assistant"),
+        FunctionExecutionResultMessage(content=[FunctionExecutionResult(content="out", name="run_python",
+                                                                        call_id="c1", is_error=False)]),
+    ])
+    assert got == [{"role": "system", "content": "sys"}, {"role": "user", "content": "task", "source": "user"},
+                   {"role": "assistant", "content": None, "source": "assistant"},
+                   {"role": "tool", "content": "out", "call_id": "c1"}]
+
+
+def test_an_event_appended_after_a_torn_line_is_read(tmp_path: Path) -> None:
+    from harness.traces import LimitEvent, append_event, read_trace
+
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"type": "task", "task": "x"}\n{"type": "mess')  # a killed writer's torn line
+    append_event(path, LimitEvent(limit="wall_time", detail="killed at --instance-timeout 5 s"))
+    assert [e.type for e in read_trace(path)] == ["task", "limit"]

@@ -38,7 +38,8 @@ class ChatModel:
         self.section, self.meter = section, meter
 
     async def complete(self, messages: list[dict], tools: list[dict]) -> Reply:
-        return await self.meter.call(self.section.name, lambda: self._complete(messages, tools), Reply.turn)
+        return await self.meter.call(self.section.name, lambda: self._complete(messages, tools), Reply.turn,
+                                     [_plain(m) for m in messages])
 
     async def _complete(self, messages: list[dict], tools: list[dict]) -> Reply:
         raise NotImplementedError
@@ -115,3 +116,11 @@ def chat_model(section: ModelSection, meter: Meter, replay_turns: list[dict] | N
     if section.kind == "replay":
         return ReplayChat(section, meter, replay_turns or [])
     return OpenAIChat(section, meter)
+
+
+def _plain(message: dict) -> dict:
+    """An OpenAI-style request message as a trace entry: role, content, and the tool call id of a result."""
+    entry = {"role": message.get("role", ""), "content": message.get("content")}
+    if message.get("tool_call_id"):
+        entry["call_id"] = message["tool_call_id"]
+    return entry

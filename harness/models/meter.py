@@ -52,8 +52,10 @@ class Meter:
             raise LimitExceeded("max_tokens", f"{self.prompt_tokens + self.completion_tokens} tokens used, "
                                               f"limit {self.max_tokens}")
 
-    async def call(self, model: str, request: Callable[[], Awaitable[T]], turn: Callable[[T], dict[str, Any]]) -> T:
-        """One metered call: `request()` makes it, `turn(reply)` gives the reply in replay form."""
+    async def call(self, model: str, request: Callable[[], Awaitable[T]], turn: Callable[[T], dict[str, Any]],
+                   messages: list[dict[str, Any]] | None = None) -> T:
+        """One metered call: `request()` makes it, `turn(reply)` gives the reply in replay form;
+        `messages` (role/content dicts) is what it sent, traced as far as the trace lacks it."""
         self.before_call()
         self.started(model)
         started = time.monotonic()
@@ -73,7 +75,7 @@ class Meter:
             raise
         except Exception as exc:  # noqa: BLE001 - a failed call or a reply that is not a chat completion
             raise self.failed(ModelError(describe(model, exc))) from exc
-        self.after_call(done, time.monotonic() - started, model)
+        self.after_call(done, time.monotonic() - started, model, messages)
         return reply
 
     def started(self, model: str) -> None:
@@ -88,8 +90,9 @@ class Meter:
             self.tracer.emit(ErrorEvent(kind="model", message=str(exc), traceback=traceback.format_exc()))
         return exc
 
-    def after_call(self, turn: dict[str, Any], seconds: float, model: str) -> None:
-        """turn: the reply in replay form ({content} or {tool_calls}, with usage)."""
+    def after_call(self, turn: dict[str, Any], seconds: float, model: str,
+                   messages: list[dict[str, Any]] | None = None) -> None:
+        """turn: the reply in replay form ({content} or {tool_calls}, with usage); messages: the request."""
         usage = turn.get("usage", {})
         self.calls += 1
         self.prompt_tokens += usage.get("prompt_tokens", 0)
@@ -97,8 +100,10 @@ class Meter:
         self.cost += (usage.get("prompt_tokens", 0) * self.price_in
                       + usage.get("completion_tokens", 0) * self.price_out) / 1000
         if self.tracer is not None:
+            new = [m for m in messages or [] if self.tracer.new_text(m.get("content"))]
             self.tracer.emit(ModelCall(model=model, seconds=round(seconds, 4), usage=usage,
-                                       content=turn.get("content"), tool_calls=turn.get("tool_calls")))
+                                       content=turn.get("content"), tool_calls=turn.get("tool_calls"),
+                                       n_messages=None if messages is None else len(messages), messages=new))
 
     def usage(self) -> Usage:
         return Usage(prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens,

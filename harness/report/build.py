@@ -1,4 +1,17 @@
-"""Report metrics. The denominator is every selected instance: missing or errored ones fail."""
+"""Report metrics. The denominator is every selected instance: missing or errored ones fail.
+
+report.json is this `Report`; its keys, besides the headline ones:
+    ids            outcome -> selected ids, by their latest row: passed (correct), failed (scored, not
+                   correct), errored (status error), missing (no row) partition the selection;
+                   limit lists those whose run hit a limit (they are also passed or failed)
+    scorers        scorer name -> ScorerStats: every scorer of the rows, over every selected id (an
+                   errored or missing id counts as not passed, score 0); the first is the headline
+    env_outcomes   env (code/file/web) -> outcome (ok/timeout/crashed/error) -> count, summed over
+                   the selected ids' latest rows (each row counts its trace's `env` events)
+    env_outcomes_per_instance  the same per instance id (only ids with environment actions)
+    wall_time_s    summed over the runs into the directory that ran instances (a resume with
+                   nothing left to run keeps it; a rescore keeps it)
+"""
 
 from __future__ import annotations
 
@@ -13,6 +26,7 @@ from harness.results.model import ResultRow
 from harness.results.store import latest_by_instance
 
 Z95 = 1.959963984540054
+OUTCOMES = ("passed", "failed", "errored", "limit", "missing")
 
 
 def wilson_interval(correct: int, n: int, z: float = Z95) -> tuple[float, float]:
@@ -43,6 +57,15 @@ class LevelStats(BaseModel):
     ci95: tuple[float, float]
 
 
+class ScorerStats(BaseModel):
+    n: int  # selected ids
+    correct: int  # verdict True
+    no_verdict: int = 0  # scored, but the scorer reached no verdict (correct None)
+    accuracy: float  # the pass rate, correct / n
+    ci95: tuple[float, float]
+    mean_score: float  # mean Score.value over n (0 where not scored)
+
+
 class TimeStats(BaseModel):
     mean: float | None = None
     median: float | None = None
@@ -67,6 +90,10 @@ class Report(BaseModel):
     time_per_instance_s: TimeStats = Field(default_factory=TimeStats)
     wall_time_s: float | None = None
     leaked_containers: int = 0
+    ids: dict[str, list[str]] = Field(default_factory=lambda: {k: [] for k in OUTCOMES})
+    scorers: dict[str, ScorerStats] = Field(default_factory=dict)
+    env_outcomes: dict[str, dict[str, int]] = Field(default_factory=dict)
+    env_outcomes_per_instance: dict[str, dict[str, dict[str, int]]] = Field(default_factory=dict)
 
     @property
     def clean(self) -> bool:
@@ -94,9 +121,27 @@ def build_report(
     errors: Counter[str] = Counter()
     limits: Counter[str] = Counter()
     sources: Counter[str] = Counter()
+    ids: dict[str, list[str]] = {k: [] for k in OUTCOMES}
+    scorer_names: list[str] = []
+    env_total: dict[str, Counter[str]] = {}
+    env_per: dict[str, dict[str, dict[str, int]]] = {}
     n_correct = 0
     for iid in selected:
         row = latest.get(iid)
+        if row is None:
+            ids["missing"].append(iid)
+        elif row.status == "error":
+            ids["errored"].append(iid)
+        else:
+            ids["passed" if row.correct is True else "failed"].append(iid)
+            if row.status == "limit":
+                ids["limit"].append(iid)
+        if row is not None:
+            scorer_names += [name for name in row.scores if name not in scorer_names]
+            if row.env_outcomes:
+                env_per[iid] = row.env_outcomes
+                for env, counts in row.env_outcomes.items():
+                    env_total.setdefault(env, Counter()).update(counts)
         level = levels.get(iid)
         if level is None and row is not None:
             level = row.level
@@ -116,6 +161,15 @@ def build_report(
 
     n = len(selected)
     accuracy, ci95 = _stats(n_correct, n)
+    scorers = {}
+    for name in scorer_names:
+        verdicts = [latest[i].scores.get(name) for i in selected if i in latest and latest[i].status != "error"]
+        verdicts = [v for v in verdicts if v is not None]
+        passed = sum(1 for v in verdicts if v.get("correct") is True)
+        rate, interval = _stats(passed, n)
+        scorers[name] = ScorerStats(n=n, correct=passed, no_verdict=sum(1 for v in verdicts if v.get("correct") is None),
+                                    accuracy=rate, ci95=interval,
+                                    mean_score=sum(float(v.get("value") or 0.0) for v in verdicts) / n if n else 0.0)
     spent = [r for r in rows if r.instance_id in wanted]  # every attempt costs
     durations = [r.duration_s for r in latest.values()]
     prompt = sum(r.usage.prompt_tokens for r in spent)
@@ -145,4 +199,8 @@ def build_report(
         else TimeStats(),
         wall_time_s=wall_time_s,
         leaked_containers=leaked_containers,
+        ids=ids,
+        scorers=scorers,
+        env_outcomes={env: dict(sorted(c.items())) for env, c in sorted(env_total.items())},
+        env_outcomes_per_instance=env_per,
     )

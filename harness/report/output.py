@@ -1,4 +1,9 @@
-"""Report outputs: DIR/report.json, a summary CSV across runs, a terminal table."""
+"""Report outputs: DIR/report.json, a summary CSV across runs, a terminal table.
+
+The summary CSV (by default DIR/../summary.csv, beside other runs' directories) holds one row per
+output directory: its `output_dir` column (the directory's absolute path) identifies the row, and a
+resume or rescore of that directory replaces its row instead of adding one.
+"""
 
 from __future__ import annotations
 
@@ -45,6 +50,8 @@ def summary_row(report: Report, *, run_label: str, extra: dict[str, Any]) -> dic
     }
     for level, stats in report.per_level.items():
         row[f"accuracy_level_{level}"] = _round(stats.accuracy)
+    for name, stats in list(report.scorers.items())[1:]:  # the first is the headline accuracy
+        row[f"accuracy_{name}"] = _round(stats.accuracy)
     row.update(
         n_errors=report.n_errors,
         n_missing=report.n_missing,
@@ -59,11 +66,16 @@ def summary_row(report: Report, *, run_label: str, extra: dict[str, Any]) -> dic
     return row
 
 
-def append_summary(report: Report, csv_path: Path, *, run_label: str, extra: dict[str, Any]) -> None:
-    """Append one row; a new column (a new level or extra key) rewrites the file with the union header."""
+def append_summary(report: Report, csv_path: Path, *, run_label: str, extra: dict[str, Any],
+                   output_dir: Path | None = None) -> None:
+    """Add this run's row. With `output_dir`, the row of that directory (its `output_dir` column)
+    is replaced, so a re-run or rescore leaves one row per directory. A new column (a new level,
+    scorer or extra key) widens the header; older rows get it empty."""
     csv_path = Path(csv_path)
     csv_path.parent.mkdir(parents=True, exist_ok=True)
     row = summary_row(report, run_label=run_label, extra=extra)
+    if output_dir is not None:
+        row = {"output_dir": str(Path(output_dir).resolve()), **row}
     with FileLock(str(csv_path) + ".lock", timeout=30):
         header: list[str] = []
         old: list[dict[str, str]] = []
@@ -71,12 +83,9 @@ def append_summary(report: Report, csv_path: Path, *, run_label: str, extra: dic
             with open(csv_path, newline="", encoding="utf-8") as fh:
                 reader = csv.DictReader(fh)
                 header = list(reader.fieldnames or [])
-                if not set(row) <= set(header):
-                    old = list(reader)
-        if header and set(row) <= set(header):
-            with open(csv_path, "a", newline="", encoding="utf-8") as fh:
-                csv.DictWriter(fh, fieldnames=header).writerow(row)
-            return
+                old = list(reader)
+        if output_dir is not None:
+            old = [r for r in old if r.get("output_dir") != row["output_dir"]]
         fields = header + [k for k in row if k not in header]
         text = io.StringIO(newline="")
         writer = csv.DictWriter(text, fieldnames=fields)
@@ -110,6 +119,9 @@ def render(report: Report) -> Table:
     r = report
     table.add_row("accuracy", f"{r.n_correct}/{r.n_selected} = {_pct(r.accuracy)} (stderr {_pct(r.stderr)})")
     table.add_row("95% CI (Wilson)", _ci(r.ci95))
+    for name, sc in list(r.scorers.items())[1:]:
+        table.add_row(f"scorer {name}", f"{sc.correct}/{sc.n} = {_pct(sc.accuracy)}  {_ci(sc.ci95)}  "
+                                        f"mean score {sc.mean_score:.3f}")
     table.add_section()
     for level, s in r.per_level.items():
         table.add_row(f"level {level}", f"{s.correct}/{s.n} = {_pct(s.accuracy)}  {_ci(s.ci95)}")
@@ -118,6 +130,8 @@ def render(report: Report) -> Table:
     table.add_row("missing", str(r.n_missing))
     table.add_row("limits hit", _counts(r.n_limit))
     table.add_row("answer sources", _counts(r.answer_sources))
+    if r.env_outcomes:
+        table.add_row("env actions", "; ".join(f"{env} {_counts(c)}" for env, c in r.env_outcomes.items()))
     table.add_section()
     t = r.tokens
     table.add_row("tokens", f"{t['total']:,} (prompt {t['prompt']:,}, completion {t['completion']:,})")

@@ -1,14 +1,20 @@
 """The run directory: every file a run writes, in one place (documented in the README).
 
     output.jsonl     one result row per instance run (after its retries); a resume appends, the latest row wins
-    run.json         the configuration the run started with; a resume must match it
+    run.json         the configuration the run started with; a resume must match it; run_ids lists every run
+                 into the directory (the ids `harness cleanup --run-id` takes), not fingerprinted
     run.json.prev    the previous run.json, kept when --force resumed with another configuration
     selected.json    the selected instance ids and their levels (what the report divides by)
     questions.json   the selected instances' questions (what a rescore's judge reads)
-    report.json      the aggregate report (report/)
-    ../summary.csv   one line per finished run, in the output directory's parent
-    traces/          one JSONL trace per instance attempt (harness/traces), screenshots beside them
+    report.json      the aggregate report (harness/report/build.py): accuracy with Wilson CIs overall, per
+                 level and per scorer, id lists per outcome, env action outcomes, usage; rewritten by
+                 each run (wall time summed over runs) and by `harness score`
+    ../summary.csv   one row per output directory (its output_dir column), in the directory's parent; a
+                 re-run or `harness score` replaces the directory's row
+    traces/          one JSONL trace per instance attempt (harness/traces), screenshots beside them; the
+                 parent appends `limit` (a wall-clock kill) and `verdict` (after scoring) events
     .harness.lock    held while a run or rescore writes here (a second one is refused)
+    report.html      `harness report DIR --html` (harness/report/html.py): one self-contained page, opens offline
     output.rescue.jsonl  rows output.jsonl would not take (it became unwritable); the next run merges them
     .harness-tmp/    the agent processes' request files (they hold sandbox tokens), mode 0700; emptied
                      when a run starts here, so a killed run's are gone after the next one

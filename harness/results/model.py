@@ -43,6 +43,9 @@ class ResultRow(BaseModel):
     finished_at: str = ""
     sandbox: str | None = None
     trace: str | None = None  # path of the trace file, relative to the output dir
+    # environment actions of the row's trace (its last attempt): env (code/file/web) -> outcome
+    # (ok/timeout/crashed/error) -> count; counted by the runner from the trace's `env` events
+    env_outcomes: dict[str, dict[str, int]] = Field(default_factory=dict)
 
     @property
     def finished(self) -> bool:

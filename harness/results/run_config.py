@@ -35,6 +35,9 @@ class RunConfig(BaseModel):
     selection: dict[str, Any] = Field(default_factory=dict)  # ids/skip/offset/stride/shuffle/seed/limit
     environment: dict[str, Any] = Field(default_factory=dict)  # provider, sandbox limits, network, website hash
     user: dict[str, Any] = Field(default_factory=dict)  # the simulated user (UserSimulation)
+    # Every run into this directory, oldest first: the ids its containers carry (`harness cleanup
+    # --run-id`). Not fingerprinted: each run adds its own.
+    run_ids: list[str] = Field(default_factory=list)
 
     def fingerprint(self) -> str:
         payload = {name: getattr(self, name) for name in FINGERPRINTED}
@@ -82,6 +85,7 @@ def save_or_check(output_dir: Path, config: RunConfig, *, force: bool) -> None:
     output_dir.mkdir(parents=True, exist_ok=True)
     layout = RunDir(output_dir)
     path = layout.run_json
+    config = config.model_copy(update={"run_ids": list(dict.fromkeys(_old_run_ids(path) + config.run_ids))})
     text = json.dumps({**config.model_dump(mode="json"), "fingerprint": config.fingerprint()}, indent=2) + "\n"
     if path.exists() and not force:
         try:
@@ -98,6 +102,15 @@ def save_or_check(output_dir: Path, config: RunConfig, *, force: bool) -> None:
     elif path.exists():  # force: keep the previous config next to the new one
         os.replace(path, layout.run_json_prev)
     write_atomic(path, text)
+
+
+def _old_run_ids(path: Path) -> list[str]:
+    """The run ids an existing run.json lists (none when it is missing or unreadable)."""
+    try:
+        ids = json.loads(path.read_text(encoding="utf-8")).get("run_ids", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else []
 
 
 class OutputDirLock(FileLock):

@@ -20,7 +20,7 @@ import threading
 import time
 import traceback
 from concurrent.futures import Executor
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -36,7 +36,8 @@ from harness.runner.prompt import instruction
 from harness.sandbox.contract import Sandbox, SandboxProvider, SandboxSpec
 from harness.scoring.apply import context_for, score_row
 from harness.settings import settings
-from harness.traces import ErrorEvent, Message, ModelCall, ModelCallStarted, Tracer, read_trace
+from harness.traces import (EnvAction, ErrorEvent, LimitEvent, Message, ModelCall, ModelCallStarted, Tracer,
+                            VerdictEvent, append_event, read_trace)
 
 log = logging.getLogger(__name__)
 
@@ -253,10 +254,14 @@ def _run_instance(instance: Instance, settings_: RunSettings, started: str, t0: 
                 if killed:
                     result = salvage(result, trace_path)
                     hung = waiting_on_model(trace_path)
+                    detail = f"killed at --instance-timeout {settings_.limits.instance_timeout:g} s"
                     if hung:  # a model that hangs is the model's failure, retried on resume
                         result.limit, result.error_kind, result.error = None, "model", hung
+                        detail += " while waiting on the model (the row is a model error)"
                     else:
                         result.limit = "wall_time"
+                    with suppress(OSError):  # the row says it too
+                        append_event(trace_path, LimitEvent(limit="wall_time", detail=detail))
                 elif result.limit or result.error_kind:
                     result = salvage(result, trace_path, usage_too=False)
         except HarnessError as exc:
@@ -285,7 +290,7 @@ def _finish(instance, settings_: RunSettings, result: AgentResult, attempt, star
                               steps=result.usage.llm_calls, max_tokens=settings_.limits.max_tokens,
                               max_steps=settings_.limits.max_steps, question=instance.question)
         scores, correct = score_row(answer, instance.answer, settings_.scorers, context)
-    return ResultRow(
+    row = ResultRow(
         instance_id=instance.instance_id, attempt=attempt, status=status, error_kind=result.error_kind,
         error=result.error, limit=result.limit, answer=answer, answer_source=source, target=instance.answer,
         level=instance.level, correct=correct if status != "error" else False, scores=scores,
@@ -293,3 +298,30 @@ def _finish(instance, settings_: RunSettings, result: AgentResult, attempt, star
         user_replies=result.user_replies, duration_s=round(time.monotonic() - t0, 3), started_at=started,
         finished_at=_now(), sandbox=sandbox_name, trace=trace_rel,
     )
+    if trace_rel is not None:
+        trace_path = settings_.output_dir / trace_rel
+        row.env_outcomes = env_outcomes(trace_path)
+        append_verdict(trace_path, row, "run")
+    return row
+
+
+def env_outcomes(trace_path: Path) -> dict[str, dict[str, int]]:
+    """env -> outcome -> count of the trace's environment actions."""
+    counts: dict[str, dict[str, int]] = {}
+    for event in read_trace(trace_path):
+        if isinstance(event, EnvAction):
+            per_env = counts.setdefault(event.env, {})
+            per_env[event.outcome] = per_env.get(event.outcome, 0) + 1
+    return counts
+
+
+def append_verdict(trace_path: Path, row: ResultRow, source: str) -> None:
+    """The row's verdict as the trace's last event (run: after scoring; rescore: the new scores)."""
+    if not trace_path.parent.exists():
+        return
+    try:
+        append_event(trace_path, VerdictEvent(source=source, status=row.status, answer=row.answer,
+                                              answer_source=row.answer_source, target=row.target,
+                                              correct=row.correct, scores=row.scores))
+    except OSError as exc:  # the row is the truth; a trace that takes no more lines costs only this event
+        log.warning("could not append the verdict to %s: %s", trace_path, exc)

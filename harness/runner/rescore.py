@@ -3,6 +3,10 @@
 Scores go through the same path as `harness run` (scoring/apply.py), with the context
 rebuilt from the rows and run.json (limits) and questions.json (questions), so the
 same scorer gives the same verdict on the same row.
+
+What it rewrites: output.jsonl's rows (scores and correct), report.json (wall time and leaked
+containers kept from the run's report), this directory's row of DIR/../summary.csv (replaced), and
+each scored row's trace gains a `verdict` event of source "rescore" (the last verdict is current).
 """
 
 from __future__ import annotations
@@ -14,10 +18,11 @@ from harness.agents.contract import Limits
 from harness.errors import InputError
 from harness.fsutil import write_atomic
 from harness.models.config import load_config
-from harness.report import Report, build_report, write_report
+from harness.report import Report, append_summary, build_report, write_report
 from harness.results.layout import RunDir
 from harness.results.run_config import load_run_config, lock_output_dir
-from harness.results.store import read_rows
+from harness.results.store import latest_by_instance, read_rows
+from harness.runner.instance import append_verdict
 from harness.runner.scorers import build_scorers
 from harness.scoring.apply import context_for, score_row
 
@@ -42,7 +47,15 @@ def rescore(output_dir: Path, scorer_names: list[str], *, config: Path | None = 
                                   question=questions.get(row.instance_id, ""))
             row.scores, row.correct = score_row(row.answer, row.target, scorers, context)
         write_atomic(layout.output, "".join(row.model_dump_json() + "\n" for row in rows))
-        leaked = json.loads(layout.report.read_text()).get("leaked_containers", 0) if layout.report.exists() else 0
-        report = build_report(rows, list(selected), leaked_containers=leaked, levels=selected)
+        scored = {id(row) for row in latest_by_instance(rows).values()}
+        for row in rows:
+            if row.trace and id(row) in scored and row.status != "error":
+                append_verdict(layout.root / row.trace, row, "rescore")
+        previous = json.loads(layout.report.read_text()) if layout.report.exists() else {}
+        report = build_report(rows, list(selected), leaked_containers=previous.get("leaked_containers", 0),
+                              wall_time_s=previous.get("wall_time_s"), levels=selected)
         write_report(report, layout.root)
+        extra = {"model": run_config.model, "agent": run_config.agent, "dataset": run_config.dataset} if run_config else {}
+        append_summary(report, layout.root.parent / "summary.csv", run_label=layout.root.name,
+                       output_dir=layout.root, extra=extra)
     return report

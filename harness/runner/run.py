@@ -219,12 +219,15 @@ def run(opts: RunOptions, console: Console | None = None) -> int:
         environment["provider"] = opts.provider
     if opts.website is not None:
         environment["website"] = site_info(opts.website)
+    run_id = f"{slug(opts.output_dir.name, 12)}-{secrets.token_hex(3)}"
     with lock_output_dir(opts.output_dir):
+        previous_wall = _previous_wall_time(layout)
         save_or_check(opts.output_dir, RunConfig(
             dataset=str(opts.dataset), dataset_fingerprint=dataset_fingerprint(opts.all_instances), model=opts.model,
             model_settings=section.public(), agent=opts.agent, image=image, limits=opts.limits.model_dump(),
             scorers=opts.scorers + ([f"judge={opts.judge_model}"] if opts.judge_model else []),
-            selection=opts.selection, environment=environment, user=opts.user.model_dump()), force=opts.force)
+            selection=opts.selection, environment=environment, user=opts.user.model_dump(),
+            run_ids=[run_id]), force=opts.force)
         write_atomic(layout.selected, json.dumps({i.instance_id: i.level for i in selected}))
         write_atomic(layout.questions, json.dumps({i.instance_id: i.question for i in selected}))
         if repair(out):
@@ -243,7 +246,6 @@ def run(opts: RunOptions, console: Console | None = None) -> int:
         if done:
             say(console, f"resuming: {len(done)} instance(s) already finished, {len(to_run)} to run")
         by_id = {i.instance_id: i for i in selected}
-        run_id = f"{slug(opts.output_dir.name, 12)}-{secrets.token_hex(3)}"
         started = time.monotonic()
         with contextlib.ExitStack() as stack:
             sandbox = dict(opts.sandbox)
@@ -262,17 +264,28 @@ def run(opts: RunOptions, console: Console | None = None) -> int:
         leaked = _leak_audit(provider, run_id, console)
         if outcome.write_error is not None:
             return _rescue(layout, outcome, leaked, console)
+        wall = time.monotonic() - started
+        if previous_wall is not None:  # a resume adds its time; one with nothing to run keeps the total
+            wall = previous_wall + wall if to_run else previous_wall
         report = build_report(read_rows(out), [i.instance_id for i in selected], leaked_containers=leaked,
-                              wall_time_s=time.monotonic() - started,
-                              levels={i.instance_id: i.level for i in selected})
+                              wall_time_s=wall, levels={i.instance_id: i.level for i in selected})
         write_report(report, opts.output_dir)
         append_summary(report, opts.summary_csv or opts.output_dir.parent / "summary.csv",
-                       run_label=opts.output_dir.name,
+                       run_label=opts.output_dir.name, output_dir=opts.output_dir,
                        extra={"model": opts.model, "agent": opts.agent, "dataset": str(opts.dataset)})
     Console().print(render(report))
     if outcome.stopped:
         say(console, outcome.stopped, style="yellow")
     return _exit_code(report)
+
+
+def _previous_wall_time(layout: RunDir) -> float | None:
+    """The wall time an earlier run into this directory reported (None: no readable report)."""
+    try:
+        value = json.loads(layout.report.read_text(encoding="utf-8")).get("wall_time_s")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return float(value) if isinstance(value, (int, float)) else None
 
 
 def _leak_audit(provider, run_id: str, console: Console) -> int:

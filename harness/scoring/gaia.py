@@ -13,6 +13,7 @@ A missing answer (None) is compared as the string ``"None"``.
 
 from __future__ import annotations
 
+import math
 import re
 import string
 from typing import Literal
@@ -68,21 +69,39 @@ def _item_matches(answer_item: str, truth_item: str) -> bool:
     )
 
 
-def _compare(model_answer: str | None, ground_truth: str) -> tuple[bool, str]:
+def _compare(model_answer: str | None, ground_truth: str) -> tuple[bool, str, dict]:
+    """(verdict, explanation, details): the details hold the two normalised values it compared."""
     answer = "None" if model_answer is None else model_answer
     kind = match_kind(ground_truth)
     if kind == "number":
         got, want = normalize_number(answer), float(ground_truth)
-        return got == want, f"number: {got!r} vs {want!r}"
+        return got == want, f"number: {got!r} vs {want!r}", {"compared": [_json(got), _json(want)]}
     if kind == "list":
         answer_items = _LIST_SEPARATORS.split(answer)
         truth_items = _LIST_SEPARATORS.split(ground_truth)
+        compared = [[_item_value(a, t) for a, t in zip(answer_items, truth_items)],
+                    [_item_value(t, t) for t in truth_items]]
         if len(answer_items) != len(truth_items):
-            return False, f"list: {len(answer_items)} items vs {len(truth_items)} expected"
+            return False, f"list: {len(answer_items)} items vs {len(truth_items)} expected", {
+                "compared": [[_item_value(a, "") for a in answer_items], compared[1]]}
         bad = [i for i, pair in enumerate(zip(answer_items, truth_items)) if not _item_matches(*pair)]
-        return not bad, f"list: mismatched items at {bad}" if bad else "list: all items match"
-    ok = normalize_text(answer) == normalize_text(ground_truth)
-    return ok, "string: normalized text " + ("matches" if ok else "differs")
+        why = f"list: mismatched items at {bad}" if bad else "list: all items match"
+        return not bad, f"{why}: {compared[0]!r} vs {compared[1]!r}", {"compared": compared}
+    got, want = normalize_text(answer), normalize_text(ground_truth)
+    ok = got == want
+    return ok, f"string: normalized {got!r} vs {want!r} " + ("match" if ok else "differ"), {"compared": [got, want]}
+
+
+def _json(x: float) -> float | str:
+    """A float JSON can hold: inf (an unparsable answer) and nan as their names."""
+    return x if math.isfinite(x) else repr(x)
+
+
+def _item_value(item: str, truth_item: str) -> float | str:
+    """One list item as compared: a number when its truth item is one, else the squashed text."""
+    if _parses_as_float(truth_item):
+        return _json(normalize_number(item))
+    return normalize_text(item, remove_punct=False)
 
 
 def gaia_match(model_answer: str | None, ground_truth: str) -> bool:
@@ -96,5 +115,5 @@ class GaiaScorer:
     name = "gaia"
 
     def score(self, answer: str | None, target: str, *, context: ScoreContext) -> Score:
-        ok, why = _compare(answer, target)
-        return make_score(self.name, ok, why, kind=match_kind(target))
+        ok, why, details = _compare(answer, target)
+        return make_score(self.name, ok, why, kind=match_kind(target), **details)

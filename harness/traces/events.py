@@ -11,11 +11,28 @@ flushed as it is written, so a killed agent still leaves its trace.
     tool_result   what the tool answered (is_error when it failed)
     model_call_started  a model call went out: its model, per-request timeout and wall-clock start
                   (a start with no model_call or error after it was still waiting when the trace ended)
-    model_call    one model call: seconds, usage, the reply (content or tool calls)
+    model_call    one model call: seconds, usage, the reply (content or tool calls), and the request:
+                  n_messages (how many it sent) and messages, only those whose text the trace does
+                  not hold yet (role, content, source/call_id); a message already written (the
+                  system prompt, the task, a tool result, an earlier reply) is not repeated, so a
+                  trace grows linearly with the conversation, not quadratically
     env           one environment action (code / file / web): args, outcome, timing
     user_reply    the simulated user's answer to an agent that stopped without <solution>
-    limit         a budget stopped the agent
+    limit         a budget stopped the agent; the parent appends one with detail
+                  "killed at --instance-timeout N s" when it kills the agent at the wall-clock limit
+                  (" while waiting on the model ..." added when that kill makes the row a model error)
     error         an error, its kind and traceback
+    verdict       appended by the parent once the row is scored (by `harness run`; a `harness score`
+                  rescore appends another, source "rescore": the last verdict is the current one):
+                  status, answer, answer_source, target, correct, and every scorer's Score
+                  (verdict, explanation, details: what it compared)
+
+Duplicates: `model_call.messages` never repeats a text the trace holds (it keeps a set of the
+texts written). Two overlaps are kept on purpose: a `message` is what an agent said, with its
+source (salvage reads it), while `model_call.content` is the raw reply (what --record replays), so
+an agent's plain text turn appears in both; and AutoGen's tool-call summary messages (a `message`
+whose text is the tool results) repeat `tool_result` contents, as AutoGen emits them as turns.
+Events the parent appends after the agent process ended (`limit` on a kill, `verdict`) have t = 0.
 """
 
 from __future__ import annotations
@@ -81,6 +98,8 @@ class ModelCall(_Event):
     usage: dict[str, int] = Field(default_factory=dict)  # prompt_tokens, completion_tokens
     content: str | None = None
     tool_calls: list[dict[str, Any]] | None = None
+    n_messages: int | None = None  # how many messages the request sent (None: not recorded)
+    messages: list[dict[str, Any]] = Field(default_factory=list)  # those new to this trace (see above)
 
 
 class EnvAction(_Event):
@@ -104,6 +123,17 @@ class LimitEvent(_Event):
     detail: str = ""
 
 
+class VerdictEvent(_Event):
+    type: Literal["verdict"] = "verdict"
+    source: str = "run"  # run / rescore
+    status: str = ""
+    answer: str | None = None
+    answer_source: str = "none"
+    target: str | None = None
+    correct: bool | None = None
+    scores: dict[str, dict[str, Any]] = Field(default_factory=dict)  # scorer name -> Score fields
+
+
 class ErrorEvent(_Event):
     type: Literal["error"] = "error"
     kind: str
@@ -112,7 +142,7 @@ class ErrorEvent(_Event):
 
 
 Event = Annotated[Union[TaskEvent, SystemPrompt, Message, ToolCall, ToolResult, ModelCallStarted, ModelCall,
-                        EnvAction, UserReply, LimitEvent, ErrorEvent], Field(discriminator="type")]
+                        EnvAction, UserReply, LimitEvent, ErrorEvent, VerdictEvent], Field(discriminator="type")]
 _EVENT = TypeAdapter(Event)
 
 
@@ -123,10 +153,25 @@ class Tracer:
         self._fh = open(path, "a", encoding="utf-8") if path else None
         self._t0 = time.monotonic()
         self.tool_calls: list[str] = []  # names, in call order: the row's tool_calls
+        self._seen: set[int] = set()  # hashes of the texts written so far (model_call.messages skips them)
+
+    def new_text(self, text: str | None) -> bool:
+        """True the first time a text is offered (or written in an event); an empty text is never new."""
+        if not text:
+            return False
+        key = hash(text)
+        with self._lock:
+            if key in self._seen:
+                return False
+            self._seen.add(key)
+            return True
 
     def emit(self, event: _Event) -> None:
         if isinstance(event, ToolCall):
             self.tool_calls.append(event.name)
+        text = getattr(event, "task", None) if isinstance(event, TaskEvent) else getattr(event, "content", None)
+        if isinstance(text, str):
+            self.new_text(text)
         if self._fh is None:
             return
         event.t = round(time.monotonic() - self._t0, 4)
@@ -141,8 +186,15 @@ class Tracer:
             self._fh = None
 
 
+def append_event(path: Path, event: _Event) -> None:
+    """Append one event to a closed trace (the parent's `limit` and `verdict`); t is left 0."""
+    torn = path.exists() and path.stat().st_size and not path.read_bytes().endswith(b"\n")
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(("\n" if torn else "") + json.dumps(event.model_dump(mode="json"), default=str) + "\n")
+
+
 def read_trace(path: Path) -> list[Event]:
-    """The events of a trace file; a torn last line (a killed process) ends it, unknown lines are skipped."""
+    """The events of a trace file; a torn line (a killed process) and unknown lines are skipped."""
     events: list[Event] = []
     if not path.exists():
         return events
@@ -150,7 +202,7 @@ def read_trace(path: Path) -> list[Event]:
         try:
             raw = json.loads(line)
         except json.JSONDecodeError:
-            break  # a torn last line of a killed process
+            continue  # a torn line of a killed process (the parent may have appended after it)
         try:
             events.append(_EVENT.validate_python(raw))
         except ValidationError:

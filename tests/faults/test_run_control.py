@@ -183,7 +183,9 @@ def test_a_hanging_model_is_a_model_error_in_the_report_and_retried_on_resume(tm
                        lost=_lost(out, [iid]), leaked=len(containers_of(out)), started=t0)
     assert row["status"] == "error" and row["error_kind"] == "model", row
     assert row["limit"] is None and ("timed out" in row["error"].lower() or "no reply" in row["error"]), row
-    assert row["duration_s"] < 6, row  # ended by the capped client, not by the kill
+    # Ended by the capped client ("no reply" above), not by the kill at 6 s; the row's duration also
+    # holds the sandbox's start and removal, so it is only bounded loosely here (a loaded machine).
+    assert row["duration_s"] < 30, row
     assert report["errors_by_kind"] == {"model": 1} and report["n_limit"] == {}, report
     assert first.returncode == exit_codes.INSTANCE_ERRORS, explain(first)
     assert resumed.returncode == 0, explain(resumed)
@@ -206,6 +208,10 @@ def test_an_agent_killed_while_waiting_on_its_model_is_a_model_error(tmp_path, i
     assert row["status"] == "error" and row["error_kind"] == "model" and row["limit"] is None, row
     assert "stuck-model" in row["error"] and "wall-clock" in row["error"], row
     assert proc.returncode == exit_codes.INSTANCE_ERRORS, explain(proc)
+    events = [json.loads(line) for line in (out / row["trace"]).read_text().splitlines()]
+    (kill,) = [e for e in events if e["type"] == "limit"]  # the parent's record of the kill
+    assert kill["detail"].startswith("killed at --instance-timeout 4 s while waiting on the model"), kill
+    assert events[-1]["type"] == "verdict" and events[-1]["status"] == "error"
     assert containers_of(out) == []
 
 

@@ -76,6 +76,38 @@ def turn_from_result(result: CreateResult) -> dict:
     return {"content": result.content, "usage": usage}
 
 
+_ROLES = {"SystemMessage": "system", "UserMessage": "user", "AssistantMessage": "assistant",
+          "FunctionExecutionResultMessage": "tool"}
+
+
+def _text(content: Any) -> str | None:
+    """A message's content as text: strings kept, images as [image], function calls left out (the
+    previous model_call holds them)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p if isinstance(p, str) else "[image]" for p in content if not isinstance(p, FunctionCall)]
+        return "\n".join(parts) or None
+    return None if content is None else str(content)
+
+
+def trace_messages(messages: Sequence[Any]) -> list[dict]:
+    """AutoGen LLMMessages as role/content dicts (a tool-results message gives one entry per result)."""
+    out: list[dict] = []
+    for message in messages:
+        role = _ROLES.get(type(message).__name__, type(message).__name__)
+        if role == "tool":
+            for result in getattr(message, "content", None) or []:
+                out.append({"role": "tool", "content": str(getattr(result, "content", "")),
+                            "call_id": getattr(result, "call_id", "")})
+            continue
+        entry = {"role": role, "content": _text(getattr(message, "content", None))}
+        if getattr(message, "source", None):
+            entry["source"] = message.source
+        out.append(entry)
+    return out
+
+
 class MeteredClient(ChatCompletionClient):
     """Counts every call on the instance's Meter (budgets included) before handing it on."""
 
@@ -83,7 +115,8 @@ class MeteredClient(ChatCompletionClient):
         self._inner, self._meter, self._label = inner, meter, label
 
     async def create(self, messages: Sequence[Any], **kwargs: Any) -> CreateResult:
-        return await self._meter.call(self._label, lambda: self._inner.create(messages, **kwargs), turn_from_result)
+        return await self._meter.call(self._label, lambda: self._inner.create(messages, **kwargs), turn_from_result,
+                                      trace_messages(messages))
 
     async def create_stream(self, messages: Sequence[Any], **kwargs: Any):
         """Streamed: the deadline bounds the whole stream; a failure mid-stream is the model's too."""
@@ -109,7 +142,8 @@ class MeteredClient(ChatCompletionClient):
             except Exception as exc:  # noqa: BLE001 - the same rule as Meter.call
                 raise meter.failed(ModelError(describe(self._label, exc))) from exc
             if isinstance(item, CreateResult):
-                meter.after_call(turn_from_result(item), time.monotonic() - started, self._label)
+                meter.after_call(turn_from_result(item), time.monotonic() - started, self._label,
+                                 trace_messages(messages))
             yield item
 
     async def close(self) -> None:

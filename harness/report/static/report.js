@@ -1,0 +1,365 @@
+// The run pages: the static report (data embedded) and the viewer (data from /api/*).
+(function () {
+  "use strict";
+  const MODE = document.body.dataset.mode;  // "static" or "live"
+  let DATA = null;        // {runs: [...], comparisons: [...]}
+  let current = 0;        // index of the shown run
+  let sortKey = null, sortDir = 1;
+  let openId = null;
+  let version = null;
+
+  const $ = (s) => document.querySelector(s);
+  const esc = (v) => String(v === null || v === undefined ? "" : v)
+    .replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+  const pct = (x) => (100 * x).toFixed(1) + "%";
+  const num = (x, d) => (x === null || x === undefined || isNaN(x)) ? "" : Number(x).toFixed(d === undefined ? 0 : d);
+  const tokens = (r) => ((r.usage || {}).prompt_tokens || 0) + ((r.usage || {}).completion_tokens || 0);
+  const verdict = (r) => r.correct === true && r.status !== "error" ? "correct" : (r.correct === false || r.status === "error") ? "wrong" : "unscored";
+
+  // ---------- charts (plain SVG) ----------
+  function barChart(items, opts) {  // items: [{label, value, lo, hi}], values in [0, max]
+    opts = opts || {};
+    const w = opts.width || 320, bh = 18, gap = 6, left = 90, right = opts.max === 1 ? 110 : 50;
+    const max = opts.max || Math.max(1, ...items.map((i) => i.hi !== undefined ? i.hi : i.value));
+    const h = items.length * (bh + gap) + 4;
+    const x = (v) => left + (w - left - right) * (v / max);
+    let s = `<svg width="${w}" height="${h}" role="img">`;
+    items.forEach((it, k) => {
+      const y = k * (bh + gap) + 2;
+      s += `<text x="${left - 4}" y="${y + 13}" text-anchor="end">${esc(it.label)}</text>`;
+      s += `<rect x="${left}" y="${y}" width="${Math.max(0, x(it.value) - left)}" height="${bh}" fill="${it.color || "#5b7fd6"}"></rect>`;
+      if (it.lo !== undefined) {
+        s += `<line x1="${x(it.lo)}" x2="${x(it.hi)}" y1="${y + bh / 2}" y2="${y + bh / 2}" stroke="#111" stroke-width="1.5"></line>`;
+        s += `<line x1="${x(it.lo)}" x2="${x(it.lo)}" y1="${y + 4}" y2="${y + bh - 4}" stroke="#111"></line>`;
+        s += `<line x1="${x(it.hi)}" x2="${x(it.hi)}" y1="${y + 4}" y2="${y + bh - 4}" stroke="#111"></line>`;
+      }
+      s += `<text x="${Math.min(w - right + 4, x(it.hi !== undefined ? it.hi : it.value) + 4)}" y="${y + 13}">${esc(it.text !== undefined ? it.text : it.value)}</text>`;
+    });
+    return s + "</svg>";
+  }
+
+  function histogram(values, label, digits) {
+    values = values.filter((v) => typeof v === "number" && isFinite(v));
+    if (!values.length) return `<p class="muted">no data</p>`;
+    const w = 320, h = 120, bins = Math.min(20, Math.max(1, Math.ceil(Math.sqrt(values.length))));
+    const lo = Math.min(...values), hi = Math.max(...values), span = (hi - lo) || 1;
+    const counts = new Array(bins).fill(0);
+    values.forEach((v) => counts[Math.min(bins - 1, Math.floor((v - lo) / span * bins))]++);
+    const cmax = Math.max(...counts), bw = (w - 20) / bins;
+    let s = `<svg width="${w}" height="${h + 30}" role="img"><title>${esc(label)}</title>`;
+    counts.forEach((c, k) => {
+      const bhh = (h - 10) * c / cmax;
+      s += `<rect x="${10 + k * bw}" y="${h - bhh}" width="${Math.max(1, bw - 1)}" height="${bhh}" fill="#2c8a8a"><title>${c}</title></rect>`;
+    });
+    const sorted = values.slice().sort((a, b) => a - b);
+    const med = sorted[Math.floor((sorted.length - 1) / 2)];
+    s += `<text x="10" y="${h + 14}">${num(lo, digits)}</text><text x="${w - 10}" y="${h + 14}" text-anchor="end">${num(hi, digits)}</text>`;
+    s += `<text x="${w / 2}" y="${h + 28}" text-anchor="middle">median ${num(med, digits)} · n ${values.length}</text>`;
+    return s + "</svg>";
+  }
+
+  // ---------- overview ----------
+  function renderOverview(run) {
+    const s = run.summary || {};
+    const levels = Object.entries(s.per_level || {});
+    const acc = [{label: "overall", value: s.accuracy || 0, lo: (s.ci95 || [0, 0])[0], hi: (s.ci95 || [0, 0])[1],
+                  text: `${pct(s.accuracy || 0)} (${s.n_correct}/${s.n_selected})`}]
+      .concat(levels.map(([k, b]) => ({label: "level " + k, value: b.accuracy, lo: b.ci95[0], hi: b.ci95[1],
+                                       text: `${pct(b.accuracy)} (${b.correct}/${b.n})`, color: "#8aa3e0"})));
+    const colors = {ok: "#3c9a3c", limit: "#d9a21b", error: "#c8354b", missing: "#999"};
+    const outcomes = Object.entries(s.outcomes || {}).map(([k, v]) => ({label: k, value: v, color: colors[k]}));
+    const errs = Object.entries(s.errors_by_kind || {}).map(([k, v]) => ({label: k, value: v, color: "#c8354b"}));
+    const rows = run.rows;
+    const cfg = run.run || {};
+    const brief = ["dataset", "model", "agent", "image"].filter((k) => cfg[k] !== undefined)
+      .map((k) => `<b>${k}</b> ${esc(cfg[k])}`).join(" · ");
+    const limits = cfg.limits ? Object.entries(cfg.limits).map(([k, v]) => `${k}=${esc(v)}`).join(", ") : "";
+    let extra = "";
+    const known = new Set(["n_selected", "n_rows", "n_correct", "accuracy", "ci95", "per_level", "outcomes", "errors_by_kind", "stderr",
+                           "ids", "env_outcomes_per_instance", "scorers", "env_outcomes"]);
+    // per-scorer pass rates (report.json's `scorers`, when this harness writes them)
+    const scorers = Object.entries(s.scorers || {}).filter(([, v]) => v && v.ci95).map(([k, v]) =>
+      ({label: k, value: v.accuracy, lo: v.ci95[0], hi: v.ci95[1], text: `${pct(v.accuracy)} (${v.correct}/${v.n})`, color: "#7a57c9"}));
+    // environment action outcomes, summed over the rows that count them (rows' `env_outcomes`)
+    const envs = {};
+    rows.forEach((r) => Object.entries(r.env_outcomes || {}).forEach(([env, outs]) =>
+      Object.entries(outs || {}).forEach(([o, c]) => { envs[env] = envs[env] || {}; envs[env][o] = (envs[env][o] || 0) + c; })));
+    const envNames = Object.keys(envs).sort(), outNames = Array.from(new Set([].concat(...Object.values(envs).map(Object.keys)))).sort();
+    const envTable = envNames.length ? `<table id="env-outcomes"><tr><th>env</th>${outNames.map((o) => `<th>${esc(o)}</th>`).join("")}</tr>` +
+      envNames.map((e) => `<tr><td>${esc(e)}</td>${outNames.map((o) => `<td class="${o === "ok" ? "" : envs[e][o] ? "no" : ""}">${envs[e][o] || 0}</td>`).join("")}</tr>`).join("") + "</table>" : "";
+    const other = Object.entries(s).filter(([k]) => !known.has(k));
+    if (other.length) extra = `<details class="config"><summary>report.json: every other key</summary><pre>${esc(JSON.stringify(Object.fromEntries(other), null, 2))}</pre></details>`;
+    $("#overview").innerHTML = `
+      <h2>Run ${esc(run.name)}</h2>
+      <p>${brief}${limits ? " · <b>limits</b> " + limits : ""}</p>
+      <details class="config"><summary>Run configuration (run.json)</summary><pre>${esc(JSON.stringify(cfg, null, 2))}</pre></details>
+      ${extra}
+      <div class="cards">
+        <div class="card" id="chart-accuracy"><h3>Accuracy, 95% CI (Wilson)</h3>${barChart(acc, {max: 1, width: 380})}</div>
+        <div class="card" id="chart-outcomes"><h3>Outcomes</h3>${barChart(outcomes)}</div>
+        <div class="card" id="chart-errors"><h3>Error kinds</h3>${errs.length ? barChart(errs) : '<p class="muted">no errors</p>'}</div>
+        ${scorers.length ? `<div class="card" id="chart-scorers"><h3>Pass rate per scorer, 95% CI (report.json)</h3>${barChart(scorers, {max: 1, width: 380})}</div>` : ""}
+        ${envTable ? `<div class="card"><h3>Environment actions</h3>${envTable}</div>` : ""}
+        <div class="card"><h3>Tokens per instance</h3>${histogram(rows.map(tokens), "tokens", 0)}</div>
+        <div class="card"><h3>Cost per instance</h3>${histogram(rows.map((r) => (r.usage || {}).cost || 0), "cost", 4)}</div>
+        <div class="card"><h3>Seconds per instance</h3>${histogram(rows.map((r) => r.duration_s), "seconds", 1)}</div>
+      </div>`;
+  }
+
+  // ---------- comparison ----------
+  function compareFor(run) {
+    if (current === 0) return null;
+    return (DATA.comparisons || [])[current - 1] || null;
+  }
+  function renderComparison() {
+    const cs = DATA.comparisons || [];
+    if (!cs.length) { $("#comparison").innerHTML = ""; return; }
+    let h = `<h2>Comparison with ${esc(DATA.runs[0].name)}</h2><table id="cmp-table"><thead><tr><th>run</th><th>n</th><th>accuracy</th><th>delta (95% CI)</th><th>fixed</th><th>broken</th><th>unchanged</th></tr></thead><tbody>`;
+    cs.forEach((c, k) => {
+      h += `<tr data-cmp="${k}"><td>${esc(c.other)}${c.same_dataset === false ? ' <span class="no dataset-warning">(another dataset!)</span>' : ""}</td><td>${c.n}</td><td>${pct(c.base_accuracy)} → ${pct(c.other_accuracy)}</td>
+        <td>${(c.delta >= 0 ? "+" : "") + pct(c.delta)} [${pct(c.delta_ci95[0])}, ${pct(c.delta_ci95[1])}]</td>
+        <td class="fixed-count">${c.fixed.length}</td><td class="broken-count">${c.broken.length}</td>
+        <td>${c.unchanged_pass.length + c.unchanged_fail.length}</td></tr>`;
+    });
+    h += `</tbody></table>`;
+    cs.forEach((c) => {
+      h += `<details class="cmp-detail"><summary>${esc(c.other)}: ids fixed and broken</summary>
+        <p><b>fixed</b> <span class="cmp-list fixed-ids">${c.fixed.map(esc).join(" ")}</span></p>
+        <p><b>broken</b> <span class="cmp-list broken-ids">${c.broken.map(esc).join(" ")}</span></p></details>`;
+    });
+    $("#comparison").innerHTML = h;
+  }
+  function changeOf(iid) {
+    const c = compareFor();
+    if (!c) return "";
+    if (c.fixed.includes(iid)) return "fixed";
+    if (c.broken.includes(iid)) return "broken";
+    return "unchanged";
+  }
+
+  // ---------- table ----------
+  const COLS = [
+    ["instance_id", "instance", (r) => r.instance_id],
+    ["level", "level", (r) => r.level],
+    ["status", "status", (r) => r.status],
+    ["correct", "verdict", verdict],
+    ["error_kind", "error kind", (r) => r.error_kind || ""],
+    ["answer", "answer", (r) => r.answer || ""],
+    ["target", "target", (r) => r.target || ""],
+    ["tokens", "tokens", tokens],
+    ["cost", "cost", (r) => (r.usage || {}).cost || 0],
+    ["duration_s", "seconds", (r) => r.duration_s || 0],
+    ["steps", "steps", (r) => r.steps || 0],
+  ];
+  function fillSelect(sel, values) {
+    const el = $(sel), keep = el.value;
+    const first = el.options[0].outerHTML;
+    el.innerHTML = first + values.map((v) => `<option value="${esc(v)}">${esc(v)}</option>`).join("");
+    if (values.map(String).includes(keep)) el.value = keep;
+  }
+  function renderFilters(run) {
+    const uniq = (f) => Array.from(new Set(run.rows.map(f).filter((v) => v !== null && v !== undefined && v !== ""))).sort();
+    fillSelect("#f-status", uniq((r) => r.status));
+    fillSelect("#f-level", uniq((r) => r.level === null || r.level === undefined ? "" : String(r.level)));
+    fillSelect("#f-error", uniq((r) => r.error_kind));
+    $("#f-compare").style.display = compareFor() ? "" : "none";
+    if (!compareFor()) $("#f-compare").value = "";
+  }
+  function filtered(run) {
+    const text = $("#f-text").value.trim().toLowerCase();
+    const st = $("#f-status").value, co = $("#f-correct").value, lv = $("#f-level").value,
+          ek = $("#f-error").value, ch = $("#f-compare").value;
+    let rows = run.rows.filter((r) =>
+      (!st || r.status === st) && (!co || verdict(r) === co) && (!lv || String(r.level) === lv) &&
+      (!ek || r.error_kind === ek) && (!ch || changeOf(r.instance_id) === ch) &&
+      (!text || [r.instance_id, r.answer, r.target, r.error].some((v) => v && String(v).toLowerCase().includes(text))));
+    if (sortKey !== null) {
+      const f = COLS[sortKey][2];
+      rows = rows.slice().sort((a, b) => {
+        const x = f(a), y = f(b);
+        if (typeof x === "number" && typeof y === "number") return (x - y) * sortDir;
+        return String(x === null || x === undefined ? "" : x).localeCompare(String(y === null || y === undefined ? "" : y)) * sortDir;
+      });
+    }
+    return rows;
+  }
+  function renderTable() {
+    const run = DATA.runs[current];
+    $("#rows thead").innerHTML = "<tr>" + COLS.map((c, k) =>
+      `<th data-col="${k}">${esc(c[1])}${sortKey === k ? (sortDir > 0 ? " ▲" : " ▼") : ""}</th>`).join("") + "</tr>";
+    const rows = filtered(run);
+    const parts = new Array(rows.length);
+    for (let i = 0; i < rows.length; i++) {
+      const r = rows[i], v = verdict(r);
+      parts[i] = `<tr data-id="${esc(r.instance_id)}"${r.instance_id === openId ? ' class="selected"' : ""}>` +
+        `<td class="id" title="${esc(r.instance_id)}">${esc(r.instance_id)}</td><td>${esc(r.level)}</td>` +
+        `<td class="st-${esc(r.status)}">${esc(r.status)}${r.limit ? " (" + esc(r.limit) + ")" : ""}</td>` +
+        `<td class="${v === "correct" ? "yes" : v === "wrong" ? "no" : ""}">${v}</td>` +
+        `<td>${esc(r.error_kind || "")}</td><td class="txt" title="${esc(r.answer)}">${esc(r.answer)}</td>` +
+        `<td class="txt" title="${esc(r.target)}">${esc(r.target)}</td><td>${tokens(r)}</td>` +
+        `<td>${num((r.usage || {}).cost || 0, 4)}</td><td>${num(r.duration_s, 1)}</td><td>${esc(r.steps)}</td></tr>`;
+    }
+    $("#rows tbody").innerHTML = parts.join("");
+    $("#row-count").textContent = `${rows.length} of ${run.rows.length} rows`;
+    $("#row-count").dataset.shown = rows.length;
+    $("#row-count").dataset.total = run.rows.length;
+  }
+
+  // ---------- trace ----------
+  function pre(text) { return `<pre>${esc(text)}</pre>`; }
+  function json(v) { return pre(typeof v === "string" ? v : JSON.stringify(v, null, 2)); }
+  function shotUrl(run, row, name) {
+    if (MODE !== "live" || !row.trace) return null;
+    return `/api/shot?run=${current}&trace=${encodeURIComponent(row.trace)}&name=${encodeURIComponent(name)}`;
+  }
+  function renderEvent(ev, run, row) {
+    // the parent appends `verdict` (and a kill's `limit`) from outside the tracer: no time of its own
+    const t = ev.t !== undefined && ev.type !== "verdict" ? `t=${num(ev.t, 2)}s ` : "";
+    const head = (what) => `<div class="head">${t}<b>${esc(ev.type)}</b> ${what || ""}</div>`;
+    let body = "";
+    switch (ev.type) {
+      case "task": body = head() + pre(ev.task); break;
+      case "system_prompt": body = head("from " + esc(ev.source)) + pre(ev.content); break;
+      case "message": body = head("from " + esc(ev.source)) + pre(ev.content); break;
+      case "model_call_started": body = head(`${esc(ev.model)} timeout ${esc(ev.timeout)}s`); break;
+      case "model_call": {
+        const u = ev.usage || {};
+        body = head(`${esc(ev.model)} · ${num(ev.seconds, 2)}s · ${u.prompt_tokens || 0} in / ${u.completion_tokens || 0} out`);
+        if (ev.messages && ev.messages.length) body += `<details><summary>${ev.n_messages !== undefined && ev.n_messages !== null ? ev.n_messages + " messages sent, " : ""}${ev.messages.length} new to this trace</summary>${json(ev.messages)}</details>`;
+        else if (ev.n_messages) body += `<div class="muted">${ev.n_messages} messages sent (all earlier in this trace)</div>`;
+        if (ev.content) body += pre(ev.content);
+        if (ev.tool_calls) body += `<div class="muted">tool calls</div>` + json(ev.tool_calls);
+        break;
+      }
+      case "tool_call": body = head(`<b>${esc(ev.name)}</b> by ${esc(ev.source)} ${esc(ev.call_id)}`) + json(ev.arguments || {}); break;
+      case "tool_result": body = head(`${esc(ev.name)}${ev.is_error ? ' <span class="no">error</span>' : ""}`) + pre(ev.content); break;
+      case "env": {
+        body = head(`${esc(ev.env)}.${esc(ev.action)} · <span class="${ev.outcome === "ok" ? "yes" : "no"}">${esc(ev.outcome)}</span> · ${num(ev.seconds, 2)}s`);
+        if (ev.args && Object.keys(ev.args).length) body += json(ev.args);
+        if (ev.result !== undefined) body += pre(ev.result);
+        if (ev.action === "screenshot") {
+          const m = /([\w.-]+\.png)/.exec(String(ev.result || ""));
+          if (m) {
+            const url = shotUrl(run, row, m[1]);
+            body += url ? `<img class="shot" alt="screenshot ${esc(m[1])}" src="${url}">` : `<div class="muted">screenshot ${esc(m[1])} (shown in harness view)</div>`;
+          }
+        }
+        break;
+      }
+      case "user_reply": body = head("#" + esc(ev.number)) + pre(ev.content); break;
+      case "limit": body = head(esc(ev.limit)) + pre(ev.detail || ""); break;
+      case "error": body = head(esc(ev.kind)) + pre(ev.message) + (ev.traceback ? `<details><summary>traceback</summary>${pre(ev.traceback)}</details>` : ""); break;
+      case "verdict": {
+        // the parent's verdict after scoring (source run / rescore): what each scorer compared
+        const ok = ev.correct === true, none = ev.correct === null || ev.correct === undefined;
+        body = head(`${esc(ev.source || "")} · ${esc(ev.status || "")} · <span class="${ok ? "yes" : none ? "" : "no"}">${ok ? "correct" : none ? "no verdict" : "wrong"}</span>`);
+        if ("answer" in ev || "target" in ev)
+          body += `<div><b>answer</b> ${esc(ev.answer)} <span class="muted">(${esc(ev.answer_source || "")})</span> · <b>target</b> ${esc(ev.target)}</div>`;
+        Object.entries(ev.scores || {}).forEach(([name, sc]) => {
+          sc = sc || {};
+          body += `<div><b>${esc(name)}</b>: <span class="${sc.correct ? "yes" : "no"}">${sc.correct ? "correct" : sc.correct === false ? "wrong" : "no verdict"}</span> ${esc(sc.explanation || "")}</div>`;
+          if (sc.details && Object.keys(sc.details).length) body += json(sc.details);
+        });
+        const rest = Object.assign({}, ev);
+        ["type", "t", "source", "status", "answer", "answer_source", "target", "correct", "scores"].forEach((k) => delete rest[k]);
+        if (Object.keys(rest).length) body += json(rest);
+        break;
+      }
+      case "truncated": body = head() + pre(ev.detail); break;
+      default: {
+        const rest = Object.assign({}, ev); delete rest.type; delete rest.t;
+        body = head() + json(rest);
+      }
+    }
+    return `<div class="ev ev-${esc(ev.type)}">${body}</div>`;
+  }
+  function rowSummary(row) {
+    const v = verdict(row);
+    let h = `<div class="summary-box ${row.status === "error" || v === "wrong" ? "bad" : ""}"><b>${esc(row.instance_id)}</b> · level ${esc(row.level)} · <span class="st-${esc(row.status)}">${esc(row.status)}</span> · ${v}`;
+    if (row.status === "error") h += `<div><b>error (${esc(row.error_kind)})</b>${pre(row.error)}</div>`;
+    if (row.limit) h += `<div><b>limit</b> ${esc(row.limit)}</div>`;
+    h += `<div><b>answer</b> ${esc(row.answer)} <span class="muted">(${esc(row.answer_source)})</span> · <b>target</b> ${esc(row.target)}</div>`;
+    Object.entries(row.scores || {}).forEach(([name, sc]) => {
+      h += `<div><b>scorer ${esc(name)}</b>: ${sc.correct ? '<span class="yes">correct</span>' : '<span class="no">wrong</span>'} ${esc(sc.explanation || "")}</div>`;
+    });
+    h += `<div class="muted">tools: ${esc((row.tool_calls || []).join(", "))} · ${row.steps} steps · ${num(row.duration_s, 1)}s · trace ${esc(row.trace)}</div></div>`;
+    return h;
+  }
+  function showTrace(events, run, row) {
+    $("#trace").innerHTML = rowSummary(row) + (events === null ? `<p class="muted">no trace file</p>`
+      : events.map((ev) => renderEvent(ev, run, row)).join(""));
+  }
+  async function inflate(packed) {  // base64 of gzipped JSON (html.py pack_trace)
+    const bytes = Uint8Array.from(atob(packed), (c) => c.charCodeAt(0));
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return JSON.parse(await new Response(stream).text());
+  }
+  async function openRow(iid) {
+    openId = iid;
+    document.querySelectorAll("#rows tbody tr.selected").forEach((tr) => tr.classList.remove("selected"));
+    const tr = document.querySelector(`#rows tbody tr[data-id="${CSS.escape(iid)}"]`);
+    if (tr) tr.classList.add("selected");
+    const run = DATA.runs[current];
+    const row = run.rows.find((r) => r.instance_id === iid);
+    if (!row) return;
+    if (MODE === "live") {
+      $("#trace").innerHTML = rowSummary(row) + `<p class="muted">loading trace…</p>`;
+      const resp = await fetch(`/api/trace?run=${current}&id=${encodeURIComponent(iid)}`);
+      const events = resp.ok ? await resp.json() : null;
+      if (openId === iid) showTrace(events, run, row);
+    } else {
+      const packed = (run.traces || {})[iid];
+      showTrace(packed ? await inflate(packed) : null, run, row);
+    }
+  }
+
+  // ---------- wiring ----------
+  function renderTabs() {
+    if (DATA.runs.length < 2) { $("#run-tabs").innerHTML = ""; return; }
+    $("#run-tabs").innerHTML = DATA.runs.map((r, k) =>
+      `<button data-run="${k}" class="${k === current ? "active" : ""}">${esc(r.name)}</button>`).join("");
+  }
+  function renderAll() {
+    if (current >= DATA.runs.length) current = 0;
+    const run = DATA.runs[current];
+    renderTabs(); renderComparison(); renderOverview(run); renderFilters(run); renderTable();
+    document.body.dataset.ready = "1";
+  }
+  document.addEventListener("click", (e) => {
+    const tab = e.target.closest("#run-tabs button");
+    if (tab) { current = Number(tab.dataset.run); openId = null; $("#trace").innerHTML = '<p class="muted">Click an instance to see its trace.</p>'; renderAll(); return; }
+    const th = e.target.closest("#rows th");
+    if (th) { const k = Number(th.dataset.col); sortDir = sortKey === k ? -sortDir : 1; sortKey = k; renderTable(); return; }
+    const tr = e.target.closest("#rows tbody tr");
+    if (tr) openRow(tr.dataset.id);
+  });
+  ["#f-text", "#f-status", "#f-correct", "#f-level", "#f-error", "#f-compare"].forEach((s) =>
+    $(s).addEventListener(s === "#f-text" ? "input" : "change", renderTable));
+
+  async function fetchData() {
+    const resp = await fetch("/api/data");
+    DATA = await resp.json();
+    renderAll();
+  }
+  async function poll() {
+    try {
+      const resp = await fetch("/api/version");
+      const v = await resp.text();
+      if (version !== null && v !== version) {
+        await fetchData();
+        $("#live-status").textContent = "updated " + new Date().toLocaleTimeString();
+      }
+      version = v;
+    } catch (e) {
+      $("#live-status").textContent = "viewer not reachable";
+    }
+    setTimeout(poll, 1000);
+  }
+  if (MODE === "live") {
+    $("#live-status").textContent = "live";
+    fetch("/api/version").then((r) => r.text()).then((v) => { version = v; }).then(fetchData).then(() => setTimeout(poll, 1000));
+  } else {
+    DATA = JSON.parse(document.getElementById("report-data").textContent);
+    renderAll();
+  }
+})();
