@@ -152,7 +152,8 @@ def run_cmd(
     run; 4 output.jsonl became unwritable (rows rescued); 128+N ended by signal N (130 Ctrl-C,
     143 SIGTERM, 129 SIGHUP)."""
     from harness.agents.contract import Limits, UserSimulation
-    from harness.runner.run import RunOptions, error_budget, run
+    from harness.runner.preflight import RunOptions, error_budget
+    from harness.runner.run import run
     from harness.signals import exit_code, interrupts
 
     split_list = lambda text: [x.strip() for x in text.split(",") if x.strip()] if text else None  # noqa: E731

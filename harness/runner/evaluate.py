@@ -1,0 +1,149 @@
+"""The evaluation loop: workers run instances, write their rows, and stop starting new ones
+when output.jsonl refuses a row or --fail-on-error's budget is spent; rows it refused are
+rescued beside it (`rescue`); `--record` turns the traces' model calls into a replay file.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from harness import exit_codes
+from harness.results.layout import RunDir
+from harness.results.model import ResultRow
+from harness.results.store import RowWriter, rescue
+from harness.runner.preflight import RunOptions
+from harness.runner.instance import RunSettings, kill_agents, run_instance
+from harness.terminal import say
+from harness.traces import ModelCall, read_trace
+
+@dataclass
+class Outcome:
+    """How the evaluation loop ended."""
+
+    write_error: OSError | None = None  # output.jsonl refused a row
+    held: list[ResultRow] = field(default_factory=list)  # rows it did not take
+    stopped: str | None = None  # why no more instances were started
+
+
+def rescue_rows(layout: RunDir, outcome: Outcome, leaked: int, console: Console) -> int:
+    """Put the rows output.jsonl refused somewhere durable and say where (or print them)."""
+    held = outcome.held
+    place = rescue(layout.output, held)
+    say(console, f"error: cannot write results to {layout.output}: {outcome.write_error}", style="red")
+    if outcome.stopped:
+        say(console, outcome.stopped, style="red")
+    if place == layout.rescue:
+        say(console, f"{len(held)} finished row(s) it did not take are kept in {place}; once {layout.output} "
+                     "is writable, re-run the same command: it merges them and resumes", style="red")
+    elif place is not None:
+        say(console, f"{len(held)} finished row(s) it did not take are kept in {place} (the run directory "
+                     f"refused them too); move that file to {layout.rescue} and re-run the same command: "
+                     "it merges them and resumes", style="red")
+    else:
+        say(console, f"{len(held)} finished row(s) could not be saved anywhere; they follow on stdout, one JSON "
+                     f"line each: append them to {layout.output}", style="red")
+        sys.stdout.write("".join(row.model_dump_json() + "\n" for row in held))
+        sys.stdout.flush()
+    if leaked:
+        say(console, f"{leaked} container(s) of this run are left; `harness cleanup` removes them", style="red")
+    return exit_codes.ROWS_NOT_WRITTEN
+
+
+class _Workers:
+    """What the workers share: the row writer, the counts, and whether to start more instances.
+
+    A worker writes its instance's row itself and decides on stopping before it takes the
+    next instance, so once output.jsonl refuses a row or the errors reach --fail-on-error,
+    no instance starts after it (those already running finish). After an interrupt only
+    results (ok, limit) are kept: an error row then is the interrupt's doing (a killed agent),
+    and an errored instance is run again on resume anyway."""
+
+    def __init__(self, out: Path, opts: RunOptions, n_selected: int, console: Console, progress: Progress, task):
+        self.out, self.console, self.progress, self.task = out, console, progress, task
+        self.writer = RowWriter(out)
+        self.fail_on_error = opts.fail_on_error
+        self.budget = opts.fail_on_error.threshold(n_selected) if opts.fail_on_error else None
+        self.record = opts.record is not None
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.interrupted = threading.Event()
+        self.why: str | None = None
+        self.done = self.correct = self.errors = self.not_started = 0
+        self.recorded: list[dict] = []
+
+    def run(self, instance, settings: RunSettings) -> None:
+        if self.stop.is_set():
+            with self.lock:
+                self.not_started += 1
+            return
+        self.finish(run_instance(instance, settings))
+
+    def finish(self, row: ResultRow) -> None:
+        if self.interrupted.is_set() and row.status == "error":
+            return
+        with self.lock:
+            written = self.writer.write(row)
+            self.done += 1
+            self.correct += bool(row.correct)
+            self.errors += row.status == "error"
+            if self.record:
+                self.recorded.append({"instance_id": row.instance_id, "trace": row.trace})
+            if not written and self.why is None:
+                self._stop(f"cannot write {self.out}: {self.writer.failed}")
+            elif self.budget is not None and self.errors >= self.budget and self.why is None:
+                self._stop(f"{self.errors} instance(s) errored (--fail-on-error {self.fail_on_error.text})")
+            self.progress.update(self.task, advance=1, errors=self.errors, rate=f"{self.correct / self.done:.0%}")
+
+    def _stop(self, why: str) -> None:
+        self.why = why
+        self.stop.set()
+        say(self.console, f"stopping: {why}; starting no more instances, running ones finish", style="yellow")
+
+    def outcome(self) -> Outcome:
+        stopped = None
+        if self.why is not None:
+            stopped = f"stopped early: {self.why}; {self.not_started} instance(s) not started; re-run to resume"
+        return Outcome(write_error=self.writer.failed, held=self.writer.held, stopped=stopped)
+
+
+def evaluate(todo, settings: RunSettings, out: Path, opts: RunOptions, console: Console,
+              n_selected: int) -> Outcome:
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("pass {task.fields[rate]}  errors {task.fields[errors]}"), TimeRemainingColumn()]
+    with Progress(*columns, console=console, transient=False) as progress:
+        task = progress.add_task("instances", total=len(todo), rate="-", errors=0)
+        workers = _Workers(out, opts, n_selected, console, progress, task)
+        # Leaving this block waits for every sandbox removal, on success and on Ctrl-C alike.
+        with ThreadPoolExecutor(2, thread_name_prefix="reaper") as reaper, \
+                ThreadPoolExecutor(opts.workers) as pool:
+            settings.reaper = reaper
+            futures = [pool.submit(workers.run, inst, settings) for inst in todo]
+            try:
+                for future in as_completed(futures):
+                    future.result()
+            except KeyboardInterrupt:
+                workers.interrupted.set()
+                for future in futures:
+                    future.cancel()
+                kill_agents()  # running instances end now; their sandboxes are removed in finally
+                raise
+    if opts.record is not None:
+        write_recording(opts.record, settings.output_dir, workers.recorded)
+    return workers.outcome()
+
+
+def write_recording(path: Path, output_dir: Path, recorded: list[dict]) -> None:
+    """Turn the traces' model calls into a replay file (see harness/models/replay.py)."""
+    with open(path, "a", encoding="utf-8") as fh:
+        for item in recorded:
+            turns = [({"tool_calls": e.tool_calls} if e.tool_calls else {"content": e.content or ""}) | {"usage": e.usage}
+                     for e in read_trace(output_dir / item["trace"]) if isinstance(e, ModelCall)]
+            fh.write(json.dumps({"instance_id": item["instance_id"], "turns": turns}) + "\n")

@@ -1,0 +1,164 @@
+"""What a run is asked to do (`RunOptions`), and every check before any container starts.
+
+The dataset, selection, config, agent, simulated user, provider, website, memory floor,
+scorers, replay coverage and the output dir are checked here (InputError, exit 2); the
+model preflight and the capacity check follow in run.py once the engine answers.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+from harness.agents.contract import Limits, UserSimulation
+from harness.agents.registry import resolve
+from harness.agents.user import reply_function
+from harness.datasets import load_dataset, select
+from harness.errors import InputError
+from harness.models.config import ModelSection, load_config, model_section
+from harness.models.replay import load_turns
+from harness.results.layout import RunDir
+from harness.runner.scorers import build_scorers, judge_section
+from harness.sandbox.contract import parse_size
+from harness.sandbox.registry import DEFAULT, get_provider
+from harness.sandbox.site import site_info
+
+MIN_MEMORY = "64m"  # below this the sandbox's own service and Python do not start reliably
+
+
+@dataclass(frozen=True)
+class ErrorBudget:
+    """--fail-on-error: a number of errored instances, or a fraction of the selected ones."""
+
+    text: str
+    count: int | None = None
+    fraction: float | None = None
+
+    def threshold(self, selected: int) -> int:
+        if self.count is not None:
+            return self.count
+        return max(1, math.ceil(self.fraction * selected))
+
+
+def error_budget(text: str | None) -> ErrorBudget | None:
+    """'5' -> five errors; '0.2' or '20%' -> a fifth of the selected instances. InputError otherwise."""
+    if text is None:
+        return None
+    raw = text.strip()
+    try:
+        if raw.endswith("%") or "." in raw:
+            fraction = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+            if 0 < fraction <= 1:
+                return ErrorBudget(text=raw, fraction=fraction)
+        elif int(raw) >= 1:
+            return ErrorBudget(text=raw, count=int(raw))
+    except ValueError:
+        pass
+    raise InputError(f"--fail-on-error takes a count >= 1 or a fraction in (0, 1] like 0.2 or 20%, not {text!r}")
+
+
+@dataclass
+class RunOptions:
+    dataset: Path
+    model: str
+    output_dir: Path
+    split: str | None = None
+    agent: str = "assistant"
+    workers: int = 2
+    config: Path | None = None
+    max_retries: int = 2
+    limits: Limits = field(default_factory=Limits)
+    scorers: list[str] = field(default_factory=lambda: ["gaia"])
+    selection: dict = field(default_factory=dict)  # ids, skip, offset, stride, shuffle, seed, limit
+    sandbox: dict = field(default_factory=dict)  # memory, cpus, pids, network
+    provider: str = DEFAULT  # --sandbox
+    user: UserSimulation = field(default_factory=UserSimulation)
+    force: bool = False
+    record: Path | None = None
+    summary_csv: Path | None = None
+    judge_model: str | None = None
+    website: Path | None = None  # an offline site folder (harness/sandbox/site.py)
+    fail_on_error: ErrorBudget | None = None
+    all_instances: list = field(default_factory=list)  # filled by validation: the whole dataset
+
+
+@dataclass
+class Prepared:
+    """What validation found: the instances, the model sections in use, the scorers."""
+
+    instances: list
+    selected: list
+    section: ModelSection
+    scorers: list
+    replay: dict | None
+    models: list[tuple[str, ModelSection]]  # (flag, section) of every model the run calls
+
+
+def prepare(opts: RunOptions) -> Prepared:
+    """Every check that needs no container (nor the engine). Raises InputError (exit 2)."""
+    if opts.workers < 1:
+        raise InputError("--workers must be >= 1")
+    if opts.max_retries < 0:
+        raise InputError("--max-retries must be >= 0")
+    instances = load_dataset(opts.dataset, opts.split)
+    selected = select(instances, **opts.selection)
+    opts.all_instances = instances
+    config = load_config(opts.config)
+    root = Path(opts.dataset) if Path(opts.dataset).is_dir() else Path(opts.dataset).parent
+    section = model_section(config, opts.model, dataset_root=root)
+    resolve(opts.agent)
+    reply_function(opts.user)
+    get_provider(opts.provider)
+    if opts.website is not None:
+        site_info(opts.website)
+        if opts.sandbox.get("network", "none") != "none":
+            raise InputError("--website gives sandboxes the site's internal network; drop --network")
+    _check_memory_floor(opts.sandbox)
+    scorers = build_scorers(opts.scorers, config, opts.judge_model)
+    models = [("--model", section)]
+    if any(name.partition(":")[0] == "llm_judge" for name in opts.scorers):
+        models.append(("--judge-model", judge_section(config, opts.judge_model)))
+    replay = None
+    if section.kind == "replay":
+        replay = load_turns(Path(section.path))
+        missing = [i.instance_id for i in selected if i.instance_id not in replay]
+        if missing:
+            raise InputError(f"replay file {section.path} has no turns for: {', '.join(missing[:10])}")
+    _check_output_dir(opts.output_dir)
+    return Prepared(instances, selected, section, scorers, replay, models)
+
+
+def _check_memory_floor(sandbox: dict) -> None:
+    memory = sandbox.get("memory")
+    if memory is not None and parse_size(memory) < parse_size(MIN_MEMORY):
+        raise InputError(f"--memory {memory}: a sandbox needs at least {MIN_MEMORY}")
+
+
+def check_capacity(sandbox: dict, capacity) -> None:
+    """Each sandbox's --cpus and --memory must fit the engine (None: the provider cannot tell)."""
+    if capacity is None:
+        return
+    cpus, memory = sandbox.get("cpus"), sandbox.get("memory")
+    if cpus is not None and capacity.cpus and cpus > capacity.cpus:
+        raise InputError(f"--cpus {cpus}: the engine has {capacity.cpus:g} CPU(s)")
+    if memory is not None and capacity.memory and parse_size(memory) > capacity.memory:
+        raise InputError(f"--memory {memory}: the engine has {capacity.memory / 2**30:.1f} GiB in all")
+
+
+def _check_output_dir(path: Path) -> None:
+    """The output dir can be made and takes new files, and an existing output.jsonl takes appends."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+        out = RunDir(path).output
+        if out.exists() or out.is_symlink():
+            os.close(os.open(out, os.O_WRONLY | os.O_APPEND))
+    except OSError as exc:
+        raise InputError(f"--output-dir {path} is not writable: {exc}") from None
+
+
