@@ -62,21 +62,26 @@ class Meter:
         try:
             reply = await asyncio.wait_for(request(), self.call_deadline)
             done = turn(reply)
-        except (LimitExceeded, asyncio.CancelledError):
-            raise
-        except ModelError as exc:
-            self.failed(exc)
-            raise
-        except TimeoutError as exc:
-            waited = time.monotonic() - started
-            raise self.failed(ModelError(f"model {model}: no reply within {waited:.0f} s "
-                                         f"(the client's timeout and retries included)")) from exc
-        except HarnessError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a failed call or a reply that is not a chat completion
-            raise self.failed(ModelError(describe(model, exc))) from exc
+        except Exception as exc:  # noqa: BLE001 - classified by model_error
+            mapped = self.model_error(exc, model, f"no reply within {time.monotonic() - started:.0f} s "
+                                                  "(the client's timeout and retries included)")
+            if mapped is exc:
+                raise
+            raise mapped from exc
         self.after_call(done, time.monotonic() - started, model, messages)
         return reply
+
+    def model_error(self, exc: Exception, model: str, timed_out: str) -> Exception:
+        """What a failed model call raises: a budget or another harness error as it is; anything
+        else (the client's error, a reply that is not a chat completion, the deadline: `timed_out`
+        says how) is a ModelError, remembered and traced."""
+        if isinstance(exc, ModelError):
+            return self.failed(exc)
+        if isinstance(exc, HarnessError):  # LimitExceeded among them
+            return exc
+        if isinstance(exc, TimeoutError):
+            return self.failed(ModelError(f"model {model}: {timed_out}"))
+        return self.failed(ModelError(describe(model, exc)))
 
     def started(self, model: str) -> None:
         """Trace that a call went out (a killed agent's trace then shows what it was waiting for)."""

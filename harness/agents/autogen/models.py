@@ -16,9 +16,8 @@ from typing import Any, Mapping, Sequence
 from autogen_core import FunctionCall
 from autogen_core.models import ChatCompletionClient, CreateResult, RequestUsage
 
-from harness.errors import LimitExceeded, ModelError
 from harness.models.config import ModelSection
-from harness.models.meter import Meter, describe
+from harness.models.meter import Meter
 
 TOOL_CAPABLE = {"vision": False, "function_calling": True, "json_output": True,
                 "family": "unknown", "structured_output": False}
@@ -131,16 +130,12 @@ class MeteredClient(ChatCompletionClient):
                 item = await asyncio.wait_for(stream.__anext__(), left)
             except StopAsyncIteration:
                 return
-            except (LimitExceeded, asyncio.CancelledError):
-                raise
-            except ModelError as exc:
-                meter.failed(exc)
-                raise
-            except TimeoutError as exc:
-                raise meter.failed(ModelError(f"model {self._label}: the stream did not end within "
-                                              f"{meter.call_deadline:.0f} s")) from exc
             except Exception as exc:  # noqa: BLE001 - the same rule as Meter.call
-                raise meter.failed(ModelError(describe(self._label, exc))) from exc
+                mapped = meter.model_error(exc, self._label, f"the stream did not end within "
+                                                             f"{meter.call_deadline or 0:.0f} s")
+                if mapped is exc:
+                    raise
+                raise mapped from exc
             if isinstance(item, CreateResult):
                 meter.after_call(turn_from_result(item), time.monotonic() - started, self._label,
                                  trace_messages(messages))
