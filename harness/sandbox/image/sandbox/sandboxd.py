@@ -300,6 +300,10 @@ async def _run_command(req: dict) -> dict:
         timed_out = True
         kill_tree(proc.pid, tag)
         await proc.exited
+        if os.getpid() == 1:  # as init: free the killed tree's pids now (a fork bomb's fill the pids
+            for _ in range(10):  # limit), not at the next pass of init_loop, so the next command starts
+                reap_orphans()
+                await asyncio.sleep(0.05)
     if feeder is not None:
         if not feeder.done():  # the process is gone; what it did not read is dropped
             feeder.cancel()
