@@ -22,11 +22,34 @@ console = stderr_console()
 SANDBOX_HELP = "Sandbox provider: docker (default) or module:Class."
 
 
-def _provider(name: str):
+DOCKER_HOST_HELP = ("Docker engine URL: unix://PATH, tcp://HOST:PORT (TLS: HARNESS_DOCKER_CERT_PATH) or "
+                    "ssh://USER@HOST. Default: HARNESS_DOCKER_HOST, DOCKER_HOST, else the local socket.")
+
+
+def _docker_host_option():
+    return typer.Option(None, "--docker-host", help=DOCKER_HOST_HELP)
+
+
+def _provider(name: str, docker_host: Optional[str] = None):
     from harness.sandbox.registry import get_provider
 
+    if docker_host:
+        _use_docker_host(docker_host)
     try:
         return get_provider(name)
+    except HarnessError as exc:
+        fail(exc)
+
+
+def _use_docker_host(url: str) -> None:
+    """--docker-host: the engine of this process and of the agent processes it starts (they inherit
+    HARNESS_DOCKER_HOST), read through the settings like every other HARNESS_* value."""
+    from harness import settings
+
+    if "://" not in url:
+        fail(InputError(f"--docker-host {url!r}: expected unix://PATH, tcp://HOST:PORT or ssh://USER@HOST"))
+    try:
+        settings.use(docker_host=url)
     except HarnessError as exc:
         fail(exc)
 
@@ -43,19 +66,22 @@ def log(message: str) -> None:
 
 @images_app.command("build")
 def images_build(force: bool = typer.Option(False, help="Rebuild even when the tag exists."),
-                 sandbox: str = typer.Option("docker", help=SANDBOX_HELP)) -> None:
-    """Build the sandbox image (and an offline Debian base when none can be pulled)."""
+                 sandbox: str = typer.Option("docker", help=SANDBOX_HELP),
+                 docker_host: Optional[str] = _docker_host_option()) -> None:
+    """Make the sandbox image present on the engine: copied from this machine's engine when it has
+    it, else built there (and an offline Debian base when none can be pulled)."""
     try:
-        tag = _provider(sandbox).build_image(force=force, log=log)
+        tag = _provider(sandbox, docker_host).build_image(force=force, log=log)
     except HarnessError as exc:
         fail(exc)
     print(tag)
 
 
 @images_app.command("list")
-def images_list(sandbox: str = typer.Option("docker", help=SANDBOX_HELP)) -> None:
+def images_list(sandbox: str = typer.Option("docker", help=SANDBOX_HELP),
+                docker_host: Optional[str] = _docker_host_option()) -> None:
     """Show the harness images on the engine."""
-    provider = _provider(sandbox)
+    provider = _provider(sandbox, docker_host)
     current = provider.image_tag()
     table = Table("tag", "id", "size (MB)", "created", "current")
     for info in provider.list_images():
@@ -64,9 +90,10 @@ def images_list(sandbox: str = typer.Option("docker", help=SANDBOX_HELP)) -> Non
 
 
 @images_app.command("prune")
-def images_prune(sandbox: str = typer.Option("docker", help=SANDBOX_HELP)) -> None:
+def images_prune(sandbox: str = typer.Option("docker", help=SANDBOX_HELP),
+                 docker_host: Optional[str] = _docker_host_option()) -> None:
     """Remove sandbox images of older build contexts (the current one and the base stay)."""
-    for tag in _provider(sandbox).prune_images(log=log):
+    for tag in _provider(sandbox, docker_host).prune_images(log=log):
         print(f"removed {tag}")
 
 
@@ -76,10 +103,11 @@ def cleanup(
     everything: bool = typer.Option(False, "--all", help="Remove every harness container."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Only list what would be removed."),
     sandbox: str = typer.Option("docker", help=SANDBOX_HELP),
+    docker_host: Optional[str] = _docker_host_option(),
 ) -> None:
     """Remove harness containers whose owner process is gone (never others' containers)."""
     try:
-        removed = _provider(sandbox).cleanup(run_id=run_id, everything=everything, dry_run=dry_run)
+        removed = _provider(sandbox, docker_host).cleanup(run_id=run_id, everything=everything, dry_run=dry_run)
     except HarnessError as exc:
         fail(exc)
     verb = "would remove" if dry_run else "removed"
@@ -92,12 +120,13 @@ def cleanup(
 def smoke(
     sandboxes: int = typer.Option(4, "--sandboxes", "-n", min=1, help="Sandboxes to start in parallel."),
     sandbox: str = typer.Option("docker", help=SANDBOX_HELP),
+    docker_host: Optional[str] = _docker_host_option(),
 ) -> None:
     """Start sandboxes in parallel, copy a file in, run commands, tear them down."""
     from harness.sandbox.smoke import run_smoke
 
     try:
-        ok = run_smoke(_provider(sandbox), sandboxes, log=log)
+        ok = run_smoke(_provider(sandbox, docker_host), sandboxes, log=log)
     except HarnessError as exc:
         fail(exc)
     raise typer.Exit(0 if ok else 1)
@@ -136,6 +165,7 @@ def run_cmd(
     judge_model: Optional[str] = typer.Option(None, help="\\[llm.NAME] section for --scorer llm_judge."),
     website: Optional[Path] = typer.Option(None, help="Offline site folder to serve on an internal network."),
     sandbox: str = typer.Option("docker", help=SANDBOX_HELP),
+    docker_host: Optional[str] = _docker_host_option(),
     user_reply: Optional[str] = typer.Option(None, help="What the simulated user says to a turn that ends "
                                                         "without <solution> (default: carry on alone)."),
     max_user_replies: int = typer.Option(3, help="Simulated user replies per instance (0: none)."),
@@ -156,6 +186,8 @@ def run_cmd(
     from harness.runner.run import run
     from harness.signals import exit_code, interrupts
 
+    if docker_host:
+        _use_docker_host(docker_host)
     split_list = lambda text: [x.strip() for x in text.split(",") if x.strip()] if text else None  # noqa: E731
     try:
         from harness.sandbox.contract import SandboxSpec

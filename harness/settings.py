@@ -24,6 +24,12 @@ class Settings(BaseSettings):
     state_dir: Path | None = Field(None, description="lock files and the port registry (default ~/.cache/harness)")
 
     # --- the Docker engine (harness/sandbox/docker/engine.py)
+    docker_host: str | None = Field(None, description="engine URL: unix://, tcp:// (TLS with docker_cert_path) or "
+                                                      "ssh://user@host (default: DOCKER_HOST, else the local socket); "
+                                                      "also `--docker-host`")
+    docker_cert_path: Path | None = Field(None, description="directory with ca.pem, cert.pem, key.pem: TLS client "
+                                                            "certificates for a tcp:// engine (default: "
+                                                            "DOCKER_CERT_PATH when DOCKER_TLS_VERIFY is set)")
     docker_timeout: float = Field(120, gt=0, description="seconds for one engine API call")
     docker_max_starts: int = Field(4, ge=1, description="parallel create+start calls (more only queue in the engine)")
     docker_retries: int = Field(3, ge=0, description="retries of transient engine errors (5xx, dropped connections)")
@@ -32,6 +38,9 @@ class Settings(BaseSettings):
 
     # --- sandboxes (harness/sandbox/docker/)
     sandbox_ready_timeout: float = Field(60, gt=0, description="seconds for sandboxd to answer after start")
+    swarm_task_timeout: float = Field(300, gt=0, description="swarm provider: seconds for a sandbox's task to be "
+                                                             "running (waiting for a node with room counts), and for "
+                                                             "preflight's check of every node")
     sandbox_host: str | None = Field(None, description="address of published ports (default: DOCKER_HOST's host, "
                                                         "else 127.0.0.1)")
     port_range: str | None = Field(None, description="LOW-HIGH: publish sandbox ports only in this range "
@@ -39,6 +48,9 @@ class Settings(BaseSettings):
     port_bind: str | None = Field(None, description="host address ports are bound to (default 127.0.0.1 "
                                                     "for a local engine, 0.0.0.0 for a remote one)")
     port_lock_timeout: float = Field(120, gt=0, description="seconds to wait for the port-range lock")
+    port_wait: float = Field(3600, gt=0, description="seconds a sandbox start waits for a port of "
+                                                     "HARNESS_PORT_RANGE to free up (a range smaller than the "
+                                                     "concurrency makes workers take turns)")
 
     # --- images (harness/sandbox/docker/images.py)
     base_image: str = Field("debian:bookworm-slim", description="base used when present or pullable; "
@@ -97,6 +109,17 @@ def settings() -> Settings:
     except ValidationError as exc:
         problems = "; ".join(f"HARNESS_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors())
         raise InputError(f"bad environment setting: {problems}") from None
+
+
+def use(**values: str) -> None:
+    """Set HARNESS_* values for this process and the processes it starts (e.g. --docker-host for the
+    agent processes, which inherit the environment), then re-read the settings."""
+    import os
+
+    for key, value in values.items():
+        os.environ[f"HARNESS_{key.upper()}"] = value
+    settings.cache_clear()
+    settings()  # a bad value fails here, naming the variable
 
 
 def state_dir() -> Path:

@@ -51,3 +51,14 @@ def out(tmp_path):
     path = out_dir(tmp_path)
     yield path
     assert remove_leftovers(path) == [], "containers left behind"
+
+
+@pytest.fixture(scope="session")
+def second_engine():
+    """A second Docker engine in its own network namespace (tests/helpers/engines.py): TLS on
+    `second_engine.tls_url` (client certificates in `second_engine.certs`), unix socket at
+    `second_engine.unix_url`. Started once per session, stopped (namespace removed) at the end."""
+    from tests.helpers.engines import SecondEngine
+
+    with SecondEngine("second") as engine:
+        yield engine

@@ -16,13 +16,16 @@ import random
 import threading
 import time
 import urllib.parse
+from pathlib import Path
 from typing import Callable, TypeVar
 
 import docker
+import docker.constants
+import docker.tls
 import docker.errors
 import requests.exceptions
 
-from harness.errors import EngineUnavailable, InfraError, SandboxDied, SandboxExhausted
+from harness.errors import EngineUnavailable, InfraError, InputError, SandboxDied, SandboxExhausted
 from harness.settings import settings
 
 # Why the defaults (harness/settings.py): dockerd on a loaded 2-core machine can take
@@ -38,16 +41,91 @@ _gate: threading.BoundedSemaphore | None = None
 T = TypeVar("T")
 
 
-def new_client(timeout: float | None = None) -> docker.DockerClient:
-    """A client of its own (the caller closes it), e.g. for a call with another timeout."""
+def engine_url() -> str | None:
+    """The engine this process talks to: --docker-host / HARNESS_DOCKER_HOST, else DOCKER_HOST,
+    else None (the local socket). Agent processes inherit it through the environment."""
+    return settings().docker_host or os.environ.get("DOCKER_HOST") or None
+
+
+def tls_config(url: str | None = None):
+    """TLS client settings for a tcp:// engine: HARNESS_DOCKER_CERT_PATH, else DOCKER_CERT_PATH when
+    DOCKER_TLS_VERIFY is set (Docker's own convention); None for plain TCP, unix and ssh."""
+    url = engine_url() if url is None else url
+    if not url or urllib.parse.urlsplit(url).scheme not in ("tcp", "https"):
+        return None
+    path = settings().docker_cert_path
+    if path is None and os.environ.get("DOCKER_TLS_VERIFY") and os.environ.get("DOCKER_CERT_PATH"):
+        path = Path(os.environ["DOCKER_CERT_PATH"])
+    if path is None:
+        return None
+    files = {name: path / name for name in ("ca.pem", "cert.pem", "key.pem")}
+    missing = [str(f) for f in files.values() if not f.is_file()]
+    if missing:
+        raise InputError(f"HARNESS_DOCKER_CERT_PATH {path}: missing {', '.join(missing)}")
+    return docker.tls.TLSConfig(client_cert=(str(files["cert.pem"]), str(files["key.pem"])),
+                                ca_cert=str(files["ca.pem"]), verify=True)
+
+
+def new_client(timeout: float | None = None, url: str | None = None) -> docker.DockerClient:
+    """A client of its own (the caller closes it), e.g. for a call with another timeout or for
+    another engine (`url`; default: engine_url())."""
+    url = url or engine_url()
+    kwargs = dict(timeout=int(timeout or settings().docker_timeout), max_pool_size=settings().docker_pool)
     try:
-        made = docker.from_env(timeout=int(timeout or settings().docker_timeout),
-                               max_pool_size=settings().docker_pool)
+        tls = tls_config(url) if url else None
+        if url is None:
+            made = docker.from_env(**kwargs)
+        elif tls is None:
+            made = docker.DockerClient(base_url=url, **kwargs)
+        else:
+            made = _tls_client(url, tls, kwargs)
         made.ping()
         return made
     except docker.errors.DockerException as exc:
-        raise EngineUnavailable(
-            f"no Docker engine answers ({exc}); run scripts/ensure-docker.sh or set DOCKER_HOST") from exc
+        where = url or "the local socket"
+        raise EngineUnavailable(f"no Docker engine answers at {where} ({exc}); run scripts/ensure-docker.sh, or "
+                                f"check --docker-host / HARNESS_DOCKER_HOST / DOCKER_HOST") from exc
+
+
+def cli_env() -> dict[str, str]:
+    """The environment for a `docker` CLI subprocess that must reach the same engine (build.sh)."""
+    env = dict(os.environ)
+    url = engine_url()
+    if url:
+        env["DOCKER_HOST"] = url
+        cert_path = settings().docker_cert_path
+        if cert_path and tls_config(url):
+            env.update(DOCKER_TLS_VERIFY="1", DOCKER_CERT_PATH=str(cert_path))
+    return env
+
+
+def local_client() -> docker.DockerClient | None:
+    """This machine's own engine (DOCKER_HOST, else the local socket) when the harness was pointed
+    at another one with --docker-host and this one answers; otherwise None. Images are copied from it."""
+    target, local = settings().docker_host, os.environ.get("DOCKER_HOST") or None
+    if not target or target == local:
+        return None
+    try:
+        return new_client(timeout=1800, url=local or "unix:///var/run/docker.sock")
+    except EngineUnavailable:
+        return None
+
+
+def _tls_client(url: str, tls, kwargs: dict) -> docker.DockerClient:
+    """A TLS client that verifies the engine with its own CA. requests would otherwise take
+    REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE (set on machines behind a TLS proxy) over the client's CA on
+    every request, so the session ignores the environment; the API version is asked first, since
+    negotiating it in the constructor would already go through the environment's CA."""
+    probe = docker.DockerClient(base_url=url, tls=tls, version=docker.constants.MINIMUM_DOCKER_API_VERSION,
+                                **kwargs)
+    probe.api.trust_env = False
+    try:
+        version = probe.api.version(api_version=False)["ApiVersion"]
+    finally:
+        probe.close()
+    made = docker.DockerClient(base_url=url, tls=tls, version=version, **kwargs)
+    made.api.trust_env = False
+    return made
 
 
 def client() -> docker.DockerClient:
@@ -73,7 +151,7 @@ def sandbox_host() -> str:
     explicit = settings().sandbox_host
     if explicit:
         return explicit
-    url = urllib.parse.urlsplit(os.environ.get("DOCKER_HOST", ""))
+    url = urllib.parse.urlsplit(engine_url() or "")
     if url.scheme in ("tcp", "ssh", "http", "https") and url.hostname:
         return url.hostname
     return "127.0.0.1"

@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,32 +88,75 @@ def _ensure_base(log) -> str:
     base_dir = images_dir() / "base"
     tag = f"harness-base:{tree_hash(base_dir)}"
     if not _exists(tag):
-        proc = subprocess.run(["bash", str(base_dir / "build.sh"), tag], capture_output=True, text=True)
+        proc = subprocess.run(["bash", str(base_dir / "build.sh"), tag], capture_output=True, text=True,
+                              env=engine.cli_env())
         if proc.returncode != 0:
             raise InfraError(f"building base image {tag} failed:\n{proc.stderr[-3000:]}")
     return tag
 
 
 def build(*, force: bool = False, log=print) -> str:
-    """Ensure the sandbox image exists; return its tag."""
+    """Make the sandbox image present on the engine; return its tag.
+
+    On an engine given by --docker-host it is copied from this machine's own engine when that one
+    has the tag (`docker save | docker load`, the same bytes as here); otherwise it is built on the
+    engine itself. When neither works, one InfraError says what was tried and why it failed."""
     root = images_dir()
     if not (root / "sandbox" / "Dockerfile").is_file():
         raise InputError(f"no sandbox Dockerfile under {root}")
     tag = sandbox_tag()
-    lock = FileLock(str(state_dir() / "images.lock"))
-    with lock:
+    with FileLock(str(state_dir() / "images.lock")):
         if not force and _exists(tag):
             return tag
-        base = _ensure_base(log)
-        log(f"building {tag} on {base} ...")
-        with tempfile.TemporaryDirectory(prefix="harness-build-") as ctx:
-            shutil.copytree(root / "sandbox", ctx, dirs_exist_ok=True,
-                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-            ca = _extra_ca()
-            Path(ctx, "build-ca.crt").write_bytes(ca.read_bytes() if ca else b"")
-            engine.call("build", lambda: _stream_build(ctx, tag, base), retries=0)
-        log(f"built {tag}")
-        return tag
+        local = engine.local_client()
+        if local is None:
+            return _build(tag, root, log)
+        try:
+            if not force and _copy_from(local, tag, log):
+                return tag
+            try:
+                return _build(tag, root, log)
+            except InfraError as exc:
+                raise InfraError(f"the sandbox image {tag} is not on the engine {engine.engine_url()}, this "
+                                 f"machine's engine does not have it to copy (run `harness images build` here "
+                                 f"first), and building it there failed: {exc}") from exc
+        finally:
+            local.close()
+
+
+def _copy_from(source, tag: str, log) -> bool:
+    """Stream the image from another engine into ours; False when the source does not have it."""
+    try:
+        source.api.inspect_image(tag)
+    except docker.errors.NotFound:
+        return False
+    log(f"copying {tag} to {engine.engine_url()} (docker save | docker load) ...")
+    started = time.monotonic()
+    target = engine.new_client(timeout=1800)  # a load of ~1.6 GB takes minutes on a slow link
+    try:
+        for line in engine.call("image load", lambda: target.api.load_image(source.api.get_image(tag)), retries=0):
+            if isinstance(line, dict) and line.get("error"):
+                raise InfraError(f"loading {tag} into {engine.engine_url()} failed: {line['error']}")
+    finally:
+        target.close()
+    if not _exists(tag):
+        raise InfraError(f"loading {tag} into {engine.engine_url()} left no such image")
+    log(f"copied {tag} in {time.monotonic() - started:.0f} s")
+    return True
+
+
+def _build(tag: str, root: Path, log) -> str:
+    """Build the image on the engine (its base first when missing)."""
+    base = _ensure_base(log)
+    log(f"building {tag} on {base} ...")
+    with tempfile.TemporaryDirectory(prefix="harness-build-") as ctx:
+        shutil.copytree(root / "sandbox", ctx, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        ca = _extra_ca()
+        Path(ctx, "build-ca.crt").write_bytes(ca.read_bytes() if ca else b"")
+        engine.call("build", lambda: _stream_build(ctx, tag, base), retries=0)
+    log(f"built {tag}")
+    return tag
 
 
 def _stream_build(ctx: str, tag: str, base: str) -> None:

@@ -123,17 +123,27 @@ def _create_and_start(kwargs: dict, policy: str, host_port: int | None):
 
 
 def _start_in_range(kwargs: dict, policy: str, port_range: range):
-    with ports.range_lock():
-        used = ports.ports_in_use()
-        for port in port_range:
-            if port in used or (engine.engine_is_local() and not ports.free_locally(port)):
-                continue
-            try:
-                return _create_and_start(kwargs, policy, port)
-            except InfraError as exc:
-                if not ports.is_port_taken_error(exc):
-                    raise
-        raise InfraError(f"no free port in HARNESS_PORT_RANGE ({port_range.start}-{port_range.stop - 1})")
+    """Take the first free port of the range; when every port is held, wait (lock released) for one
+    to free up: a range smaller than the run's concurrency makes workers take turns, up to
+    HARNESS_PORT_WAIT seconds."""
+    deadline = time.monotonic() + settings().port_wait
+    pause = 0.2
+    while True:
+        with ports.range_lock():
+            used = ports.ports_in_use()
+            for port in port_range:
+                if port in used or (engine.engine_is_local() and not ports.free_locally(port)):
+                    continue
+                try:
+                    return _create_and_start(kwargs, policy, port)
+                except InfraError as exc:
+                    if not ports.is_port_taken_error(exc):
+                        raise
+        if time.monotonic() >= deadline:
+            raise InfraError(f"no port of HARNESS_PORT_RANGE ({port_range.start}-{port_range.stop - 1}) freed up "
+                             f"in {settings().port_wait:g} s (HARNESS_PORT_WAIT)")
+        time.sleep(pause)
+        pause = min(pause * 2, 2.0)
 
 
 class DockerProvider(SandboxProvider):
