@@ -161,6 +161,9 @@ def run_cmd(
     disk: str = typer.Option("2g", help="Writable space per sandbox (files anywhere; beyond it: no space left). "
                                         "Without a storage quota it is RAM, added to --memory."),
     force: bool = typer.Option(False, help="Resume even though the configuration changed."),
+    epochs: int = typer.Option(1, help="Run each instance K times, each in a fresh sandbox."),
+    reducer: list[str] = typer.Option([], help="With --epochs: mean (default), majority, pass@K, at_least_N; "
+                                               "repeat for several, the first is the headline."),
     record: Optional[Path] = typer.Option(None, help="Append the model's turns to this replay file."),
     judge_model: Optional[str] = typer.Option(None, help="\\[llm.NAME] section for --scorer llm_judge."),
     website: Optional[Path] = typer.Option(None, help="Offline site folder to serve on an internal network."),
@@ -206,7 +209,7 @@ def run_cmd(
                           **({"reply": user_reply} if user_reply else {}))
     opts = RunOptions(
         dataset=dataset, model=model, output_dir=output_dir, split=split, agent=agent, workers=workers,
-        config=config, max_retries=max_retries, scorers=scorer, force=force, record=record, judge_model=judge_model, website=website,
+        config=config, max_retries=max_retries, scorers=scorer, force=force, epochs=epochs, reducers=reducer, record=record, judge_model=judge_model, website=website,
         limits=Limits(max_steps=max_steps, max_tokens=max_tokens, instance_timeout=instance_timeout,
                       command_timeout=command_timeout, page_size=page_size),
         selection={"ids": split_list(ids), "skip": split_list(skip), "offset": offset, "stride": stride,

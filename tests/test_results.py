@@ -11,7 +11,7 @@ import pytest
 from harness.errors import InputError
 from harness.results.model import ResultRow
 from harness.results.run_config import RunConfig, lock_output_dir, save_or_check
-from harness.results.store import append_row, latest_by_instance, load, pending, read_rows, repair
+from harness.results.store import append_row, latest_by_key, load, pending, read_rows, repair
 
 
 def row(iid: str, status: str = "ok", **kw) -> ResultRow:
@@ -70,11 +70,19 @@ def test_latest_wins_and_pending() -> None:
         row("c", "limit", limit="max_steps"),
         row("d", "error", error_kind="agent"),
     ]
-    latest = latest_by_instance(rows)
-    assert latest["a"].status == "ok" and latest["b"].status == "error"
+    latest = latest_by_key(rows)
+    assert latest["a", 1].status == "ok" and latest["b", 1].status == "error"
     to_run, done = pending(["a", "b", "c", "d", "e"], rows)
-    assert to_run == ["b", "d", "e"]
-    assert done == ["a", "c"]
+    assert to_run == [("b", 1), ("d", 1), ("e", 1)]
+    assert done == [("a", 1), ("c", 1)]
+
+
+def test_epochs_are_resumed_one_by_one() -> None:
+    rows = [row("a", "ok"), row("a", "error", error_kind="infra").model_copy(update={"epoch": 2}),
+            row("b", "ok").model_copy(update={"epoch": 3}), row("a", "ok").model_copy(update={"epoch": 3})]
+    to_run, done = pending(["a", "b"], rows, epochs=3)
+    assert to_run == [("a", 2), ("b", 1), ("b", 2)]
+    assert done == [("a", 1), ("a", 3), ("b", 3)]
 
 
 def test_concurrent_appends(tmp_path: Path) -> None:

@@ -22,14 +22,24 @@ from pathlib import Path
 from harness.errors import InputError
 
 
-def load_turns(path: Path) -> dict[str, list[dict]]:
-    turns: dict[str, list[dict]] = {}
+Turns = dict  # instance id -> turns, and (instance id, epoch) -> turns for lines that name an epoch
+
+
+def load_turns(path: Path) -> Turns:
+    """Each line {"instance_id", "turns"} and optionally "epoch": the turns of that epoch only."""
+    turns: Turns = {}
     for number, line in enumerate(Path(path).read_text().splitlines(), 1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
-            turns[str(row["instance_id"])] = list(row["turns"])
+            key = str(row["instance_id"])
+            turns[(key, int(row["epoch"])) if row.get("epoch") is not None else key] = list(row["turns"])
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             raise InputError(f"replay file {path}, line {number}: {exc}") from None
     return turns
+
+
+def turns_for(turns: Turns, instance_id: str, epoch: int = 1) -> list[dict] | None:
+    """The recording for one epoch of an instance: its own line, else the instance's; None if neither."""
+    return turns.get((instance_id, epoch), turns.get(instance_id))

@@ -3,7 +3,12 @@
 report.json is this `Report`; its keys, besides the headline ones:
     ids            outcome -> selected ids, by their latest row: passed (correct), failed (scored, not
                    correct), errored (status error), missing (no row) partition the selection;
-                   limit lists those whose run hit a limit (they are also passed or failed)
+                   limit lists those whose run hit a limit (they are also passed or failed). With
+                   epochs: missing when any epoch has no row, else errored when any errored, else
+                   passed/failed by the headline reducer
+    epochs         with --epochs K > 1: each reducer's value, CI and passes, the accuracy of each
+                   epoch alone, answer agreement between epochs, majority ties
+                   (harness/scoring/reducers.py has the rules)
     scorers        scorer name -> ScorerStats: every scorer of the rows, over every selected id (an
                    errored or missing id counts as not passed, score 0); the first is the headline
     env_outcomes   env (code/file/web) -> outcome (ok/timeout/crashed/error) -> count, summed over
@@ -17,13 +22,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from statistics import mean, median
 
 from pydantic import BaseModel, Field
 
 from harness.results.model import ResultRow
-from harness.results.store import latest_by_instance
+from harness.results.store import latest_by_key
+from harness.scoring.reducers import Epoch, agreement, reduce
 
 Z95 = 1.959963984540054
 OUTCOMES = ("passed", "failed", "errored", "limit", "missing")
@@ -72,6 +78,22 @@ class TimeStats(BaseModel):
     p90: float | None = None
 
 
+class ReducerStats(BaseModel):
+    value: float  # mean reduced value over the selected ids
+    passed: int  # ids the reducer passes
+    ci95: tuple[float, float]  # Wilson for 0/1 values, else the normal approximation of the mean
+    ties: list[str] = Field(default_factory=list)  # majority: ids whose modal answer was tied
+
+
+class EpochReport(BaseModel):
+    k: int
+    primary: str  # the reducer of the headline accuracy
+    reducers: dict[str, ReducerStats]
+    per_epoch: dict[str, LevelStats]  # epoch -> accuracy of that epoch alone
+    agreement: float  # mean share of epoch pairs giving the same (normalised) answer
+    all_agree: float  # share of ids whose epochs all gave the same answer
+
+
 class Report(BaseModel):
     n_selected: int
     n_correct: int
@@ -94,6 +116,7 @@ class Report(BaseModel):
     scorers: dict[str, ScorerStats] = Field(default_factory=dict)
     env_outcomes: dict[str, dict[str, int]] = Field(default_factory=dict)
     env_outcomes_per_instance: dict[str, dict[str, dict[str, int]]] = Field(default_factory=dict)
+    epochs: EpochReport | None = None  # --epochs K > 1: per-epoch accuracy, reducers, agreement
 
     @property
     def clean(self) -> bool:
@@ -111,47 +134,35 @@ def build_report(
     leaked_containers: int,
     wall_time_s: float | None = None,
     levels: Mapping[str, int | None] | None = None,
+    epochs: int = 1,
+    reducers: Sequence[str] = (),
+    normalize: Callable[[str], str] | None = None,
 ) -> Report:
-    """Aggregate the latest row of each selected id; `levels` (from the dataset) places missing ids."""
+    """Aggregate the latest row of each selected (id, epoch); `levels` (from the dataset) places
+    missing ids. With epochs > 1 the headline is the first reducer's (mean by default): accuracy is
+    the mean reduced value, n_correct the instances it passes; counts of errors, limits, tokens,
+    scorers and environment actions are over every (id, epoch)."""
     selected = list(dict.fromkeys(selected_ids))
     wanted = set(selected)
-    latest = latest_by_instance([r for r in rows if r.instance_id in wanted])
+    latest = latest_by_key([r for r in rows if r.instance_id in wanted])
+    units = [(iid, e) for iid in selected for e in range(1, epochs + 1)]
     levels = levels or {}
-    per_level: dict[str, list[int]] = {}  # key -> [n, correct]
     errors: Counter[str] = Counter()
     limits: Counter[str] = Counter()
     sources: Counter[str] = Counter()
-    ids: dict[str, list[str]] = {k: [] for k in OUTCOMES}
     scorer_names: list[str] = []
     env_total: dict[str, Counter[str]] = {}
     env_per: dict[str, dict[str, dict[str, int]]] = {}
-    n_correct = 0
-    for iid in selected:
-        row = latest.get(iid)
-        if row is None:
-            ids["missing"].append(iid)
-        elif row.status == "error":
-            ids["errored"].append(iid)
-        else:
-            ids["passed" if row.correct is True else "failed"].append(iid)
-            if row.status == "limit":
-                ids["limit"].append(iid)
-        if row is not None:
-            scorer_names += [name for name in row.scores if name not in scorer_names]
-            if row.env_outcomes:
-                env_per[iid] = row.env_outcomes
-                for env, counts in row.env_outcomes.items():
-                    env_total.setdefault(env, Counter()).update(counts)
-        level = levels.get(iid)
-        if level is None and row is not None:
-            level = row.level
-        ok = row is not None and row.status != "error" and row.correct is True
-        n_correct += ok
-        bucket = per_level.setdefault("unknown" if level is None else str(level), [0, 0])
-        bucket[0] += 1
-        bucket[1] += ok
+    for iid, epoch in units:
+        row = latest.get((iid, epoch))
         if row is None:
             continue
+        scorer_names += [name for name in row.scores if name not in scorer_names]
+        for env, counts in row.env_outcomes.items():
+            env_total.setdefault(env, Counter()).update(counts)
+            mine = env_per.setdefault(iid, {}).setdefault(env, {})
+            for outcome, count in counts.items():
+                mine[outcome] = mine.get(outcome, 0) + count
         if row.status == "error":
             errors[row.error_kind or "unknown"] += 1
         else:
@@ -159,17 +170,37 @@ def build_report(
         if row.status == "limit":
             limits[row.limit or "unknown"] += 1
 
+    epoch_report = None
+    if epochs > 1:
+        verdicts, epoch_report = _reduce_epochs(latest, selected, epochs, list(reducers) or ["mean"], normalize)
+    else:
+        verdicts = {iid: _single(latest.get((iid, 1))) for iid in selected}
+    ids: dict[str, list[str]] = {k: [] for k in OUTCOMES}
+    per_level: dict[str, list[float]] = {}  # key -> [n, passed, sum of values]
+    for iid in selected:
+        mine = [latest.get((iid, e)) for e in range(1, epochs + 1)]
+        value, passed = verdicts[iid]
+        if any(r is None for r in mine):
+            ids["missing"].append(iid)
+        elif any(r.status == "error" for r in mine):
+            ids["errored"].append(iid)
+        else:
+            ids["passed" if passed else "failed"].append(iid)
+            if any(r.status == "limit" for r in mine):
+                ids["limit"].append(iid)
+        level = levels.get(iid)
+        if level is None:
+            level = next((r.level for r in mine if r is not None), None)
+        bucket = per_level.setdefault("unknown" if level is None else str(level), [0, 0, 0.0])
+        bucket[0] += 1
+        bucket[1] += passed
+        bucket[2] += value
+
     n = len(selected)
-    accuracy, ci95 = _stats(n_correct, n)
-    scorers = {}
-    for name in scorer_names:
-        verdicts = [latest[i].scores.get(name) for i in selected if i in latest and latest[i].status != "error"]
-        verdicts = [v for v in verdicts if v is not None]
-        passed = sum(1 for v in verdicts if v.get("correct") is True)
-        rate, interval = _stats(passed, n)
-        scorers[name] = ScorerStats(n=n, correct=passed, no_verdict=sum(1 for v in verdicts if v.get("correct") is None),
-                                    accuracy=rate, ci95=interval,
-                                    mean_score=sum(float(v.get("value") or 0.0) for v in verdicts) / n if n else 0.0)
+    n_correct = sum(passed for _, passed in verdicts.values())
+    accuracy = sum(value for value, _ in verdicts.values()) / n if n else 0.0
+    ci95 = epoch_report.reducers[epoch_report.primary].ci95 if epoch_report else wilson_interval(n_correct, n)
+    scorers = {name: _scorer_stats(name, [latest.get(u) for u in units]) for name in scorer_names}
     spent = [r for r in rows if r.instance_id in wanted]  # every attempt costs
     durations = [r.duration_s for r in latest.values()]
     prompt = sum(r.usage.prompt_tokens for r in spent)
@@ -181,12 +212,13 @@ def build_report(
         stderr=math.sqrt(accuracy * (1 - accuracy) / n) if n else 0.0,
         ci95=ci95,
         per_level={
-            key: LevelStats(n=b[0], correct=b[1], accuracy=_stats(b[1], b[0])[0], ci95=_stats(b[1], b[0])[1])
+            key: LevelStats(n=b[0], correct=b[1], accuracy=b[2] / b[0] if b[0] else 0.0,
+                            ci95=wilson_interval(b[1], b[0]))
             for key, b in sorted(per_level.items(), key=lambda kv: (kv[0] == "unknown", kv[0]))
         },
         n_errors=sum(errors.values()),
         errors_by_kind=dict(errors.most_common()),
-        n_missing=sum(1 for iid in selected if iid not in latest),
+        n_missing=sum(1 for u in units if u not in latest),
         n_limit=dict(limits.most_common()),
         answer_sources=dict(sources.most_common()),
         tokens={"prompt": prompt, "completion": completion, "total": prompt + completion},
@@ -203,4 +235,69 @@ def build_report(
         scorers=scorers,
         env_outcomes={env: dict(sorted(c.items())) for env, c in sorted(env_total.items())},
         env_outcomes_per_instance=env_per,
+        epochs=epoch_report,
     )
+
+
+def _single(row: ResultRow | None) -> tuple[float, bool]:
+    ok = row is not None and row.status != "error" and row.correct is True
+    return (1.0 if ok else 0.0), ok
+
+
+def _scorer_stats(name: str, rows: list[ResultRow | None]) -> ScorerStats:
+    """One scorer over every unit (an errored or missing one counts as not passed, score 0)."""
+    n = len(rows)
+    verdicts = [r.scores.get(name) for r in rows if r is not None and r.status != "error"]
+    verdicts = [v for v in verdicts if v is not None]
+    passed = sum(1 for v in verdicts if v.get("correct") is True)
+    rate, interval = _stats(passed, n)
+    return ScorerStats(n=n, correct=passed, no_verdict=sum(1 for v in verdicts if v.get("correct") is None),
+                       accuracy=rate, ci95=interval,
+                       mean_score=sum(float(v.get("value") or 0.0) for v in verdicts) / n if n else 0.0)
+
+
+def _epoch(row: ResultRow | None, primary: str | None) -> Epoch:
+    """An epoch as the reducers see it: errored or missing is no answer, not correct, value 0."""
+    if row is None or row.status == "error":
+        return Epoch(None, False, 0.0)
+    score = row.scores.get(primary) if primary else None
+    value = float(score.get("value") or 0.0) if score else float(row.correct is True)
+    return Epoch(row.answer, row.correct is True, value)
+
+
+def _reduce_epochs(latest, selected, epochs, reducers, normalize) -> tuple[dict[str, tuple[float, bool]], "EpochReport"]:
+    primary = next((name for r in latest.values() for name in r.scores), None)  # the first scorer
+    by_id = {iid: [_epoch(latest.get((iid, e)), primary) for e in range(1, epochs + 1)] for iid in selected}
+    n = len(selected)
+    stats, headline = {}, {}
+    for name in reducers:
+        results = {iid: reduce(name, eps, normalize) for iid, eps in by_id.items()}
+        values = [r.value for r in results.values()]
+        passed = sum(r.passed for r in results.values())
+        value = sum(values) / n if n else 0.0
+        binary = all(v in (0.0, 1.0) for v in values)
+        stats[name] = ReducerStats(value=value, passed=passed,
+                                   ci95=wilson_interval(passed, n) if binary else _mean_interval(values),
+                                   ties=sorted(iid for iid, r in results.items() if r.tie))
+        if not headline:
+            headline = {iid: (r.value, r.passed) for iid, r in results.items()}
+    per_epoch = {}
+    for e in range(1, epochs + 1):
+        ok = sum(by_id[iid][e - 1].correct for iid in selected)
+        per_epoch[str(e)] = LevelStats(n=n, correct=ok, accuracy=ok / n if n else 0.0, ci95=wilson_interval(ok, n))
+    agreements = [agreement(eps, normalize) for eps in by_id.values()]
+    return headline, EpochReport(
+        k=epochs, primary=reducers[0], reducers=stats, per_epoch=per_epoch,
+        agreement=sum(a for a, _ in agreements) / n if n else 1.0,
+        all_agree=sum(all_ for _, all_ in agreements) / n if n else 1.0)
+
+
+def _mean_interval(values: list[float]) -> tuple[float, float]:
+    """Normal-approximation 95% interval of a mean of values in [0, 1], clamped."""
+    n = len(values)
+    if n < 2:
+        return (0.0, 1.0)
+    m = sum(values) / n
+    sd = math.sqrt(sum((v - m) ** 2 for v in values) / (n - 1))
+    half = Z95 * sd / math.sqrt(n)
+    return (max(0.0, m - half), min(1.0, m + half))

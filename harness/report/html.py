@@ -58,12 +58,43 @@ def read_rows(path: Path) -> list[dict]:
     return rows
 
 
-def latest_rows(rows: list[dict]) -> list[dict]:
-    """The latest row per instance, in order of first appearance."""
-    latest: dict[str, dict] = {}
+def latest_rows(rows: list[dict], epochs: int = 1) -> list[dict]:
+    """The latest row per instance (and epoch), in order of first appearance. With epochs, each row's
+    `instance_id` is "ID #eN" (the page's row identity) and `instance` keeps the id."""
+    latest: dict[tuple[str, int], dict] = {}
     for row in rows:
-        latest[str(row["instance_id"])] = row
-    return list(latest.values())
+        latest[str(row["instance_id"]), int(row.get("epoch") or 1)] = row
+    if epochs == 1:
+        return list(latest.values())
+    return [dict(row, instance_id=f"{iid} #e{epoch}", instance=iid) for (iid, epoch), row in latest.items()]
+
+
+def epoch_summary(rows: list[dict], selected: dict, report: dict | None, run: dict) -> dict:
+    """summarize() for a run with epochs: the headline and per-level figures of build_report (the
+    run's reducers), counts of outcomes over every instance run."""
+    from harness.report.build import build_report
+    from harness.results.model import ResultRow
+
+    parsed = []
+    for raw in rows:
+        try:
+            parsed.append(ResultRow.model_validate(raw))
+        except ValueError:
+            continue
+    built = build_report(parsed, list(selected) or [r.instance_id for r in parsed], leaked_containers=0,
+                         levels=selected, epochs=int(run.get("epochs") or 1), reducers=run.get("reducers") or ())
+    latest = latest_rows(rows, built.epochs.k if built.epochs else 1)
+    outcomes: dict[str, int] = {}
+    for row in latest:
+        outcomes[str(row.get("status"))] = outcomes.get(str(row.get("status")), 0) + 1
+    missing = built.n_missing
+    if missing:
+        outcomes["missing"] = missing
+    out = dict(report or {})
+    out.update(json.loads(built.model_dump_json(include={"n_selected", "n_correct", "accuracy", "ci95", "per_level",
+                                                         "errors_by_kind", "epochs"})),
+               n_rows=len(latest), outcomes=outcomes)
+    return out
 
 
 def read_trace(path: Path, *, truncate: bool = False) -> list[dict]:
@@ -160,15 +191,19 @@ def load_run(root: Path, *, with_traces: bool) -> dict:
     if isinstance(selected, list):
         selected = {str(i): None for i in selected}
     selected = selected if isinstance(selected, dict) else {}
-    rows = latest_rows(read_rows(rd.output))
+    run = _read_json(rd.run_json) or {}
+    epochs = int(run.get("epochs") or 1) if isinstance(run, dict) else 1
+    raw = read_rows(rd.output)
+    rows = latest_rows(raw, epochs)
     report = _read_json(rd.report)
+    report = report if isinstance(report, dict) else None
     data = {
         "name": rd.root.name,
         "path": str(rd.root),
-        "run": _read_json(rd.run_json) or {},
+        "run": run,
         "selected": selected,
         "rows": rows,
-        "summary": summarize(rows, selected, report if isinstance(report, dict) else None),
+        "summary": summarize(rows, selected, report) if epochs == 1 else epoch_summary(raw, selected, report, run),
     }
     if with_traces:
         # each trace gzipped and base64'd: the page inflates one when its row opens

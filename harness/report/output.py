@@ -119,6 +119,15 @@ def render(report: Report) -> Table:
     r = report
     table.add_row("accuracy", f"{r.n_correct}/{r.n_selected} = {_pct(r.accuracy)} (stderr {_pct(r.stderr)})")
     table.add_row("95% CI (Wilson)", _ci(r.ci95))
+    if r.epochs:
+        e = r.epochs
+        table.add_row("epochs", f"{e.k}; headline reducer {e.primary}; answers agree in {_pct(e.agreement)} of "
+                                f"pairs, all epochs in {_pct(e.all_agree)} of instances")
+        for name, red in e.reducers.items():
+            ties = f"  ({len(red.ties)} tied majority)" if red.ties else ""
+            table.add_row(f"reducer {name}", f"{_pct(red.value)}  {_ci(red.ci95)}  passes {red.passed}{ties}")
+        for epoch, s in e.per_epoch.items():
+            table.add_row(f"epoch {epoch}", f"{s.correct}/{s.n} = {_pct(s.accuracy)}  {_ci(s.ci95)}")
     for name, sc in list(r.scorers.items())[1:]:
         table.add_row(f"scorer {name}", f"{sc.correct}/{sc.n} = {_pct(sc.accuracy)}  {_ci(sc.ci95)}  "
                                         f"mean score {sc.mean_score:.3f}")

@@ -1,6 +1,6 @@
 """The run directory: every file a run writes, in one place (documented in the README).
 
-    output.jsonl     one result row per instance run (after its retries); a resume appends, the latest row wins
+    output.jsonl     one result row per instance and epoch (after its retries); a resume appends, the latest row wins
     run.json         the configuration the run started with; a resume must match it; run_ids lists every run
                  into the directory (the ids `harness cleanup --run-id` takes), not fingerprinted
     run.json.prev    the previous run.json, kept when --force resumed with another configuration
@@ -11,7 +11,7 @@
                  each run (wall time summed over runs) and by `harness score`
     ../summary.csv   one row per output directory (its output_dir column), in the directory's parent; a
                  re-run or `harness score` replaces the directory's row
-    traces/          one JSONL trace per instance attempt (harness/traces), screenshots beside them; the
+    traces/          one JSONL trace per instance attempt (and epoch) (harness/traces), screenshots beside them; the
                  parent appends `limit` (a wall-clock kill) and `verdict` (after scoring) events
     .harness.lock    held while a run or rescore writes here (a second one is refused)
     report.html      `harness report DIR --html` (harness/report/html.py): one self-contained page, opens offline
@@ -73,7 +73,9 @@ class RunDir:
     def traces(self) -> Path:
         return self.root / "traces"
 
-    def trace_name(self, instance_id: str, attempt: int) -> str:
-        """The trace's path relative to the run directory (what a row's `trace` holds)."""
+    def trace_name(self, instance_id: str, attempt: int, epoch: int = 1) -> str:
+        """The trace's path relative to the run directory (what a row's `trace` holds); epochs after
+        the first carry their number."""
         digest = hashlib.sha256(instance_id.encode()).hexdigest()[:8]
-        return f"traces/{slug(instance_id, 60)}-{digest}-a{attempt}.jsonl"
+        run = f"-e{epoch}" if epoch > 1 else ""
+        return f"traces/{slug(instance_id, 60)}-{digest}{run}-a{attempt}.jsonl"

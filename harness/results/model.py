@@ -22,6 +22,7 @@ class Usage(BaseModel):
 
 class ResultRow(BaseModel):
     instance_id: str
+    epoch: int = 1  # with --epochs K: which of the K runs of the instance (rows are keyed by id and epoch)
     attempt: int = 1  # how many sandboxes this instance used (infra retries add attempts)
     # ok: the agent finished; limit: it hit a limit (still scored); error: it could not finish
     status: Literal["ok", "limit", "error"]

@@ -18,7 +18,7 @@ from harness.results.layout import RunDir
 # Fields that change results; `selection` and the dataset path are left out on purpose
 # (a resume may widen --limit; a moved dataset with the same content is the same dataset).
 FINGERPRINTED = ("dataset_fingerprint", "model", "model_settings", "agent", "image", "limits", "scorers",
-                 "environment", "user")
+                 "environment", "user", "epochs")
 
 
 class RunConfig(BaseModel):
@@ -35,6 +35,10 @@ class RunConfig(BaseModel):
     selection: dict[str, Any] = Field(default_factory=dict)  # ids/skip/offset/stride/shuffle/seed/limit
     environment: dict[str, Any] = Field(default_factory=dict)  # provider, sandbox limits, network, website hash
     user: dict[str, Any] = Field(default_factory=dict)  # the simulated user (UserSimulation)
+    epochs: int = 1  # --epochs: runs of each instance
+    # --reducer: how the report reduces the epochs (the first is the headline); a resume may change
+    # them, as a rescore may change its scorers' report: not fingerprinted.
+    reducers: list[str] = Field(default_factory=list)
     # Every run into this directory, oldest first: the ids its containers carry (`harness cleanup
     # --run-id`). Not fingerprinted: each run adds its own.
     run_ids: list[str] = Field(default_factory=list)

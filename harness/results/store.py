@@ -1,4 +1,4 @@
-"""DIR/output.jsonl: one JSON line per finished attempt, appended durably.
+"""DIR/output.jsonl: one JSON line per finished (instance, epoch), appended durably.
 
 Each row is written with a single os.write on an O_APPEND fd and fsync'd, so a
 crash can at worst leave one torn line at the end; readers skip it and
@@ -102,19 +102,22 @@ def repair(path: Path) -> bool:
         return True
 
 
-def latest_by_instance(rows: list[ResultRow]) -> dict[str, ResultRow]:
-    """The last row per instance id (a re-run appends; the latest wins)."""
-    return {row.instance_id: row for row in rows}
+def latest_by_key(rows: list[ResultRow]) -> dict[tuple[str, int], ResultRow]:
+    """The last row per (instance id, epoch): a re-run appends; the latest wins."""
+    return {(row.instance_id, row.epoch): row for row in rows}
 
 
-def pending(instance_ids: list[str], rows: list[ResultRow]) -> tuple[list[str], list[str]]:
-    """(to_run, already_done) in the order given: errored or absent ids run again."""
-    latest = latest_by_instance(rows)
-    to_run: list[str] = []
-    done: list[str] = []
+def pending(instance_ids: list[str], rows: list[ResultRow], epochs: int = 1) -> tuple[list[tuple[str, int]],
+                                                                                       list[tuple[str, int]]]:
+    """(to_run, already_done) as (instance id, epoch) in the order given, epochs of an id together:
+    errored or absent ones run again."""
+    latest = latest_by_key(rows)
+    to_run: list[tuple[str, int]] = []
+    done: list[tuple[str, int]] = []
     for iid in instance_ids:
-        row = latest.get(iid)
-        (done if row is not None and row.finished else to_run).append(iid)
+        for epoch in range(1, epochs + 1):
+            row = latest.get((iid, epoch))
+            (done if row is not None and row.finished else to_run).append((iid, epoch))
     return to_run, done
 
 
@@ -176,10 +179,10 @@ def merge_rescue(output: Path) -> int:
     rescued = load(source).rows  # a torn last line of a crashed rescue is skipped
     present = read_rows(output)
     seen = {row.model_dump_json() for row in present}
-    latest = {row.instance_id: row.finished_at for row in present}
+    latest = {(row.instance_id, row.epoch): row.finished_at for row in present}
     added = 0
     for row in rescued:
-        if row.model_dump_json() in seen or latest.get(row.instance_id, "") > row.finished_at:
+        if row.model_dump_json() in seen or latest.get((row.instance_id, row.epoch), "") > row.finished_at:
             continue
         append_row(output, row)
         added += 1

@@ -79,12 +79,12 @@ class _Workers:
         self.done = self.correct = self.errors = self.not_started = 0
         self.recorded: list[dict] = []
 
-    def run(self, instance, settings: RunSettings) -> None:
+    def run(self, instance, epoch: int, settings: RunSettings) -> None:
         if self.stop.is_set():
             with self.lock:
                 self.not_started += 1
             return
-        self.finish(run_instance(instance, settings))
+        self.finish(run_instance(instance, settings, epoch))
 
     def finish(self, row: ResultRow) -> None:
         if self.interrupted.is_set() and row.status == "error":
@@ -95,7 +95,7 @@ class _Workers:
             self.correct += bool(row.correct)
             self.errors += row.status == "error"
             if self.record:
-                self.recorded.append({"instance_id": row.instance_id, "trace": row.trace})
+                self.recorded.append({"instance_id": row.instance_id, "epoch": row.epoch, "trace": row.trace})
             if not written and self.why is None:
                 self._stop(f"cannot write {self.out}: {self.writer.failed}")
             elif self.budget is not None and self.errors >= self.budget and self.why is None:
@@ -116,16 +116,18 @@ class _Workers:
 
 def evaluate(todo, settings: RunSettings, out: Path, opts: RunOptions, console: Console,
               n_selected: int) -> Outcome:
+    """Run `todo`, a list of (instance, epoch)."""
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("pass {task.fields[rate]}  errors {task.fields[errors]}"), TimeRemainingColumn()]
     with Progress(*columns, console=console, transient=False) as progress:
-        task = progress.add_task("instances", total=len(todo), rate="-", errors=0)
+        task = progress.add_task("instances" if opts.epochs == 1 else "instance runs", total=len(todo), rate="-",
+                                 errors=0)
         workers = _Workers(out, opts, n_selected, console, progress, task)
         # Leaving this block waits for every sandbox removal, on success and on Ctrl-C alike.
         with ThreadPoolExecutor(2, thread_name_prefix="reaper") as reaper, \
                 ThreadPoolExecutor(opts.workers) as pool:
             settings.reaper = reaper
-            futures = [pool.submit(workers.run, inst, settings) for inst in todo]
+            futures = [pool.submit(workers.run, inst, epoch, settings) for inst, epoch in todo]
             try:
                 for future in as_completed(futures):
                     future.result()
@@ -146,4 +148,5 @@ def write_recording(path: Path, output_dir: Path, recorded: list[dict]) -> None:
         for item in recorded:
             turns = [({"tool_calls": e.tool_calls} if e.tool_calls else {"content": e.content or ""}) | {"usage": e.usage}
                      for e in read_trace(output_dir / item["trace"]) if isinstance(e, ModelCall)]
-            fh.write(json.dumps({"instance_id": item["instance_id"], "turns": turns}) + "\n")
+            epoch = {"epoch": item["epoch"]} if item["epoch"] > 1 else {}
+            fh.write(json.dumps({"instance_id": item["instance_id"], **epoch, "turns": turns}) + "\n")

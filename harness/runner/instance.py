@@ -30,6 +30,7 @@ from harness.answers import extract_answer
 from harness.datasets.model import Instance
 from harness.errors import HarnessError, InfraError, InputError, SandboxOutputLimit, SandboxRequestError
 from harness.models.config import ModelSection
+from harness.models.replay import turns_for
 from harness.results.layout import RunDir
 from harness.results.model import ResultRow, Usage
 from harness.runner.prompt import instruction
@@ -198,23 +199,24 @@ def salvage(result: AgentResult, trace_path: Path, *, usage_too: bool = True) ->
     return result
 
 
-def run_instance(instance: Instance, settings_: RunSettings) -> ResultRow:
+def run_instance(instance: Instance, settings_: RunSettings, epoch: int = 1) -> ResultRow:
     """Never raises (but for KeyboardInterrupt): a bug here costs one row, recorded as kind `harness`."""
     started, t0 = _now(), time.monotonic()
     try:
-        return _run_instance(instance, settings_, started, t0)
+        return _run_instance(instance, settings_, started, t0, epoch)
     except Exception as exc:  # noqa: BLE001
         result = AgentResult(error_kind="harness", error=f"harness failure: {type(exc).__name__}: {exc}")
-        trace_rel = RunDir(settings_.output_dir).trace_name(instance.instance_id, 0)
+        trace_rel = RunDir(settings_.output_dir).trace_name(instance.instance_id, 0, epoch)
         (settings_.output_dir / trace_rel).parent.mkdir(parents=True, exist_ok=True)
         tracer = Tracer(settings_.output_dir / trace_rel)
         tracer.emit(ErrorEvent(kind="harness", message=result.error, traceback=traceback.format_exc()))
         tracer.close()
-        return _finish(instance, settings_, result, 1, started, t0, None, trace_rel)
+        return _finish(instance, settings_, result, 1, started, t0, None, trace_rel, epoch)
 
 
-def _request(instance: Instance, settings_: RunSettings, sandbox: Sandbox, trace_path: Path) -> AgentRequest:
-    turns = None if settings_.replay is None else settings_.replay.get(instance.instance_id, [])
+def _request(instance: Instance, settings_: RunSettings, sandbox: Sandbox, trace_path: Path,
+             epoch: int) -> AgentRequest:
+    turns = None if settings_.replay is None else (turns_for(settings_.replay, instance.instance_id, epoch) or [])
     return AgentRequest(instance=instance, task=instruction(instance), agent=settings_.agent, model=settings_.model,
                         limits=settings_.limits, user=settings_.user, sandbox=sandbox.handle(),
                         trace_path=str(trace_path), replay_turns=turns)
@@ -230,7 +232,7 @@ def _copy_files(sandbox: Sandbox, instance: Instance) -> None:
         raise InfraError(f"sandbox {sandbox.name} refused the task's files: {exc}") from exc
 
 
-def _run_instance(instance: Instance, settings_: RunSettings, started: str, t0: float) -> ResultRow:
+def _run_instance(instance: Instance, settings_: RunSettings, started: str, t0: float, epoch: int) -> ResultRow:
     layout = RunDir(settings_.output_dir)
     result, sandbox_name, trace_rel, attempt = AgentResult(), None, None, 0
     spent = Usage()  # every attempt's tokens count, not just the last one's
@@ -239,7 +241,7 @@ def _run_instance(instance: Instance, settings_: RunSettings, started: str, t0: 
         if _stopping.is_set():
             result = _cancelled()
             break
-        trace_rel = layout.trace_name(instance.instance_id, attempt)
+        trace_rel = layout.trace_name(instance.instance_id, attempt, epoch)
         trace_path = settings_.output_dir / trace_rel
         trace_path.parent.mkdir(parents=True, exist_ok=True)
         trace_path.unlink(missing_ok=True)
@@ -249,7 +251,7 @@ def _run_instance(instance: Instance, settings_: RunSettings, started: str, t0: 
             with _sandbox(settings_, spec) as sandbox:
                 sandbox_name = sandbox.name
                 _copy_files(sandbox, instance)
-                result, killed = _run_child(_request(instance, settings_, sandbox, trace_path),
+                result, killed = _run_child(_request(instance, settings_, sandbox, trace_path, epoch),
                                             settings_.limits.instance_timeout, layout.scratch)
                 if killed:
                     result = salvage(result, trace_path)
@@ -271,7 +273,7 @@ def _run_instance(instance: Instance, settings_: RunSettings, started: str, t0: 
             break
         time.sleep(backoff * attempt)
     result.usage = spent
-    return _finish(instance, settings_, result, attempt, started, t0, sandbox_name, trace_rel)
+    return _finish(instance, settings_, result, attempt, started, t0, sandbox_name, trace_rel, epoch)
 
 
 def _add(a: Usage, b: Usage) -> Usage:
@@ -281,7 +283,7 @@ def _add(a: Usage, b: Usage) -> Usage:
 
 
 def _finish(instance, settings_: RunSettings, result: AgentResult, attempt, started, t0, sandbox_name,
-            trace_rel) -> ResultRow:
+            trace_rel, epoch: int = 1) -> ResultRow:
     answer, source = extract_answer(result.final_message)
     status = "error" if result.error_kind else ("limit" if result.limit else "ok")
     scores, correct = {}, None
@@ -291,7 +293,7 @@ def _finish(instance, settings_: RunSettings, result: AgentResult, attempt, star
                               max_steps=settings_.limits.max_steps, question=instance.question)
         scores, correct = score_row(answer, instance.answer, settings_.scorers, context)
     row = ResultRow(
-        instance_id=instance.instance_id, attempt=attempt, status=status, error_kind=result.error_kind,
+        instance_id=instance.instance_id, epoch=epoch, attempt=attempt, status=status, error_kind=result.error_kind,
         error=result.error, limit=result.limit, answer=answer, answer_source=source, target=instance.answer,
         level=instance.level, correct=correct if status != "error" else False, scores=scores,
         usage=result.usage, steps=result.usage.llm_calls, tool_calls=result.tool_calls,

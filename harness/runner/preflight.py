@@ -20,7 +20,8 @@ from harness.agents.user import reply_function
 from harness.datasets import load_dataset, select
 from harness.errors import InputError
 from harness.models.config import ModelSection, load_config, model_section
-from harness.models.replay import load_turns
+from harness.models.replay import load_turns, turns_for
+from harness.scoring.reducers import parse_reducer
 from harness.results.layout import RunDir
 from harness.runner.scorers import build_scorers, judge_section
 from harness.sandbox.contract import parse_size
@@ -78,6 +79,8 @@ class RunOptions:
     provider: str = DEFAULT  # --sandbox
     user: UserSimulation = field(default_factory=UserSimulation)
     force: bool = False
+    epochs: int = 1  # --epochs: runs of each instance, each in a fresh sandbox
+    reducers: list[str] = field(default_factory=list)  # --reducer (checked by parse_reducer)
     record: Path | None = None
     summary_csv: Path | None = None
     judge_model: str | None = None
@@ -104,6 +107,11 @@ def prepare(opts: RunOptions) -> Prepared:
         raise InputError("--workers must be >= 1")
     if opts.max_retries < 0:
         raise InputError("--max-retries must be >= 0")
+    if opts.epochs < 1:
+        raise InputError(f"--epochs must be >= 1, not {opts.epochs}")
+    opts.reducers = [parse_reducer(name, opts.epochs) for name in opts.reducers] or ["mean"]
+    if opts.epochs == 1 and opts.reducers != ["mean"]:
+        raise InputError("--reducer needs --epochs K > 1 (one epoch has nothing to reduce)")
     instances = load_dataset(opts.dataset, opts.split)
     selected = select(instances, **opts.selection)
     opts.all_instances = instances
@@ -125,7 +133,8 @@ def prepare(opts: RunOptions) -> Prepared:
     replay = None
     if section.kind == "replay":
         replay = load_turns(Path(section.path))
-        missing = [i.instance_id for i in selected if i.instance_id not in replay]
+        missing = [i.instance_id for i in selected
+                   if any(turns_for(replay, i.instance_id, e) is None for e in range(1, opts.epochs + 1))]
         if missing:
             raise InputError(f"replay file {section.path} has no turns for: {', '.join(missing[:10])}")
     _check_output_dir(opts.output_dir)

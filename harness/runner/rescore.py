@@ -21,7 +21,7 @@ from harness.models.config import load_config
 from harness.report import Report, append_summary, build_report, write_report
 from harness.results.layout import RunDir
 from harness.results.run_config import load_run_config, lock_output_dir
-from harness.results.store import latest_by_instance, read_rows
+from harness.results.store import latest_by_key, read_rows
 from harness.runner.instance import append_verdict
 from harness.runner.scorers import build_scorers
 from harness.scoring.apply import context_for, score_row
@@ -47,13 +47,16 @@ def rescore(output_dir: Path, scorer_names: list[str], *, config: Path | None = 
                                   question=questions.get(row.instance_id, ""))
             row.scores, row.correct = score_row(row.answer, row.target, scorers, context)
         write_atomic(layout.output, "".join(row.model_dump_json() + "\n" for row in rows))
-        scored = {id(row) for row in latest_by_instance(rows).values()}
+        scored = {id(row) for row in latest_by_key(rows).values()}
         for row in rows:
             if row.trace and id(row) in scored and row.status != "error":
                 append_verdict(layout.root / row.trace, row, "rescore")
         previous = json.loads(layout.report.read_text()) if layout.report.exists() else {}
         report = build_report(rows, list(selected), leaked_containers=previous.get("leaked_containers", 0),
-                              wall_time_s=previous.get("wall_time_s"), levels=selected)
+                              wall_time_s=previous.get("wall_time_s"), levels=selected,
+                              epochs=run_config.epochs if run_config else 1,
+                              reducers=run_config.reducers if run_config else (),
+                              normalize=getattr(scorers[0], "normalize", None))
         write_report(report, layout.root)
         extra = {"model": run_config.model, "agent": run_config.agent, "dataset": run_config.dataset} if run_config else {}
         append_summary(report, layout.root.parent / "summary.csv", run_label=layout.root.name,

@@ -71,7 +71,7 @@ def run(opts: RunOptions, console: Console | None = None) -> int:
             model_settings=section.public(), agent=opts.agent, image=image, limits=opts.limits.model_dump(),
             scorers=opts.scorers + ([f"judge={opts.judge_model}"] if opts.judge_model else []),
             selection=opts.selection, environment=environment, user=opts.user.model_dump(),
-            run_ids=[run_id]), force=opts.force)
+            epochs=opts.epochs, reducers=opts.reducers, run_ids=[run_id]), force=opts.force)
         write_atomic(layout.selected, json.dumps({i.instance_id: i.level for i in selected}))
         write_atomic(layout.questions, json.dumps({i.instance_id: i.question for i in selected}))
         if repair(out):
@@ -86,9 +86,10 @@ def run(opts: RunOptions, console: Console | None = None) -> int:
         reaped = provider.cleanup()
         if reaped:
             say(console, f"removed {len(reaped)} container(s) left by killed harness processes")
-        to_run, done = pending([i.instance_id for i in selected], read_rows(out))
+        to_run, done = pending([i.instance_id for i in selected], read_rows(out), opts.epochs)
         if done:
-            say(console, f"resuming: {len(done)} instance(s) already finished, {len(to_run)} to run")
+            what = "instance(s)" if opts.epochs == 1 else f"of {len(selected) * opts.epochs} instance runs"
+            say(console, f"resuming: {len(done)} {what} already finished, {len(to_run)} to run")
         by_id = {i.instance_id: i for i in selected}
         started = time.monotonic()
         with contextlib.ExitStack() as stack:
@@ -101,7 +102,8 @@ def run(opts: RunOptions, console: Console | None = None) -> int:
                                    scorers=prepared.scorers, max_retries=opts.max_retries, sandbox=sandbox,
                                    user=opts.user, replay=prepared.replay)
             try:
-                outcome = evaluate([by_id[i] for i in to_run], settings, out, opts, console, len(selected))
+                outcome = evaluate([(by_id[i], e) for i, e in to_run], settings, out, opts, console,
+                                   len(selected) * opts.epochs)
             except KeyboardInterrupt:
                 provider.cleanup(run_id=run_id)  # a second Ctrl-C may have cut the removals short
                 raise
@@ -112,7 +114,9 @@ def run(opts: RunOptions, console: Console | None = None) -> int:
         if previous_wall is not None:  # a resume adds its time; one with nothing to run keeps the total
             wall = previous_wall + wall if to_run else previous_wall
         report = build_report(read_rows(out), [i.instance_id for i in selected], leaked_containers=leaked,
-                              wall_time_s=wall, levels={i.instance_id: i.level for i in selected})
+                              wall_time_s=wall, levels={i.instance_id: i.level for i in selected},
+                              epochs=opts.epochs, reducers=opts.reducers,
+                              normalize=getattr(prepared.scorers[0], "normalize", None))
         write_report(report, opts.output_dir)
         append_summary(report, opts.summary_csv or opts.output_dir.parent / "summary.csv",
                        run_label=opts.output_dir.name, output_dir=opts.output_dir,

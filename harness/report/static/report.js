@@ -76,7 +76,13 @@
     const limits = cfg.limits ? Object.entries(cfg.limits).map(([k, v]) => `${k}=${esc(v)}`).join(", ") : "";
     let extra = "";
     const known = new Set(["n_selected", "n_rows", "n_correct", "accuracy", "ci95", "per_level", "outcomes", "errors_by_kind", "stderr",
-                           "ids", "env_outcomes_per_instance", "scorers", "env_outcomes"]);
+                           "ids", "env_outcomes_per_instance", "scorers", "env_outcomes", "epochs"]);
+    // --epochs K: each epoch alone and each reducer (report.json's `epochs`)
+    const ep = s.epochs;
+    const epochBars = ep ? Object.entries(ep.per_epoch || {}).map(([k, b]) => ({label: "epoch " + k, value: b.accuracy,
+      lo: b.ci95[0], hi: b.ci95[1], text: `${pct(b.accuracy)} (${b.correct}/${b.n})`, color: "#8aa3e0"}))
+      .concat(Object.entries(ep.reducers || {}).map(([k, r]) => ({label: k, value: r.value, lo: r.ci95[0], hi: r.ci95[1],
+        text: `${pct(r.value)}${r.ties && r.ties.length ? ` (${r.ties.length} tie${r.ties.length > 1 ? "s" : ""})` : ""}`, color: "#3c9a3c"}))) : [];
     // per-scorer pass rates (report.json's `scorers`, when this harness writes them)
     const scorers = Object.entries(s.scorers || {}).filter(([, v]) => v && v.ci95).map(([k, v]) =>
       ({label: k, value: v.accuracy, lo: v.ci95[0], hi: v.ci95[1], text: `${pct(v.accuracy)} (${v.correct}/${v.n})`, color: "#7a57c9"}));
@@ -96,6 +102,7 @@
       ${extra}
       <div class="cards">
         <div class="card" id="chart-accuracy"><h3>Accuracy, 95% CI (Wilson)</h3>${barChart(acc, {max: 1, width: 380})}</div>
+        ${ep ? `<div class="card" id="chart-epochs"><h3>${ep.k} epochs: each alone and reduced (headline: ${esc(ep.primary)}); answers agree ${pct(ep.agreement)} of pairs, all ${pct(ep.all_agree)} of instances</h3>${barChart(epochBars, {max: 1, width: 380})}</div>` : ""}
         <div class="card" id="chart-outcomes"><h3>Outcomes</h3>${barChart(outcomes)}</div>
         <div class="card" id="chart-errors"><h3>Error kinds</h3>${errs.length ? barChart(errs) : '<p class="muted">no errors</p>'}</div>
         ${scorers.length ? `<div class="card" id="chart-scorers"><h3>Pass rate per scorer, 95% CI (report.json)</h3>${barChart(scorers, {max: 1, width: 380})}</div>` : ""}
