@@ -213,7 +213,7 @@ VERDICT_CASES = [
     ("I am not sure.", None),
     ("The answer might be correct or incorrect.", None),
     ("Respond with VERDICT: CORRECT or VERDICT: INCORRECT", None),
-    ("Verdict: partially correct", None),
+    ("Verdict: partially correct", False),  # a partial grade (0.5) is not a pass
     ('{"verdict": "maybe"}', None),
 ]
 
@@ -318,3 +318,21 @@ def test_scorer_error_is_the_project_error() -> None:
     from harness.errors import ScorerError as ProjectScorerError
 
     assert ScorerError is ProjectScorerError and issubclass(ScorerError, HarnessError)
+
+
+# --------------------------------------------------------------------------- graded judge
+@pytest.mark.parametrize("reply,grade", [
+    ("VERDICT: CORRECT", 1.0), ("VERDICT: PARTIALLY CORRECT", 0.5), ("**Verdict:** partly correct", 0.5),
+    ("VERDICT: INCORRECT", 0.0), ('{"score": 0.25}', 0.25), ('{"score": 3}', None), ("no idea", None),
+])
+def test_parse_grade(reply, grade) -> None:
+    from harness.scoring.judge import parse_grade
+
+    assert parse_grade(reply) == grade
+
+
+@pytest.mark.parametrize("threshold,passes", [(0.7, False), (0.5, True)])
+def test_judge_partial_grade_passes_only_at_a_low_enough_threshold(threshold, passes) -> None:
+    score = LLMJudgeScorer(FakeJudge("Half the items.\nVERDICT: PARTIALLY CORRECT"), threshold=threshold).score(
+        "a, b", "a, b, c, d", context=CTX)
+    assert score.value == 0.5 and score.correct is passes and "partially correct" in score.explanation

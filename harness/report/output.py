@@ -117,7 +117,9 @@ def render(report: Report) -> Table:
     table.add_column("metric", style="bold")
     table.add_column("value")
     r = report
-    table.add_row("accuracy", f"{r.n_correct}/{r.n_selected} = {_pct(r.accuracy)} (stderr {_pct(r.stderr)})")
+    head = next(iter(r.scorers.values()), None)
+    mean_score = f", mean score {head.mean_score:.3f}" if head and not r.epochs else ""
+    table.add_row("accuracy", f"{r.n_correct}/{r.n_selected} = {_pct(r.accuracy)} (stderr {_pct(r.stderr)}){mean_score}")
     table.add_row("95% CI (Wilson)", _ci(r.ci95))
     if r.epochs:
         e = r.epochs
@@ -128,7 +130,7 @@ def render(report: Report) -> Table:
             table.add_row(f"reducer {name}", f"{_pct(red.value)}  {_ci(red.ci95)}  passes {red.passed}{ties}")
         for epoch, s in e.per_epoch.items():
             table.add_row(f"epoch {epoch}", f"{s.correct}/{s.n} = {_pct(s.accuracy)}  {_ci(s.ci95)}")
-    for name, sc in list(r.scorers.items())[1:]:
+    for name, sc in list(r.scorers.items())[1:]:  # pass rate beside mean score (graded: at their threshold)
         table.add_row(f"scorer {name}", f"{sc.correct}/{sc.n} = {_pct(sc.accuracy)}  {_ci(sc.ci95)}  "
                                         f"mean score {sc.mean_score:.3f}")
     table.add_section()

@@ -5,7 +5,18 @@ from __future__ import annotations
 from harness.errors import InputError
 from harness.models.completion import completer
 from harness.models.config import ModelSection, model_section
-from harness.scoring import get_scorer
+from harness.scoring import SCORERS, get_scorer
+from harness.scoring.plugin import load_scorer
+
+
+def _with_threshold(scorer, threshold: float | None, given: str):
+    if threshold is None:
+        return scorer
+    if not getattr(scorer, "graded", False):
+        raise InputError(f"--scorer {given}: {scorer.name} gives pass/fail verdicts; a threshold applies to graded "
+                         "scorers (llm_judge, function scorers)")
+    scorer.threshold = threshold
+    return scorer
 
 
 def judge_section(config: dict, judge_model: str | None) -> ModelSection:
@@ -16,10 +27,30 @@ def judge_section(config: dict, judge_model: str | None) -> ModelSection:
     return model_section(config, judge)
 
 
+def _threshold(spec: str) -> tuple[str, float | None]:
+    """`NAME@T` -> (NAME, T): the pass threshold of a graded scorer."""
+    if "@" not in spec:
+        return spec, None
+    name, _, text = spec.rpartition("@")
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(f"--scorer {spec}: the threshold after '@' must be a number in [0, 1]") from None
+    if not 0 <= value <= 1:
+        raise InputError(f"--scorer {spec}: the threshold must be in [0, 1]")
+    return name, value
+
+
 def build_scorers(names: list[str], config: dict, judge_model: str | None = None) -> list:
+    """The scorers `--scorer` names: a built-in (`NAME` or `NAME:ARG`) or a plug-in
+    (`package.module:attr`, harness/scoring/plugin.py), each optionally `@THRESHOLD` when graded."""
     scorers = []
-    for spec in names:
+    for given in names:
+        spec, threshold = _threshold(given)
         name, _, arg = spec.partition(":")  # e.g. tool_calls:run_python,visit_url
+        if name not in SCORERS and arg:
+            scorers.append(_with_threshold(load_scorer(spec), threshold, given))
+            continue
         kwargs: dict = {}
         if name == "tool_calls":
             kwargs = {"expected": [x for x in arg.split(",") if x]}
@@ -31,7 +62,7 @@ def build_scorers(names: list[str], config: dict, judge_model: str | None = None
             if settings.get("rubric"):
                 kwargs["rubric"] = settings["rubric"]
         try:
-            scorers.append(get_scorer(name, **kwargs))
+            scorers.append(_with_threshold(get_scorer(name, **kwargs), threshold, given))
         except (ValueError, TypeError) as exc:
             raise InputError(f"--scorer {name}: {exc}") from None
     if not scorers:

@@ -1,4 +1,8 @@
-"""LLM-as-judge scorer: prompt building and tolerant verdict parsing."""
+"""LLM-as-judge scorer: prompt building and tolerant verdict parsing.
+
+The judge grades: CORRECT is 1, PARTIALLY CORRECT 0.5, INCORRECT 0 (a JSON reply may also give a
+"score" in [0, 1]). It passes an answer whose grade reaches its threshold (default 0.7, so a
+partial answer fails; `--scorer llm_judge@0.5` lets it pass)."""
 
 from __future__ import annotations
 
@@ -9,7 +13,8 @@ from typing import Any
 
 from .base import Score, ScoreContext, ScorerError, make_score
 
-__all__ = ["DEFAULT_RUBRIC", "LLMJudgeScorer", "build_judge_prompt", "parse_verdict"]
+__all__ = ["DEFAULT_RUBRIC", "DEFAULT_THRESHOLD", "LLMJudgeScorer", "build_judge_prompt", "parse_grade",
+           "parse_verdict"]
 
 DEFAULT_RUBRIC = """\
 - The candidate is CORRECT if its final answer means the same thing as the reference answer.
@@ -40,14 +45,18 @@ Grading rubric:
 {rubric}
 
 Reason briefly if you need to, then finish with one line that is exactly \
-"VERDICT: CORRECT" or exactly "VERDICT: INCORRECT"."""
+"VERDICT: CORRECT", exactly "VERDICT: PARTIALLY CORRECT" (right in part: some of the items, \
+the right value with a wrong unit) or exactly "VERDICT: INCORRECT"."""
 
-_WORDS: dict[str, bool] = {
-    "correct": True, "true": True, "yes": True, "pass": True, "passed": True, "right": True,
-    "incorrect": False, "notcorrect": False, "false": False, "no": False,
-    "fail": False, "failed": False, "wrong": False,
+_WORDS: dict[str, float] = {
+    "correct": 1.0, "true": 1.0, "yes": 1.0, "pass": 1.0, "passed": 1.0, "right": 1.0,
+    "partiallycorrect": 0.5, "partlycorrect": 0.5, "partial": 0.5,
+    "incorrect": 0.0, "notcorrect": 0.0, "false": 0.0, "no": 0.0,
+    "fail": 0.0, "failed": 0.0, "wrong": 0.0,
 }
-_WORD_RE = r"not\s+correct|incorrect|correct|true|false|yes|no|passed|pass|failed|fail|right|wrong"
+_WORD_RE = (r"partially\s+correct|partly\s+correct|partial|not\s+correct|incorrect|correct|true|false|yes|no|"
+            r"passed|pass|failed|fail|right|wrong")
+DEFAULT_THRESHOLD = 0.7
 _MARKUP = str.maketrans("", "", "*_`#[]()\"'")
 # A line that is nothing but a verdict label and its value.
 _VERDICT_LINE = re.compile(
@@ -60,28 +69,28 @@ _VERDICT_ANYWHERE = re.compile(
 )
 _BARE_LINE = re.compile(r"^\W*(not\s+correct|incorrect|correct)\W*$", re.IGNORECASE)
 _JSON_OBJECT = re.compile(r"\{[^{}]*\}")
-_JSON_KEYS = ("verdict", "correct", "is_correct", "result", "grade", "judgement", "judgment")
+_JSON_KEYS = ("verdict", "correct", "is_correct", "result", "grade", "score", "judgement", "judgment")
 
 
-def _word_value(word: str) -> bool | None:
+def _word_value(word: str) -> float | None:
     return _WORDS.get(re.sub(r"[\W_]+", "", word.lower()))
 
 
-def _json_value(obj: dict[str, Any]) -> bool | None:
+def _json_value(obj: dict[str, Any]) -> float | None:
     lowered = {str(k).lower(): v for k, v in obj.items()}
     for key in _JSON_KEYS:
         value = lowered.get(key)
         if isinstance(value, bool):
-            return value
-        if isinstance(value, int) and value in (0, 1):
-            return bool(value)
+            return float(value)
+        if isinstance(value, (int, float)) and 0 <= value <= 1:
+            return float(value)
         if isinstance(value, str) and (verdict := _word_value(value)) is not None:
             return verdict
     return None
 
 
-def _from_json(text: str) -> bool | None:
-    found: bool | None = None
+def _from_json(text: str) -> float | None:
+    found: float | None = None
     for chunk in _JSON_OBJECT.findall(text):
         try:
             obj = json.loads(chunk)
@@ -93,7 +102,13 @@ def _from_json(text: str) -> bool | None:
 
 
 def parse_verdict(text: str | None) -> bool | None:
-    """True/False for a CORRECT/INCORRECT judge reply, None when undecidable.
+    """True/False for a CORRECT/INCORRECT judge reply (a partial grade is False), None when undecidable."""
+    grade = parse_grade(text)
+    return None if grade is None else grade >= 1.0
+
+
+def parse_grade(text: str | None) -> float | None:
+    """The judge's grade in [0, 1] (CORRECT 1, PARTIALLY CORRECT 0.5, INCORRECT 0), None when undecidable.
 
     Order: the last line that is only a verdict label + value; else the last JSON
     object with a verdict-like key; else verdict mentions anywhere, if they agree;
@@ -129,12 +144,16 @@ def build_judge_prompt(question: str, reference: str, candidate: str, rubric: st
 class LLMJudgeScorer:
     """Ask a model (through ``complete(prompt) -> reply``) whether the answer is right."""
 
+    graded = True
+
     def __init__(
-        self, complete: Callable[[str], str], rubric: str | None = None, name: str = "llm_judge"
+        self, complete: Callable[[str], str], rubric: str | None = None, name: str = "llm_judge",
+        threshold: float = DEFAULT_THRESHOLD,
     ) -> None:
         self.complete = complete
         self.rubric = rubric
         self.name = name
+        self.threshold = threshold
 
     def score(self, answer: str | None, target: str, *, context: ScoreContext) -> Score:
         if answer is None or not answer.strip():
@@ -144,8 +163,10 @@ class LLMJudgeScorer:
             reply = self.complete(prompt)
         except Exception as exc:
             raise ScorerError(f"{self.name}: judge completion failed: {exc}") from exc
-        verdict = parse_verdict(reply)
-        if verdict is None:
+        grade = parse_grade(reply)
+        if grade is None:
             return make_score(self.name, None, "judge reply was unparseable", reply=reply)
-        why = "judge says " + ("correct" if verdict else "incorrect")
-        return make_score(self.name, verdict, why, reply=reply)
+        said = {1.0: "correct", 0.0: "incorrect", 0.5: "partially correct"}.get(grade, f"{grade:g}")
+        passed = grade >= self.threshold
+        return Score(scorer=self.name, correct=passed, value=grade, details={"reply": reply},
+                     explanation=f"judge says {said} (grade {grade:g}, passes at {self.threshold:g})")

@@ -85,7 +85,7 @@
         text: `${pct(r.value)}${r.ties && r.ties.length ? ` (${r.ties.length} tie${r.ties.length > 1 ? "s" : ""})` : ""}`, color: "#3c9a3c"}))) : [];
     // per-scorer pass rates (report.json's `scorers`, when this harness writes them)
     const scorers = Object.entries(s.scorers || {}).filter(([, v]) => v && v.ci95).map(([k, v]) =>
-      ({label: k, value: v.accuracy, lo: v.ci95[0], hi: v.ci95[1], text: `${pct(v.accuracy)} (${v.correct}/${v.n})`, color: "#7a57c9"}));
+      ({label: k, value: v.accuracy, lo: v.ci95[0], hi: v.ci95[1], text: `${pct(v.accuracy)} (${v.correct}/${v.n}), mean score ${(v.mean_score || 0).toFixed(2)}`, color: "#7a57c9"}));
     // environment action outcomes, summed over the rows that count them (rows' `env_outcomes`)
     const envs = {};
     rows.forEach((r) => Object.entries(r.env_outcomes || {}).forEach(([env, outs]) =>

@@ -1,0 +1,64 @@
+"""Scorers plugged in by `--scorer package.module:attr`, with the built-ins' contract.
+
+Rules:
+- `attr` may be a class (instantiated without arguments) or an object with a `name` and a
+  `score(answer, target, *, context) -> Score` method: it is used as it is, like a built-in.
+- `attr` may be a function `f(answer, target, *, context)`; its name is the scorer's name. It
+  may return a Score, a bool (the verdict: value 1 or 0), a number in [0, 1] (a grade: it passes
+  at the scorer's threshold, default 0.7), or a dict of Score fields. Anything else, or a
+  number outside [0, 1], is the scorer's error (that verdict becomes None, the run goes on).
+- A threshold (`--scorer NAME@T`) applies to graded scorers only: those with `graded = True`,
+  as the LLM judge and function scorers are.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from harness.errors import InputError
+from harness.plugins import load
+from harness.scoring.base import Score, ScoreContext, ScorerError, make_score
+from harness.scoring.judge import DEFAULT_THRESHOLD
+
+
+def as_score(name: str, out: Any, threshold: float) -> Score:
+    """A function scorer's return value as a Score (rules above)."""
+    if isinstance(out, Score):
+        return out if out.scorer == name else out.model_copy(update={"scorer": name})
+    if isinstance(out, bool):
+        return make_score(name, out)
+    if isinstance(out, (int, float)):
+        if not 0 <= out <= 1:
+            raise ScorerError(f"{name} returned {out}, outside [0, 1]")
+        return Score(scorer=name, correct=out >= threshold, value=float(out),
+                     explanation=f"grade {out:g}, passes at {threshold:g}")
+    if isinstance(out, dict):
+        return Score.model_validate({"scorer": name, **out})
+    raise ScorerError(f"{name} returned {type(out).__name__}; expected Score, bool, a number in [0, 1] or dict")
+
+
+class FunctionScorer:
+    """A plain function as a scorer."""
+
+    graded = True
+
+    def __init__(self, name: str, fn: Callable[..., Any], threshold: float = DEFAULT_THRESHOLD) -> None:
+        self.name, self.fn, self.threshold = name, fn, threshold
+
+    def score(self, answer: str | None, target: str, *, context: ScoreContext) -> Score:
+        return as_score(self.name, self.fn(answer, target, context=context), self.threshold)
+
+
+def load_scorer(target: str):
+    """The scorer `module:attr` names (InputError naming --scorer when it is not one)."""
+    obj = load(target, "--scorer")
+    if isinstance(obj, type):
+        try:
+            obj = obj()
+        except TypeError as exc:
+            raise InputError(f"--scorer {target}: a scorer class must take no arguments ({exc})") from None
+    if callable(getattr(obj, "score", None)) and isinstance(getattr(obj, "name", None), str):
+        return obj
+    if callable(obj):
+        return FunctionScorer(target.partition(":")[2], obj)
+    raise InputError(f"--scorer {target}: not a scorer (a class or object with name and score(), or a function)")

@@ -1,0 +1,33 @@
+"""Plug-in scorers for the tests (`--scorer tests.helpers.scorers:NAME`)."""
+
+from __future__ import annotations
+
+from harness.scoring.base import Score, ScoreContext
+
+
+def digits_share(answer, target, *, context: ScoreContext) -> float:
+    """A graded scorer: the share of the target's characters found in the answer."""
+    if not target:
+        return 0.0
+    return sum(ch in (answer or "") for ch in target) / len(target)
+
+
+def said_six(answer, target, *, context) -> bool:
+    return (answer or "").strip() == "6"
+
+
+def broken(answer, target, *, context):
+    return "not a verdict"
+
+
+class QuestionMentionsCsv:
+    """A class plug-in with the built-ins' contract."""
+
+    name = "mentions_csv"
+
+    def score(self, answer, target, *, context: ScoreContext) -> Score:
+        ok = ".csv" in context.question
+        return Score(scorer=self.name, correct=ok, value=float(ok), explanation="question names a csv file")
+
+
+NOT_A_SCORER = 42
