@@ -19,7 +19,7 @@ app.add_typer(images_app, name="images")
 console = stderr_console()
 
 
-SANDBOX_HELP = "Sandbox provider: docker (default) or module:Class."
+SANDBOX_HELP = "Sandbox provider: docker (default), swarm, or module:Class."
 
 
 DOCKER_HOST_HELP = ("Docker engine URL: unix://PATH, tcp://HOST:PORT (TLS: HARNESS_DOCKER_CERT_PATH) or "

@@ -64,6 +64,8 @@ class Settings(BaseSettings):
                                                       "harness/sandbox/image")
 
     # --- the run (harness/runner/, harness/environments/)
+    agent_fork: bool = Field(True, description="1: fork agent processes from a preloaded server "
+                                               "(harness/runner/forkserver.py); 0: start each fresh")
     retry_backoff: float = Field(2.0, ge=0, description="seconds between infra retries (times the attempt)")
     browser_action_timeout: float = Field(20, gt=0, description="seconds for one browser action")
 

@@ -142,7 +142,7 @@ def test_sigkill_mid_run_then_rerun_loses_nothing_and_leaks_nothing(tmp_path):
      "duplicate id 'a'"),
     ('{"instance_id": "a", "question": "q", "answer": "1", "files": ["missing.pdf"]}\n', "missing.pdf"),
     ('{"instance_id": "a", "question": "q", "answer": "1"}\n{not json\n', "line 2"),
-    ('{"id": "a", "question": "q", "answer": "1"}\n', "instance_id"),
+    ('{"ident": "a", "question": "q", "answer": "1"}\n', "instance_id"),  # ("id" is an alias)
     ('{"instance_id": "a", "question": "q", "answer": "1", "files": ["../etc/passwd"]}\n', ".."),
 ])
 def test_malformed_datasets_exit_2_before_any_container(tmp_path, content, message):
@@ -160,7 +160,7 @@ def test_malformed_datasets_exit_2_before_any_container(tmp_path, content, messa
     (["--stride", "0"], "--stride"), (["--model", "nope"], "--model nope"), (["--agent", "nope"], "--agent nope"),
     (["--network", "bogus"], "network"), (["--ids", "not-there"], "not-there"),
     (["--memory", "abc"], "memory"), (["--cpus", "0"], "cpus"), (["--max-steps", "0"], "--max-steps"),
-    (["--scorer", "tool_calls"], "tool_calls"),
+    (["--scorer", "gaia@0.5"], "graded"),  # (tool_calls without names reads each task's expectations)
     (["--scorer", "tool_calls:a", "--scorer", "tool_calls:b"], "more than once"),
     (["--sandbox", "nosuch.module:Provider"], "--sandbox nosuch.module:Provider"),
 ])

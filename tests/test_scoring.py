@@ -154,7 +154,16 @@ def test_tool_calls_missing_listed() -> None:
 
 
 def test_tool_calls_none_expected() -> None:
-    assert ExpectedToolCallScorer([]).score("x", "y", context=CTX).correct is True
+    assert ExpectedToolCallScorer([]).score("x", "y", context=CTX).correct is None  # nothing to check: no verdict
+    assert ExpectedToolCallScorer([]).score("x", "y", context=CTX.model_copy(
+        update={"expected_tool_calls": []})).correct is True  # the task expects none
+
+
+def test_tool_calls_from_the_task_unless_the_scorer_names_its_own() -> None:
+    ctx = CTX.model_copy(update={"tool_calls": ["run_python"], "expected_tool_calls": ["run_python", "visit_url"]})
+    score = ExpectedToolCallScorer().score("x", "y", context=ctx)
+    assert score.correct is False and score.details["missing"] == ["visit_url"]
+    assert ExpectedToolCallScorer(["run_python"]).score("x", "y", context=ctx).correct is True
 
 
 @pytest.mark.parametrize(

@@ -132,7 +132,7 @@ GENEROUS = ScoreContext(tool_calls=["run_python"], total_tokens=10, max_tokens=1
 
 @pytest.mark.parametrize("scorer", list(every_scorer()), ids=lambda s: s.name)
 def test_a_missing_answer_is_never_correct(scorer):
-    assert set(SCORERS) == {"gaia", "exact", "tool_calls", "budget", "llm_judge"}  # a new one is covered here
+    assert set(SCORERS) == {"gaia", "exact", "tool_calls", "budget", "llm_judge", "math", "multihoprag"}  # covered here
     scores, correct = score_row(None, "None", [scorer], GENEROUS)
     assert correct is False, scores
     assert scores[scorer.name]["correct"] is False and scores[scorer.name]["value"] == 0.0
@@ -177,6 +177,6 @@ def test_the_run_and_rescore_contexts_agree():
     row = ResultRow(instance_id="x", status="ok", answer="1", target="1", steps=4,
                     usage=Usage(prompt_tokens=90, completion_tokens=20, llm_calls=4), tool_calls=["run_shell"])
     context = context_for(tool_calls=row.tool_calls, total_tokens=row.usage.total_tokens, steps=row.steps,
-                          max_tokens=100, max_steps=4, question="q")
+                          limits=Limits(max_tokens=100, max_steps=4), question="q")
     scores, correct = score_row(row.answer, row.target, [get_scorer("budget")], context)
     assert correct is False and scores["budget"]["explanation"] == "over budget: tokens 110 > 100"

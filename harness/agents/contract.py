@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from harness.datasets.model import Instance
 from harness.environments import Environments
@@ -41,6 +41,12 @@ class Limits(BaseModel):
     command_timeout: float = 120.0  # one code-environment command
     page_size: int = 8000  # characters per page of a file or web page shown to the agent
 
+    def tightened(self, max_steps: int | None = None, max_tokens: int | None = None) -> "Limits":
+        """These limits with a task's own max_steps/max_tokens where they are stricter."""
+        tighter = {name: mine for name, mine in (("max_steps", max_steps), ("max_tokens", max_tokens))
+                   if mine is not None and (getattr(self, name) is None or mine < getattr(self, name))}
+        return self.model_copy(update=tighter) if tighter else self
+
 
 class UserSimulation(BaseModel):
     """The simulated user: answers a turn that ended without an answer in <solution> tags."""
@@ -64,6 +70,16 @@ class AgentRequest(BaseModel):
     sandbox: SandboxHandle
     trace_path: str
     replay_turns: list[dict[str, Any]] | None = None  # this instance's recorded turns (replay models)
+    # The run's directory of model-call slots (models/slots.py): the model's calls in flight, across
+    # all agent processes, stay within its max_connections. None: no cap.
+    slots_dir: str | None = None
+
+    @model_validator(mode="after")
+    def _slots_to_model(self) -> "AgentRequest":
+        """The model's clients see only its section: give it the slot directory."""
+        if self.slots_dir:
+            self.model = self.model.with_slots(self.slots_dir)
+        return self
 
 
 class AgentResult(BaseModel):
@@ -97,6 +113,9 @@ class AgentContext:
 class AgentRunner(abc.ABC):
     """One agent on one instance. `turn` is called with the task, then with each simulated user
     reply; it runs the agent until it ends its turn and returns the agent's last text."""
+
+    # Modules the fork server imports once per run for this runner's processes (harness/runner/forkserver.py).
+    preload: tuple[str, ...] = ()
 
     def __init__(self, target: Any = None):
         self.target = target  # what the registry resolved (e.g. an AutoGen agent factory), if any

@@ -64,8 +64,15 @@ def dataset_fingerprint(instances: Iterable[Instance]) -> str:
     Independent of instance order and of where the dataset lies on disk.
     """
     digest = hashlib.sha256()
+    memo: dict[tuple[Path, str], object] = {}  # a file every instance shares (a corpus) is hashed once
+
+    def attachment(root: Path, name: str) -> object:
+        if (root, name) not in memo:
+            memo[(root, name)] = _attachment(root, name)
+        return memo[(root, name)]
+
     for inst in sorted(instances, key=lambda i: i.instance_id):
         record = [inst.instance_id, inst.question, inst.answer, inst.level,
-                  [[name, _attachment(inst.root, name)] for name in inst.files]]
+                  [[name, attachment(inst.root, name)] for name in inst.files]]
         digest.update(json.dumps(record, ensure_ascii=True).encode() + b"\n")
     return digest.hexdigest()

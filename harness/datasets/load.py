@@ -7,7 +7,14 @@ Two forms are understood:
   others), attachments beside it. The dataset root with a split resolves to
   ``ROOT/2023/<split>/``. A ``metadata.*`` file given directly is read the same way.
 - Plain form: a ``.jsonl``, ``.csv`` or ``.parquet`` file with columns ``instance_id``,
-  ``question``, ``answer``, optional ``files`` and ``level``; attachments lie beside it.
+  ``question``, ``answer``, optional ``files`` and ``level``; attachments lie beside it. The seed's
+  names ``id``, ``prompt`` and ``expected_answer`` are accepted for the first three (where the
+  canonical column is absent).
+
+Either form may carry per-task expectations: ``expected_tool_calls`` (a list of tool names; in CSV
+';'-joined or a JSON list), ``max_steps`` and ``max_tokens`` (integers >= 1).
+- Benchmarks with layouts of their own, detected first: MATH-500 (harness/datasets/math500.py)
+  and MultiHop-RAG (harness/datasets/multihoprag.py).
 
 Columns not mapped onto `Instance` fields go to ``metadata`` as JSON-safe values.
 
@@ -37,6 +44,8 @@ from harness.sandbox.files import check_name
 
 MAX_REPORTED = 20
 GAIA_FILES = ("metadata.jsonl", "metadata.parquet")
+ALIASES = {"id": "instance_id", "prompt": "question", "expected_answer": "answer"}  # the seed's task schema
+EXPECTATIONS = ("expected_tool_calls", "max_steps", "max_tokens")
 
 
 @dataclass(frozen=True)
@@ -57,9 +66,14 @@ PLAIN = _Form("instance_id", "question", "answer", "level", "files",
 
 def load_dataset(path: str | Path, split: str | None = None) -> list[Instance]:
     """All instances of the dataset at `path`; raises InputError listing every problem found."""
+    benchmark = _benchmark(Path(path).expanduser(), split)
+    if benchmark is not None:
+        return benchmark
     file, form = _resolve(Path(path).expanduser(), split)
     problems: list[str] = []
     rows, labels = _read(file, problems)
+    if form is PLAIN:
+        rows = rows.rename(columns={a: c for a, c in ALIASES.items() if a in rows.columns and c not in rows.columns})
     missing = [c for c in form.required if c not in rows.columns]
     if missing:
         problems.append(f"missing required column(s) {', '.join(map(repr, missing))}")
@@ -74,6 +88,18 @@ def load_dataset(path: str | Path, split: str | None = None) -> list[Instance]:
     if problems:
         _raise(file, problems)
     return instances
+
+
+def _benchmark(path: Path, split: str | None) -> list[Instance] | None:
+    """A benchmark with a layout of its own (MATH-500, MultiHop-RAG: see their modules), or None."""
+    from harness.datasets import math500, multihoprag
+
+    for adapter in (math500, multihoprag):
+        if path.exists() and (file := adapter.detect(path)) is not None:
+            if split is not None:
+                raise InputError(f"--split {split!r} applies to a GAIA dataset folder, not to {file}")
+            return adapter.load(file)
+    return None
 
 
 def _raise(file: Path, problems: list[str]) -> None:
@@ -328,15 +354,40 @@ def _instance(record: dict[str, Any], form: _Form, root: Path, label: str, seen:
         files.append(name)
     if files and len(problems) == before and (problem := _size_problem(root, files)) is not None:
         problems.append(f"{where}: {problem}")
+    expectations = _expectations(record, where, problems, csv)
     if len(problems) > before:
         return None
     answer = _text(record.get(form.answer)) if csv else jsonable(record.get(form.answer))
     if answer is not None and not isinstance(answer, str):
         answer = json.dumps(answer) if isinstance(answer, (dict, list)) else str(answer)
-    mapped = {form.id, form.question, form.answer, form.level, form.files}
+    mapped = {form.id, form.question, form.answer, form.level, form.files, *EXPECTATIONS}
     return Instance(
         instance_id=instance_id, question=question,
         answer=answer,
         files=files, root=root, level=level,
         metadata={str(k): jsonable(v) for k, v in record.items() if k not in mapped},
+        **expectations,
     )
+
+
+def _expectations(record: dict[str, Any], where: str, problems: list[str], csv: bool) -> dict[str, Any]:
+    """The row's per-task expectations that are set; a bad one is a problem naming the row."""
+    out: dict[str, Any] = {}
+    tools = jsonable(record.get("expected_tool_calls"))
+    if _text(tools) is not None or isinstance(tools, list):
+        try:
+            out["expected_tool_calls"] = _file_names(tools, csv)
+        except ValueError:
+            problems.append(f"{where}: 'expected_tool_calls' must be a list of tool names, got {tools!r}")
+    for name in ("max_steps", "max_tokens"):
+        raw = jsonable(record.get(name))
+        if _text(raw) is None:
+            continue
+        try:
+            value = _level(raw)
+            if value < 1:
+                raise ValueError
+            out[name] = value
+        except ValueError:
+            problems.append(f"{where}: {name!r} {raw!r} is not an integer >= 1")
+    return out

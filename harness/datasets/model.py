@@ -15,3 +15,16 @@ class Instance(BaseModel):
     root: Path  # the folder the file names are relative to
     level: int | None = None
     metadata: dict = Field(default_factory=dict)
+    # Per-task expectations (the seed's task schema): enforced for this instance beside the run's
+    # --max-steps/--max-tokens (the stricter wins); read by the tool_calls and budget scorers.
+    expected_tool_calls: list[str] | None = None
+    max_steps: int | None = Field(None, ge=1)
+    max_tokens: int | None = Field(None, ge=1)
+
+    def limited(self, limits):
+        """The run's Limits with this task's own max_steps/max_tokens where they are stricter."""
+        return limits.tightened(self.max_steps, self.max_tokens)
+
+    def expectations(self) -> dict:
+        """The task's own expectations that are set (what expectations.json keeps for a rescore)."""
+        return self.model_dump(include={"expected_tool_calls", "max_steps", "max_tokens"}, exclude_none=True)

@@ -13,12 +13,15 @@ from typing import Awaitable, Callable
 
 from pydantic import BaseModel, ConfigDict, create_model
 
+from harness.datasets.model import Instance
 from harness.environments import Environments, format_result
+from harness.environments.search import SearchEnv
 
 Tool = Callable[..., Awaitable[str]]
 
 
-def sandbox_tools(envs: Environments) -> list[Tool]:
+def sandbox_tools(envs: Environments, instance: Instance | None = None) -> list[Tool]:
+    """The code and file tools, and `search_corpus` when the instance names a corpus (search_tools)."""
     async def run_python(code: str) -> str:
         """Run Python 3 code in the sandbox (working directory /workspace; pandas, numpy, openpyxl,
         pypdf, python-docx, python-pptx, markitdown installed). Print what you need to see."""
@@ -41,7 +44,23 @@ def sandbox_tools(envs: Environments) -> list[Tool]:
         """Find text in a workspace file (converted to markdown); returns pages and snippets."""
         return await envs.call(envs.file.find, path, text)
 
-    return [run_python, run_shell, list_files, read_file, find_in_file]
+    return [run_python, run_shell, list_files, read_file, find_in_file] + search_tools(envs, instance)
+
+
+def search_tools(envs: Environments, instance: Instance | None) -> list[Tool]:
+    """`search_corpus` over the workspace file named by the instance's metadata["corpus"], if any."""
+    corpus = (instance.metadata.get("corpus") if instance is not None else None) or None
+    if not isinstance(corpus, str) or envs.code is None:
+        return []
+    search = SearchEnv(envs.code.sandbox, envs.code.tracer, corpus)
+
+    async def search_corpus(query: str, top_k: int = 5) -> str:
+        """Search the task's document corpus (news articles) with BM25 keyword search; returns the
+        top_k best passages with their article's title, source, publication date and url. Use
+        specific keywords (names, places, events); search again with other words for each fact."""
+        return await envs.call(search.search, query, top_k)
+
+    return [search_corpus]
 
 
 def web_tools(envs: Environments) -> list[Tool]:

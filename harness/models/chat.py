@@ -4,7 +4,8 @@ For runners that use no agent framework (harness/agents/plain/). `OpenAIChat` sp
 any OpenAI-compatible `base_url` with the official client; `ReplayChat` plays this
 instance's recorded turns (models/replay.py). Both call through the instance's Meter, so a
 failed call, a call past its deadline or a reply that is not a chat completion (not JSON,
-no choices) is a ModelError, never the agent's.
+no choices) is a ModelError, never the agent's; an OpenAI-compatible model's calls hold one
+of the run's slots for it (`max_connections`, models/slots.py).
 """
 
 from __future__ import annotations
@@ -36,10 +37,11 @@ class Reply:
 class ChatModel:
     def __init__(self, section: ModelSection, meter: Meter):
         self.section, self.meter = section, meter
+        self.slots = section.slots()  # the run's cap on this model's calls in flight (None: replay, no cap)
 
     async def complete(self, messages: list[dict], tools: list[dict]) -> Reply:
         return await self.meter.call(self.section.name, lambda: self._complete(messages, tools), Reply.turn,
-                                     [_plain(m) for m in messages])
+                                     [_plain(m) for m in messages], slots=self.slots)
 
     async def _complete(self, messages: list[dict], tools: list[dict]) -> Reply:
         raise NotImplementedError

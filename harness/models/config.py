@@ -9,6 +9,7 @@
     price_output_per_1k = 0.01
     max_retries = 5                          # the client's own retries (429, 5xx, timeouts)
     timeout = 120
+    max_connections = 8                      # calls in flight at once, across all agent processes
     [llm.gpt4o.model_info]                   # needed for names the OpenAI client does not know
     vision = false
     function_calling = true
@@ -27,6 +28,14 @@ model call, its retries included, may take at most half the instance's wall-cloc
 (`call_deadline`), and no single request longer than that (`within`): a hanging or
 failing model then ends as a model error while the agent's process is still alive to
 say so, instead of being killed as a slow agent.
+
+`max_connections` caps how many calls to this model are in flight at once across every
+agent process of a run (models/slots.py), so many `--workers` do not trip a provider's
+rate limit; a call waiting for a free slot is not a model call yet (no `model_call_started`,
+not counted), but the wait is part of its deadline. A 429 answer is retried by the client
+(`max_retries`), after the server's `Retry-After` (seconds or an HTTP date, or
+`retry-after-ms`) when it asks for at most 60 s, else after the client's own backoff
+(0.5 s doubling, at most 8 s); a 429 left after the retries is a model error.
 """
 
 from __future__ import annotations
@@ -34,13 +43,21 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictInt, ValidationError
 
 from harness.errors import InputError
 
+if TYPE_CHECKING:
+    from harness.models.slots import Slots
+
 MODEL_SHARE = 0.5  # of an instance's wall-clock limit, the most one model call may take
+# Calls in flight at once per model, across the run's agent processes. 8 lets the usual
+# --workers (up to 8, one call in flight per agent at a time) run unthrottled, while a run with
+# many workers stays within what hosted APIs' lower tiers and a single local server take
+# without 429s or queueing; raise it for a provider that allows more.
+DEFAULT_MAX_CONNECTIONS = 8
 
 
 class ModelSection(BaseModel):
@@ -58,13 +75,17 @@ class ModelSection(BaseModel):
     price_output_per_1k: float = 0.0
     max_retries: int = 5
     timeout: float = 120.0
+    max_connections: StrictInt = Field(DEFAULT_MAX_CONNECTIONS, ge=1)  # calls in flight, all agent processes
     path: str | None = None  # replay: the recorded turns
+    # Where this run keeps the model's call slots (set by AgentRequest from its slots_dir; never
+    # read from the config): None, no cap.
+    _slots_dir: str | None = PrivateAttr(None)
 
     def public(self) -> dict:
         """Settings that define results (for the resume fingerprint); no secrets in here.
 
         A replay file counts by its content, not by how its path was spelled."""
-        data = self.model_dump(exclude={"timeout", "max_retries"})
+        data = self.model_dump(exclude={"timeout", "max_retries", "max_connections"})
         if self.kind == "replay" and self.path:
             import hashlib
 
@@ -81,6 +102,21 @@ class ModelSection(BaseModel):
         if deadline is None or self.timeout <= deadline:
             return self
         return self.model_copy(update={"timeout": deadline})
+
+    def with_slots(self, directory: str | Path | None) -> "ModelSection":
+        """This section with its calls capped by slots under `directory` (the run's slot directory)."""
+        copy = self.model_copy()
+        copy._slots_dir = None if directory is None else str(directory)
+        return copy
+
+    def slots(self) -> "Slots | None":
+        """The cross-process cap on this model's calls in flight (models/slots.py), or None: replay
+        models and sections without a slot directory are not capped."""
+        if self.kind != "openai" or not self._slots_dir:
+            return None
+        from harness.models.slots import Slots, slots_directory
+
+        return Slots(slots_directory(self._slots_dir, self.name), self.max_connections)
 
     def api_key(self) -> str:
         if not self.api_key_env:

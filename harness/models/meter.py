@@ -12,6 +12,11 @@ after its own retries, no reply within `call_deadline`, a reply that is not a ch
 completion) is a ModelError, traced as an `error` event of kind model and remembered
 in `model_failure`, so a team that re-raises it under another type is still
 classified as the model's failure.
+
+A model with a cap on calls in flight (`max_connections`, models/slots.py) is called
+holding one of its slots; the wait for it is bounded by the call's deadline (whose rest
+bounds the call) but is not a model call: no `model_call_started`, not in the call's
+seconds, not counted.
 """
 
 from __future__ import annotations
@@ -19,11 +24,14 @@ from __future__ import annotations
 import asyncio
 import time
 import traceback
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
 
 from harness.errors import HarnessError, LimitExceeded, ModelError
 from harness.results.model import Usage
 from harness.traces import ErrorEvent, ModelCall, ModelCallStarted, Tracer
+
+if TYPE_CHECKING:
+    from harness.models.slots import Slot, Slots
 
 T = TypeVar("T")
 
@@ -53,23 +61,48 @@ class Meter:
                                               f"limit {self.max_tokens}")
 
     async def call(self, model: str, request: Callable[[], Awaitable[T]], turn: Callable[[T], dict[str, Any]],
-                   messages: list[dict[str, Any]] | None = None) -> T:
+                   messages: list[dict[str, Any]] | None = None, slots: "Slots | None" = None) -> T:
         """One metered call: `request()` makes it, `turn(reply)` gives the reply in replay form;
-        `messages` (role/content dicts) is what it sent, traced as far as the trace lacks it."""
+        `messages` (role/content dicts) is what it sent, traced as far as the trace lacks it;
+        `slots`, the model's cap on calls in flight (models/slots.py): the call waits for one first."""
         self.before_call()
-        self.started(model)
-        started = time.monotonic()
+        slot, waited = await self.take_slot(model, slots)
         try:
-            reply = await asyncio.wait_for(request(), self.call_deadline)
-            done = turn(reply)
-        except Exception as exc:  # noqa: BLE001 - classified by model_error
-            mapped = self.model_error(exc, model, f"no reply within {time.monotonic() - started:.0f} s "
-                                                  "(the client's timeout and retries included)")
-            if mapped is exc:
-                raise
-            raise mapped from exc
+            self.started(model)
+            started = time.monotonic()
+            try:
+                reply = await asyncio.wait_for(request(), self.time_left(waited))
+                done = turn(reply)
+            except Exception as exc:  # noqa: BLE001 - classified by model_error
+                mapped = self.model_error(exc, model, f"no reply within {time.monotonic() - started:.0f} s "
+                                                      "(the client's timeout and retries included)")
+                if mapped is exc:
+                    raise
+                raise mapped from exc
+        finally:
+            if slot is not None:
+                slot.release()
         self.after_call(done, time.monotonic() - started, model, messages)
         return reply
+
+    async def take_slot(self, model: str, slots: "Slots | None") -> "tuple[Slot | None, float]":
+        """Wait for one of the model's slots (None: no cap), at most the call's deadline; returns the
+        slot and the seconds waited. A waiting call is not a model call yet: it is neither traced as
+        started nor counted. No slot within the deadline is the model's failure (its calls are slow)."""
+        if slots is None:
+            return None, 0.0
+        begun = time.monotonic()
+        try:
+            slot = await slots.acquire(self.call_deadline)
+        except TimeoutError:
+            raise self.failed(ModelError(
+                f"model {model}: no free connection within {time.monotonic() - begun:.0f} s (the call's "
+                f"deadline): all {slots.count} of max_connections were in use by the run's other calls")) from None
+        return slot, time.monotonic() - begun
+
+    def time_left(self, waited: float) -> float | None:
+        """Seconds of the call's deadline left after waiting `waited` for a slot."""
+        return None if self.call_deadline is None else max(self.call_deadline - waited, 0.0)
 
     def model_error(self, exc: Exception, model: str, timed_out: str) -> Exception:
         """What a failed model call raises: a budget or another harness error as it is; anything

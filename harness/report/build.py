@@ -6,6 +6,8 @@ report.json is this `Report`; its keys, besides the headline ones:
                    limit lists those whose run hit a limit (they are also passed or failed). With
                    epochs: missing when any epoch has no row, else errored when any errored, else
                    passed/failed by the headline reducer
+    breakdowns     accuracy per value of each breakdown field the dataset has (question_type, subject),
+                   over the rows (every id and epoch); retrieval: the evidence recall of search_corpus
     epochs         with --epochs K > 1: each reducer's value, CI and passes, the accuracy of each
                    epoch alone, answer agreement between epochs, majority ties
                    (harness/scoring/reducers.py has the rules)
@@ -22,13 +24,16 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from pathlib import Path
 from collections.abc import Callable, Mapping, Sequence
 from statistics import mean, median
 
 from pydantic import BaseModel, Field
 
 from harness.results.model import ResultRow
+from harness.report.breakdown import FIELDS, by_field, retrieval_recall
 from harness.results.store import latest_by_key
+from harness.traces import read_trace
 from harness.scoring.reducers import Epoch, agreement, reduce
 
 Z95 = 1.959963984540054
@@ -117,6 +122,8 @@ class Report(BaseModel):
     env_outcomes: dict[str, dict[str, int]] = Field(default_factory=dict)
     env_outcomes_per_instance: dict[str, dict[str, dict[str, int]]] = Field(default_factory=dict)
     epochs: EpochReport | None = None  # --epochs K > 1: per-epoch accuracy, reducers, agreement
+    breakdowns: dict[str, dict[str, dict]] = Field(default_factory=dict)  # field -> value -> n/correct/accuracy
+    retrieval: dict | None = None  # evidence recall of the search tool: n, mean, by_question_type
 
     @property
     def clean(self) -> bool:
@@ -137,6 +144,8 @@ def build_report(
     epochs: int = 1,
     reducers: Sequence[str] = (),
     normalize: Callable[[str], str] | None = None,
+    tasks: Mapping[str, dict] | None = None,
+    run_dir: Path | None = None,
 ) -> Report:
     """Aggregate the latest row of each selected (id, epoch); `levels` (from the dataset) places
     missing ids. With epochs > 1 the headline is the first reducer's (mean by default): accuracy is
@@ -205,7 +214,11 @@ def build_report(
     durations = [r.duration_s for r in latest.values()]
     prompt = sum(r.usage.prompt_tokens for r in spent)
     completion = sum(r.usage.completion_tokens for r in spent)
+    labelled = [latest[u].model_dump() for u in units if u in latest]
+    breakdowns, retrieval = _breakdowns(labelled, tasks or {}, run_dir)
     return Report(
+        breakdowns=breakdowns,
+        retrieval=retrieval,
         n_selected=n,
         n_correct=n_correct,
         accuracy=accuracy,
@@ -237,6 +250,20 @@ def build_report(
         env_outcomes_per_instance=env_per,
         epochs=epoch_report,
     )
+
+
+def _breakdowns(rows: list[dict], tasks: Mapping[str, dict], run_dir: Path | None) -> tuple[dict, dict | None]:
+    """Accuracy per breakdown field the tasks carry (rows: every (id, epoch)), and the evidence's
+    retrieval recall from the traces when tasks have evidence and the run directory is known."""
+    fields = [f for f in FIELDS if any(f in t for t in tasks.values())]
+    breakdowns = {f: by_field(rows, f, tasks) for f in fields}
+    measured = [r for r in rows if tasks.get(r["instance_id"], {}).get("evidence") and r.get("trace")]
+    if run_dir is None or not measured:
+        return breakdowns, None
+    traces = [read_trace(run_dir / r["trace"]) if (run_dir / r["trace"]).exists() else [] for r in measured]
+    recall = retrieval_recall(measured, traces, tasks)
+    recall.pop("per_row")  # per-row recall stays in the traces; the report keeps the means
+    return breakdowns, recall
 
 
 def _single(row: ResultRow | None) -> tuple[float, bool]:

@@ -133,6 +133,10 @@ def render(report: Report) -> Table:
     for name, sc in list(r.scorers.items())[1:]:  # pass rate beside mean score (graded: at their threshold)
         table.add_row(f"scorer {name}", f"{sc.correct}/{sc.n} = {_pct(sc.accuracy)}  {_ci(sc.ci95)}  "
                                         f"mean score {sc.mean_score:.3f}")
+    for field, groups in r.breakdowns.items():
+        table.add_row(field, "; ".join(f"{k} {g['correct']}/{g['n']} = {_pct(g['accuracy'])}" for k, g in groups.items()))
+    if r.retrieval and r.retrieval.get("mean") is not None:
+        table.add_row("evidence recall", f"{_pct(r.retrieval['mean'])} over {r.retrieval['n']} rows with evidence")
     table.add_section()
     for level, s in r.per_level.items():
         table.add_row(f"level {level}", f"{s.correct}/{s.n} = {_pct(s.accuracy)}  {_ci(s.ci95)}")

@@ -6,6 +6,9 @@
     run.json.prev    the previous run.json, kept when --force resumed with another configuration
     selected.json    the selected instance ids and their levels (what the report divides by)
     questions.json   the selected instances' questions (what a rescore's judge reads)
+    tasks.json       per selected instance, where set: its own expected_tool_calls / max_steps / max_tokens
+                 (what a rescore's tool_calls and budget scorers read), its breakdown labels
+                 (question_type, subject) and evidence (what the report's breakdowns read)
     report.json      the aggregate report (harness/report/build.py): accuracy with Wilson CIs overall, per
                  level and per scorer, id lists per outcome, env action outcomes, usage; rewritten by
                  each run (wall time summed over runs) and by `harness score`
@@ -52,6 +55,10 @@ class RunDir:
     @property
     def questions(self) -> Path:
         return self.root / "questions.json"
+
+    @property
+    def tasks(self) -> Path:
+        return self.root / "tasks.json"
 
     @property
     def report(self) -> Path:

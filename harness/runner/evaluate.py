@@ -19,6 +19,7 @@ from harness import exit_codes
 from harness.results.layout import RunDir
 from harness.results.model import ResultRow
 from harness.results.store import RowWriter, rescue
+from harness.runner import forkserver
 from harness.runner.preflight import RunOptions
 from harness.runner.instance import RunSettings, kill_agents, run_instance
 from harness.terminal import say
@@ -119,24 +120,32 @@ def evaluate(todo, settings: RunSettings, out: Path, opts: RunOptions, console: 
     """Run `todo`, a list of (instance, epoch)."""
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("pass {task.fields[rate]}  errors {task.fields[errors]}"), TimeRemainingColumn()]
-    with Progress(*columns, console=console, transient=False) as progress:
-        task = progress.add_task("instances" if opts.epochs == 1 else "instance runs", total=len(todo), rate="-",
-                                 errors=0)
-        workers = _Workers(out, opts, n_selected, console, progress, task)
-        # Leaving this block waits for every sandbox removal, on success and on Ctrl-C alike.
-        with ThreadPoolExecutor(2, thread_name_prefix="reaper") as reaper, \
-                ThreadPoolExecutor(opts.workers) as pool:
-            settings.reaper = reaper
-            futures = [pool.submit(workers.run, inst, epoch, settings) for inst, epoch in todo]
-            try:
-                for future in as_completed(futures):
-                    future.result()
-            except KeyboardInterrupt:
-                workers.interrupted.set()
-                for future in futures:
-                    future.cancel()
-                kill_agents()  # running instances end now; their sandboxes are removed in finally
-                raise
+    # The agent's fork server loads while the first sandboxes start (forkserver.py).
+    if todo:
+        threading.Thread(target=forkserver.server_for, args=(opts.agent,), daemon=True).start()
+    try:
+        with Progress(*columns, console=console, transient=False) as progress:
+            task = progress.add_task("instances" if opts.epochs == 1 else "instance runs", total=len(todo), rate="-",
+                                     errors=0)
+            workers = _Workers(out, opts, n_selected, console, progress, task)
+            # Leaving this block waits for every sandbox removal, on success and on Ctrl-C alike.
+            # Removals run in parallel well (each waits on the engine), so the pool is as wide as the run:
+            # the run's end waits for the slowest removal, not for a queue of them.
+            with ThreadPoolExecutor(2 * opts.workers, thread_name_prefix="reaper") as reaper, \
+                    ThreadPoolExecutor(opts.workers) as pool:
+                settings.reaper = reaper
+                futures = [pool.submit(workers.run, inst, epoch, settings) for inst, epoch in todo]
+                try:
+                    for future in as_completed(futures):
+                        future.result()
+                except KeyboardInterrupt:
+                    workers.interrupted.set()
+                    for future in futures:
+                        future.cancel()
+                    kill_agents()  # running instances end now; their sandboxes are removed in finally
+                    raise
+    finally:
+        forkserver.close_all()
     if opts.record is not None:
         write_recording(opts.record, settings.output_dir, workers.recorded)
     return workers.outcome()

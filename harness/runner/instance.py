@@ -33,6 +33,7 @@ from harness.models.config import ModelSection
 from harness.models.replay import turns_for
 from harness.results.layout import RunDir
 from harness.results.model import ResultRow, Usage
+from harness.runner import forkserver
 from harness.runner.prompt import instruction
 from harness.sandbox.contract import Sandbox, SandboxProvider, SandboxSpec
 from harness.scoring.apply import context_for, score_row
@@ -126,6 +127,20 @@ def reset_scratch(output_dir: Path) -> None:
     _private_dir(scratch)
 
 
+def _start_agent(agent: str, req_path: Path, res_path: Path, stderr: Path):
+    """The agent's process: forked from the run's preloaded server, else started fresh. Either has
+    its own process group (killed whole at the limit) and dies with the harness."""
+    server = forkserver.server_for(agent)
+    if server is not None:
+        try:
+            return server.spawn(str(req_path), str(res_path), str(stderr))
+        except RuntimeError as exc:
+            log.warning("fork server failed (%s): starting the agent process fresh", exc)
+    with open(stderr, "wb") as err:
+        return subprocess.Popen([sys.executable, "-m", "harness.runner.child", str(req_path), str(res_path),
+                                 str(os.getpid())], start_new_session=True, stdout=subprocess.DEVNULL, stderr=err)
+
+
 def _run_child(request: AgentRequest, timeout: float | None, scratch: Path) -> tuple[AgentResult, bool]:
     """Run the agent process; kill it (whole group) at the wall-clock limit. Its files live in the
     run directory's scratch (never /tmp), removed when it ends, or by the next run if this one is killed."""
@@ -137,9 +152,7 @@ def _run_child(request: AgentRequest, timeout: float | None, scratch: Path) -> t
         with _live_lock:
             if _stopping.is_set():
                 return _cancelled(), False
-            proc = subprocess.Popen([sys.executable, "-m", "harness.runner.child", str(req_path), str(res_path),
-                                     str(os.getpid())], start_new_session=True, stdout=subprocess.DEVNULL,
-                                    stderr=open(Path(tmp, "stderr"), "wb"))
+            proc = _start_agent(request.agent, req_path, res_path, Path(tmp, "stderr"))
             _live.add(proc)
         killed = False
         try:
@@ -218,8 +231,9 @@ def _request(instance: Instance, settings_: RunSettings, sandbox: Sandbox, trace
              epoch: int) -> AgentRequest:
     turns = None if settings_.replay is None else (turns_for(settings_.replay, instance.instance_id, epoch) or [])
     return AgentRequest(instance=instance, task=instruction(instance), agent=settings_.agent, model=settings_.model,
-                        limits=settings_.limits, user=settings_.user, sandbox=sandbox.handle(),
-                        trace_path=str(trace_path), replay_turns=turns)
+                        limits=instance.limited(settings_.limits), user=settings_.user, sandbox=sandbox.handle(),
+                        trace_path=str(trace_path), replay_turns=turns,
+                        slots_dir=str(RunDir(settings_.output_dir).scratch / "model-slots"))
 
 
 def _copy_files(sandbox: Sandbox, instance: Instance) -> None:
@@ -289,8 +303,8 @@ def _finish(instance, settings_: RunSettings, result: AgentResult, attempt, star
     scores, correct = {}, None
     if status != "error":
         context = context_for(tool_calls=result.tool_calls, total_tokens=result.usage.total_tokens,
-                              steps=result.usage.llm_calls, max_tokens=settings_.limits.max_tokens,
-                              max_steps=settings_.limits.max_steps, question=instance.question)
+                              steps=result.usage.llm_calls, limits=instance.limited(settings_.limits),
+                              question=instance.question, expected_tool_calls=instance.expected_tool_calls)
         scores, correct = score_row(answer, instance.answer, settings_.scorers, context)
     row = ResultRow(
         instance_id=instance.instance_id, epoch=epoch, attempt=attempt, status=status, error_kind=result.error_kind,

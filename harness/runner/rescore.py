@@ -35,6 +35,7 @@ def rescore(output_dir: Path, scorer_names: list[str], *, config: Path | None = 
     scorers = build_scorers(scorer_names, load_config(config), judge_model)
     selected = json.loads(layout.selected.read_text())
     questions = json.loads(layout.questions.read_text()) if layout.questions.exists() else {}
+    expected = json.loads(layout.tasks.read_text()) if layout.tasks.exists() else {}
     run_config = load_run_config(layout.root)
     limits = Limits(**run_config.limits) if run_config else Limits()
     with lock_output_dir(layout.root):
@@ -42,9 +43,11 @@ def rescore(output_dir: Path, scorer_names: list[str], *, config: Path | None = 
         for row in rows:
             if row.status == "error":
                 continue
+            task = expected.get(row.instance_id, {})
             context = context_for(tool_calls=row.tool_calls, total_tokens=row.usage.total_tokens, steps=row.steps,
-                                  max_tokens=limits.max_tokens, max_steps=limits.max_steps,
-                                  question=questions.get(row.instance_id, ""))
+                                  limits=limits.tightened(task.get("max_steps"), task.get("max_tokens")),
+                                  question=questions.get(row.instance_id, ""),
+                                  expected_tool_calls=task.get("expected_tool_calls"))
             row.scores, row.correct = score_row(row.answer, row.target, scorers, context)
         write_atomic(layout.output, "".join(row.model_dump_json() + "\n" for row in rows))
         scored = {id(row) for row in latest_by_key(rows).values()}
@@ -56,7 +59,8 @@ def rescore(output_dir: Path, scorer_names: list[str], *, config: Path | None = 
                               wall_time_s=previous.get("wall_time_s"), levels=selected,
                               epochs=run_config.epochs if run_config else 1,
                               reducers=run_config.reducers if run_config else (),
-                              normalize=getattr(scorers[0], "normalize", None))
+                              normalize=getattr(scorers[0], "normalize", None), tasks=expected,
+                              run_dir=layout.root)
         write_report(report, layout.root)
         extra = {"model": run_config.model, "agent": run_config.agent, "dataset": run_config.dataset} if run_config else {}
         append_summary(report, layout.root.parent / "summary.csv", run_label=layout.root.name,

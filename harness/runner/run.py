@@ -34,6 +34,7 @@ from harness.errors import InputError
 from harness.fsutil import slug, write_atomic
 from harness.models.probe import probe_all
 from harness.report import Report, append_summary, build_report, render, write_report
+from harness.report.breakdown import task_labels
 from harness.results.layout import RunDir
 from harness.results.run_config import RunConfig, lock_output_dir, save_or_check
 from harness.results.store import merge_rescue, pending, read_rows, repair
@@ -74,6 +75,8 @@ def run(opts: RunOptions, console: Console | None = None) -> int:
             epochs=opts.epochs, reducers=opts.reducers, run_ids=[run_id]), force=opts.force)
         write_atomic(layout.selected, json.dumps({i.instance_id: i.level for i in selected}))
         write_atomic(layout.questions, json.dumps({i.instance_id: i.question for i in selected}))
+        write_atomic(layout.tasks, json.dumps({i.instance_id: t for i in selected
+                                               if (t := {**i.expectations(), **task_labels(i.metadata)})}))
         if repair(out):
             say(console, "repaired a torn last line in output.jsonl (a crash mid-write)", style="yellow")
         try:
@@ -116,7 +119,8 @@ def run(opts: RunOptions, console: Console | None = None) -> int:
         report = build_report(read_rows(out), [i.instance_id for i in selected], leaked_containers=leaked,
                               wall_time_s=wall, levels={i.instance_id: i.level for i in selected},
                               epochs=opts.epochs, reducers=opts.reducers,
-                              normalize=getattr(prepared.scorers[0], "normalize", None))
+                              normalize=getattr(prepared.scorers[0], "normalize", None),
+                              tasks=json.loads(layout.tasks.read_text()), run_dir=layout.root)
         write_report(report, opts.output_dir)
         append_summary(report, opts.summary_csv or opts.output_dir.parent / "summary.csv",
                        run_label=opts.output_dir.name, output_dir=opts.output_dir,

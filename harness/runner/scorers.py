@@ -52,10 +52,8 @@ def build_scorers(names: list[str], config: dict, judge_model: str | None = None
             scorers.append(_with_threshold(load_scorer(spec), threshold, given))
             continue
         kwargs: dict = {}
-        if name == "tool_calls":
+        if name == "tool_calls":  # without names: each task's expected_tool_calls
             kwargs = {"expected": [x for x in arg.split(",") if x]}
-            if not kwargs["expected"]:
-                raise InputError("--scorer tool_calls:NAME[,NAME...] needs the expected tool names")
         if name == "llm_judge":
             settings = config.get("scorer", {}).get("llm_judge", {})
             kwargs = {"complete": completer(judge_section(config, judge_model))}

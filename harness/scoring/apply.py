@@ -1,9 +1,10 @@
 """The one scoring path: `harness run` and `harness score` both call `score_row`.
 
 Rules:
-- Every scorer sees the same ScoreContext, rebuilt from what the row and run.json keep
-  (tool calls, tokens, steps, the run's limits, the question), so a rescore reaches the
-  run's verdicts.
+- Every scorer sees the same ScoreContext, rebuilt from what the row, run.json and
+  expectations.json keep (tool calls, tokens, steps, the run's limits made stricter by the
+  task's own, the task's expected tool calls, the question), so a rescore reaches the run's
+  verdicts.
 - A missing answer (no final message, killed at a limit) is never correct, whatever the
   scorer: it is not even asked (GAIA's own rule would compare the string "None").
 - A scorer that raises costs only its own verdict: correct=None, the error explained.
@@ -17,10 +18,11 @@ from typing import Sequence
 from harness.scoring.base import Score, ScoreContext, Scorer, make_score
 
 
-def context_for(*, tool_calls: list[str], total_tokens: int, steps: int, max_tokens: int | None,
-                max_steps: int | None, question: str) -> ScoreContext:
-    return ScoreContext(tool_calls=tool_calls, total_tokens=total_tokens, max_tokens=max_tokens, steps=steps,
-                        max_steps=max_steps, question=question)
+def context_for(*, tool_calls: list[str], total_tokens: int, steps: int, limits, question: str,
+                expected_tool_calls: list[str] | None = None) -> ScoreContext:
+    """`limits`: the instance's effective Limits (the run's, made stricter by the task's own)."""
+    return ScoreContext(tool_calls=tool_calls, total_tokens=total_tokens, max_tokens=limits.max_tokens, steps=steps,
+                        max_steps=limits.max_steps, question=question, expected_tool_calls=expected_tool_calls)
 
 
 def score_one(scorer: Scorer, answer: str | None, target: str, context: ScoreContext) -> Score:

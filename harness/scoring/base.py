@@ -20,6 +20,7 @@ class ScoreContext(BaseModel):
     steps: int | None = None
     max_steps: int | None = None
     question: str = ""
+    expected_tool_calls: list[str] | None = None  # the task's own (the dataset's expected_tool_calls)
 
 
 class Score(BaseModel):

@@ -8,6 +8,8 @@ from typing import Any
 from .base import Scorer
 from .gaia import GaiaScorer
 from .judge import LLMJudgeScorer
+from .math import MathScorer
+from .multihoprag import MultiHopRagScorer
 from .scorers import BudgetScorer, ExactMatchScorer, ExpectedToolCallScorer
 
 __all__ = ["SCORERS", "get_scorer"]
@@ -18,6 +20,8 @@ SCORERS: dict[str, Callable[..., Scorer]] = {
     "tool_calls": ExpectedToolCallScorer,
     "budget": BudgetScorer,
     "llm_judge": LLMJudgeScorer,
+    "math": MathScorer,
+    "multihoprag": MultiHopRagScorer,
 }
 
 

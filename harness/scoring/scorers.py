@@ -29,19 +29,26 @@ class ExactMatchScorer:
 
 
 class ExpectedToolCallScorer:
-    """Correct iff every expected tool name appears among the tools the agent called."""
+    """Correct iff every expected tool name appears among the tools the agent called.
+
+    The expected names are the scorer's own (`--scorer tool_calls:a,b`), else the task's
+    (`expected_tool_calls` in the dataset); with neither there is no verdict (None)."""
 
     name = "tool_calls"
 
-    def __init__(self, expected: Iterable[str]) -> None:
+    def __init__(self, expected: Iterable[str] = ()) -> None:
         self.expected: list[str] = list(dict.fromkeys(expected))
 
     def score(self, answer: str | None, target: str, *, context: ScoreContext) -> Score:
+        expected = self.expected or list(dict.fromkeys(context.expected_tool_calls or []))
+        if not self.expected and context.expected_tool_calls is None:
+            return make_score(self.name, None, "no expected tool calls: neither --scorer tool_calls:NAMES nor "
+                                               "the task's expected_tool_calls")
         called = set(context.tool_calls)
-        missing = [tool for tool in self.expected if tool not in called]
+        missing = [tool for tool in expected if tool not in called]
         why = f"missing tool calls: {', '.join(missing)}" if missing else "all expected tools called"
         return make_score(
-            self.name, not missing, why, expected=self.expected, called=context.tool_calls, missing=missing
+            self.name, not missing, why, expected=expected, called=context.tool_calls, missing=missing
         )
 
 

@@ -30,6 +30,16 @@ When the script is used up, `default` is served (e.g. an error for "always fails
 without a default the server answers 400 with ``x-should-retry: false`` so a test
 that under-scripted fails fast and visibly (``server.exhausted`` counts those).
 `GET /v1/models` lists one model. Every completion carries ``usage``.
+
+Load, for tests of the harness's cap on calls in flight and of 429 handling:
+
+- ``delay=S``: every chat completion request (probes aside) is held S seconds before it is
+  answered; ``server.max_in_flight`` is the most such requests the server was handling at once
+  (``server.in_flight`` now);
+- ``rate_limited=K, retry_after="1"``: the first K chat completion requests are answered 429
+  with that ``Retry-After`` header (seconds or an HTTP date), without taking script items.
+
+Each recorded request has ``at`` (time.monotonic() on arrival), and ``status`` once answered.
 """
 
 from __future__ import annotations
@@ -80,7 +90,7 @@ def _usage(usage: tuple[int, int]) -> dict:
 
 class FakeOpenAI:
     def __init__(self, script: Sequence[Item], *, default: Item | None = None, model: str = "fake-model-1",
-                 probe: Item | None = None):
+                 probe: Item | None = None, delay: float = 0.0, rate_limited: int = 0, retry_after: str = "1"):
         probe = probe or text("OK")
         for item in list(script) + ([default] if default else []) + [probe]:
             if not (isinstance(item, tuple) and item and item[0] in KINDS):
@@ -94,6 +104,9 @@ class FakeOpenAI:
         self.requests: list[dict[str, Any]] = []
         self.responses: list[tuple[int, Any]] = []  # (status, JSON body) of every chat completion answer
         self.exhausted = 0
+        self.delay, self.rate_limited, self.retry_after = delay, rate_limited, retry_after
+        self.in_flight = self.max_in_flight = 0
+        self._throttled = 0  # 429s answered so far for `rate_limited`
         self._next = 0
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
@@ -192,10 +205,33 @@ class FakeOpenAI:
             "usage": _usage(usage),
         }, {}
 
-    def record(self, method: str, path: str, headers, body: Any) -> None:
+    def record(self, method: str, path: str, headers, body: Any) -> dict[str, Any]:
+        entry = {"method": method, "path": path, "headers": {k.lower(): v for k, v in headers.items()},
+                 "json": body, "at": time.monotonic()}
         with self._lock:
-            self.requests.append({"method": method, "path": path,
-                                  "headers": {k.lower(): v for k, v in headers.items()}, "json": body})
+            self.requests.append(entry)
+        return entry
+
+    def arrive(self) -> Item | None:
+        """A chat completion request is being handled: count it in flight, hold it `delay` seconds;
+        returns the 429 to answer instead of a script item while `rate_limited` lasts."""
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            throttle = self._throttled < self.rate_limited
+            if throttle:
+                self._throttled += 1
+        if self.delay:
+            self._stopping.wait(self.delay)
+        if throttle:
+            return error(429, {"error": {"message": "fake server: rate limit reached", "type": "rate_limit_error",
+                                         "param": None, "code": "rate_limit_exceeded"}},
+                         {"retry-after": self.retry_after})
+        return None
+
+    def leave(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
 
 
 def _handler_for(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
@@ -230,7 +266,7 @@ def _handler_for(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 body = json.loads(raw) if raw else None
             except json.JSONDecodeError:
                 body = {"_raw": raw.decode(errors="replace")}
-            fake.record("POST", self.path, self.headers, body)
+            entry = fake.record("POST", self.path, self.headers, body)
             if self.path.split("?")[0].rstrip("/") != "/v1/chat/completions":
                 self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
                 return
@@ -242,10 +278,19 @@ def _handler_for(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             if probing:
                 with fake._lock:
                     fake.probes.append({"path": self.path, "json": body})
-            status, payload, headers = fake.respond_chat(body, fake.probe if probing else None)
+                self._answer(fake.probe, body, entry, probing=True)
+                return
+            try:
+                self._answer(fake.arrive(), body, entry, probing=False)
+            finally:
+                fake.leave()
+
+        def _answer(self, item: Item | None, body: Any, entry: dict, *, probing: bool) -> None:
+            status, payload, headers = fake.respond_chat(body, item)
             if payload is None:  # a hang: close without an answer
                 self.close_connection = True
                 return
+            entry["status"] = status
             if not probing:
                 with fake._lock:
                     fake.responses.append((status, payload))

@@ -46,3 +46,28 @@ class FlakyProvider(CountingProvider):
             self.starts.append(spec.attempt)
             raise InfraError(f"engine hiccup starting attempt {spec.attempt}")
         return super().start(spec)
+
+
+class LeakProbe(AgentRunner):
+    """Reports what it finds of earlier instances, then leaves traces of its own: a module global,
+    an environment variable, a file descriptor. With nothing shared, every instance reports
+    counter=0 env=absent. preloaded=True shows the process came from the fork server."""
+
+    preload = ("tests.helpers.probe_preloaded",)
+
+    async def setup(self, ctx) -> None:
+        import sys
+
+        self.preloaded = "tests.helpers.probe_preloaded" in sys.modules
+
+    async def turn(self, message: str) -> str:
+        import os
+
+        from tests.helpers import probe_preloaded as probe
+
+        seen = (f"preloaded={self.preloaded} counter={probe.STATE['counter']} "
+                f"env={os.environ.get('HARNESS_TEST_LEAK', 'absent')} pid={os.getpid()} pgid={os.getpgid(0)}")
+        probe.STATE["counter"] += 1
+        os.environ["HARNESS_TEST_LEAK"] = "present"
+        self.fd = os.open(os.devnull, os.O_RDONLY)
+        return f"<solution>{seen}</solution>"

@@ -22,14 +22,14 @@ SYSTEM = (
 
 def assistant(model_client, envs, instance, limits):
     """One AssistantAgent that loops over tool calls until it answers in text."""
-    tools = sandbox_tools(envs) + (web_tools(envs) if envs.web is not None else [])
+    tools = sandbox_tools(envs, instance) + (web_tools(envs) if envs.web is not None else [])
     return AssistantAgent("assistant", model_client, tools=tools, system_message=SYSTEM,
                           max_tool_iterations=UNBOUNDED, reflect_on_tool_use=False)
 
 
 def roundrobin(model_client, envs, instance, limits):
     """A solver with tools and a reviewer that approves with the final <solution>."""
-    solver = AssistantAgent("solver", model_client, tools=sandbox_tools(envs), system_message=SYSTEM,
+    solver = AssistantAgent("solver", model_client, tools=sandbox_tools(envs, instance), system_message=SYSTEM,
                             max_tool_iterations=UNBOUNDED, reflect_on_tool_use=False)
     reviewer = AssistantAgent("reviewer", model_client, system_message=(
         "Check the solver's work. If it is right, repeat its final answer inside <solution></solution>."))
@@ -76,9 +76,10 @@ def _approve(request: ApprovalRequest) -> ApprovalResponse:
 
 def magentic(model_client, envs, instance, limits):
     """A Magentic-One team (orchestrator, web surfer, file surfer, coder, executor) acting through the sandbox."""
-    tools = {t.name: t for t in sandbox_tools(envs)}
+    tools = {t.name: t for t in sandbox_tools(envs, instance)}
+    reading = [n for n in ("list_files", "read_file", "find_in_file", "search_corpus") if n in tools]
     file_surfer = AssistantAgent(
-        "file_surfer", model_client, tools=[tools[n] for n in ("list_files", "read_file", "find_in_file")],
+        "file_surfer", model_client, tools=[tools[n] for n in reading],
         system_message=FILE_SURFER, max_tool_iterations=10, reflect_on_tool_use=False,
         description="Lists, reads and searches the task's files in /workspace (pdf, docx, xlsx, pptx, csv, "
                     "json, html, zip, text) as markdown, page by page. Cannot run code or browse the web.")
@@ -114,7 +115,7 @@ async def websurfer(model_client, envs, instance, limits):
     playwright, context = await envs.web.playwright()
     surfer = MultimodalWebSurfer("web_surfer", model_client, start_page="about:blank", playwright=playwright,
                                  context=context, to_resize_viewport=False)
-    solver = AssistantAgent("assistant", model_client, tools=sandbox_tools(envs), system_message=SYSTEM,
+    solver = AssistantAgent("assistant", model_client, tools=sandbox_tools(envs, instance), system_message=SYSTEM,
                             max_tool_iterations=UNBOUNDED, reflect_on_tool_use=False)
     stop = TextMentionTermination("</solution>", sources=["assistant"]) | MaxMessageTermination(
         (limits.max_steps or 30) + 1)

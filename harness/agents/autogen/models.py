@@ -2,7 +2,9 @@
 
 Every call goes through the instance's Meter (models/meter.py): budgets, the per-call
 deadline, and one rule for failures: anything the inner client raises (the provider's
-error, a reply that is not a chat completion, no choices) is a ModelError.
+error, a reply that is not a chat completion, no choices) is a ModelError. An OpenAI
+client's calls each hold one of the run's slots for the model (`max_connections`,
+models/slots.py); replayed ones do not.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from autogen_core.models import ChatCompletionClient, CreateResult, RequestUsage
 
 from harness.models.config import ModelSection
 from harness.models.meter import Meter
+from harness.models.slots import Slots
 
 TOOL_CAPABLE = {"vision": False, "function_calling": True, "json_output": True,
                 "family": "unknown", "structured_output": False}
@@ -42,7 +45,7 @@ def build_client(section: ModelSection, meter: Meter, replay_turns: list[dict] |
         if section.model_info is not None:
             kwargs["model_info"] = {**TOOL_CAPABLE, **section.model_info}
         inner = OpenAIChatCompletionClient(**kwargs)
-    return MeteredClient(inner, meter, label=section.name)
+    return MeteredClient(inner, meter, label=section.name, slots=section.slots())
 
 
 def to_create_results(turns: list[dict]) -> list[CreateResult]:
@@ -108,38 +111,46 @@ def trace_messages(messages: Sequence[Any]) -> list[dict]:
 
 
 class MeteredClient(ChatCompletionClient):
-    """Counts every call on the instance's Meter (budgets included) before handing it on."""
+    """Counts every call on the instance's Meter (budgets included) before handing it on; with
+    `slots` (the run's cap on the model's calls in flight) each call holds one of them."""
 
-    def __init__(self, inner: ChatCompletionClient, meter: Meter, label: str = ""):
-        self._inner, self._meter, self._label = inner, meter, label
+    def __init__(self, inner: ChatCompletionClient, meter: Meter, label: str = "", slots: "Slots | None" = None):
+        self._inner, self._meter, self._label, self._slots = inner, meter, label, slots
 
     async def create(self, messages: Sequence[Any], **kwargs: Any) -> CreateResult:
         return await self._meter.call(self._label, lambda: self._inner.create(messages, **kwargs), turn_from_result,
-                                      trace_messages(messages))
+                                      trace_messages(messages), slots=self._slots)
 
     async def create_stream(self, messages: Sequence[Any], **kwargs: Any):
-        """Streamed: the deadline bounds the whole stream; a failure mid-stream is the model's too."""
+        """Streamed: the deadline bounds the whole stream (the wait for a slot included); a failure
+        mid-stream is the model's too. The slot is held until the stream ends or is dropped."""
         meter = self._meter
         meter.before_call()
-        meter.started(self._label)
-        started = time.monotonic()
-        stream = self._inner.create_stream(messages, **kwargs).__aiter__()
-        while True:
-            left = None if meter.call_deadline is None else meter.call_deadline - (time.monotonic() - started)
-            try:
-                item = await asyncio.wait_for(stream.__anext__(), left)
-            except StopAsyncIteration:
-                return
-            except Exception as exc:  # noqa: BLE001 - the same rule as Meter.call
-                mapped = meter.model_error(exc, self._label, f"the stream did not end within "
-                                                             f"{meter.call_deadline or 0:.0f} s")
-                if mapped is exc:
-                    raise
-                raise mapped from exc
-            if isinstance(item, CreateResult):
-                meter.after_call(turn_from_result(item), time.monotonic() - started, self._label,
-                                 trace_messages(messages))
-            yield item
+        slot, waited = await meter.take_slot(self._label, self._slots)
+        try:
+            meter.started(self._label)
+            started = time.monotonic()
+            deadline = meter.time_left(waited)
+            stream = self._inner.create_stream(messages, **kwargs).__aiter__()
+            while True:
+                left = None if deadline is None else deadline - (time.monotonic() - started)
+                try:
+                    item = await asyncio.wait_for(stream.__anext__(), left)
+                except StopAsyncIteration:
+                    return
+                except Exception as exc:  # noqa: BLE001 - the same rule as Meter.call
+                    mapped = meter.model_error(exc, self._label, f"the stream did not end within "
+                                                                 f"{meter.call_deadline or 0:.0f} s")
+                    if mapped is exc:
+                        raise
+                    raise mapped from exc
+                if isinstance(item, CreateResult):
+                    meter.after_call(turn_from_result(item), time.monotonic() - started, self._label,
+                                     trace_messages(messages))
+                yield item
+        finally:
+            if slot is not None:
+                slot.release()
 
     async def close(self) -> None:
         await self._inner.close()

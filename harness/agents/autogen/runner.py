@@ -40,6 +40,8 @@ def _system_prompts(agent) -> list[tuple[str, str]]:
 
 
 class AutoGenRunner(AgentRunner):
+    preload = ("autogen_ext.models.openai", "autogen_ext.models.replay", "autogen_agentchat.agents",
+               "autogen_agentchat.teams", "harness.agents.autogen.builtin", "harness.agents.autogen.tools")
     async def setup(self, ctx: AgentContext) -> None:
         self.ctx = ctx
         self.client = build_client(ctx.model, ctx.meter, ctx.replay_turns)

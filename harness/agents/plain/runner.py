@@ -32,10 +32,11 @@ SOURCE = "plain"
 
 
 class PlainRunner(AgentRunner):
+    preload = ("openai",)
     async def setup(self, ctx: AgentContext) -> None:
         self.ctx = ctx
         self.model = chat_model(ctx.model, ctx.meter, ctx.replay_turns)
-        self.tools = {fn.__name__: fn for fn in sandbox_tools(ctx.envs) + web_tools(ctx.envs)}
+        self.tools = {fn.__name__: fn for fn in sandbox_tools(ctx.envs, ctx.instance) + web_tools(ctx.envs)}
         self.arguments = {name: arguments_model(fn) for name, fn in self.tools.items()}
         self.schemas = [schema(fn) for fn in self.tools.values()]
         self.messages: list[dict] = [{"role": "system", "content": SYSTEM}]

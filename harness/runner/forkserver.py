@@ -1,0 +1,318 @@
+"""Agent processes forked from a preloaded server instead of started fresh.
+
+A fresh agent process spends ~0.6 s importing the agent framework, the model clients and the
+harness, and ~0.1 s tearing the interpreter down, against ~40 ms of the agent's own work with
+a replay model. The fork server imports all that once per run; each agent process is then a
+fork of it (a few milliseconds), and ends with `os._exit` once its result is written.
+
+What a fresh process gave is kept:
+- its own session and process group (`setsid` in the child), which the harness kills whole at
+  the wall-clock limit (`os.killpg`), as before;
+- death with the harness: the server dies with the harness (PR_SET_PDEATHSIG, plus it watches
+  its parent and its stdin), and each child dies with the server (PR_SET_PDEATHSIG, plus
+  child.py's watch of its parent);
+- nothing shared between instances: the server never runs agent code, so every child starts
+  from the same pristine state (module globals, environment, caches), and what one child
+  changes dies with it. It holds no threads, no event loop and no engine connection when it
+  forks.
+
+Protocol (JSON lines): the harness writes {"id", "request", "result", "stderr"} to the server's
+stdin; the server answers {"id", "pid"} once forked and {"pid", "exit"} once that child has
+ended (a signal death is -N). A server that cannot start or dies makes the harness fall back to
+fresh processes (`HARNESS_AGENT_FORK=0` chooses them from the start).
+
+    python -m harness.runner.forkserver PARENT_PID AGENT
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import json
+import logging
+import os
+import queue
+import select
+import signal
+import subprocess
+import sys
+import threading
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+
+PR_SET_PDEATHSIG = 1
+log = logging.getLogger(__name__)
+
+
+def _die_with_parent() -> None:
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def preload(agent: str) -> None:
+    """Import what every agent process of this run needs (best effort: a failure shows in the child)."""
+    import importlib
+
+    import harness.runner.child  # noqa: F401 - the child's own imports
+    from harness.agents import registry, user  # noqa: F401
+    from harness.environments import CodeEnv  # noqa: F401
+    from harness.models import meter  # noqa: F401
+    from harness.sandbox import registry as sandboxes  # noqa: F401
+    from harness.settings import settings
+
+    settings()
+    try:
+        runner = registry.resolve(agent)()
+    except Exception:  # noqa: BLE001
+        return
+    for name in getattr(type(runner), "preload", ()):
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def _child(message: dict, server_pid: int, fds: tuple[int, ...]) -> None:
+    """In the forked process: become the agent's process (child.py), then exit without teardown."""
+    code = 1
+    try:
+        os.setsid()
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for fd in fds:
+            os.close(fd)
+        null = os.open(os.devnull, os.O_RDWR)
+        err = os.open(message["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(null, 0)
+        os.dup2(null, 1)
+        os.dup2(err, 2)
+        _die_with_parent()
+        if os.getppid() != server_pid:
+            os._exit(1)
+        sys.argv = ["harness.runner.child", message["request"], message["result"], str(server_pid)]
+        from pathlib import Path
+
+        from harness.agents.contract import AgentRequest
+        from harness.runner import child
+
+        child._watch_parent()
+        request = AgentRequest.model_validate_json(Path(message["request"]).read_text())
+        code = child.run(request, Path(message["result"]))
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:  # noqa: BLE001 - reported on stderr, as a fresh process would
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def _send(out, payload: dict) -> None:
+    out.write((json.dumps(payload) + "\n").encode())
+    out.flush()
+
+
+def serve(harness_pid: int, agent: str) -> None:
+    _die_with_parent()
+    if os.getppid() != harness_pid:
+        return
+    preload(agent)
+    import gc
+
+    gc.collect()
+    gc.freeze()  # the preloaded objects stay shared, untouched by the children's collections
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.set_wakeup_fd(wake_w)
+    stdin, out = sys.stdin.buffer.raw.fileno(), sys.stdout.buffer
+    server_pid = os.getpid()
+    _send(out, {"ready": server_pid})
+    pending, children = b"", set()
+    while True:
+        ready, _, _ = select.select([stdin, wake_r], [], [], 0.5)
+        if os.getppid() != harness_pid:
+            break
+        if wake_r in ready:
+            os.read(wake_r, 4096)
+        if stdin in ready:
+            chunk = os.read(stdin, 65536)
+            if not chunk:
+                break  # the harness closed the pipe: the run is over
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                message = json.loads(line)
+                pid = os.fork()
+                if pid == 0:
+                    _child(message, server_pid, (stdin, wake_r, wake_w))
+                children.add(pid)
+                _send(out, {"id": message["id"], "pid": pid})
+        while children:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+            if pid == 0:
+                break
+            children.discard(pid)
+            _send(out, {"pid": pid, "exit": os.waitstatus_to_exitcode(status)})
+    for pid in children:  # the run is over or the harness died: no agent outlives it
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+# --- the harness's side -------------------------------------------------------------------------
+
+class ForkedChild:
+    """An agent process forked by the server, shaped like the subprocess.Popen the runner used."""
+
+    def __init__(self, server: "Server", pid: int):
+        self.pid, self._exit, self.returncode = pid, server.exit_of(pid), None
+
+    def wait(self, timeout: float | None = None) -> int:
+        try:
+            self.returncode = self._exit.result(timeout)
+        except FutureTimeout:
+            raise subprocess.TimeoutExpired(f"agent process {self.pid}", timeout) from None
+        return self.returncode
+
+    def poll(self) -> int | None:
+        return self.wait(0) if self._exit.done() else None
+
+
+class Server:
+    """One fork server for one agent name; started by the keeper thread (see `server_for`)."""
+
+    def __init__(self, agent: str, timeout: float = 120):
+        self.proc = subprocess.Popen([sys.executable, "-m", "harness.runner.forkserver", str(os.getpid()), agent],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     start_new_session=True)
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._pids: dict[int, Future] = {}
+        self._exits: dict[int, Future] = {}
+        self.dead = False
+        ready: Future = Future()
+        threading.Thread(target=self._read, args=(ready,), name="forkserver-reader", daemon=True).start()
+        try:
+            ready.result(timeout)
+        except Exception:
+            self.close()
+            raise
+
+    def exit_of(self, pid: int) -> Future:
+        with self._lock:
+            future = self._exits.setdefault(pid, Future())
+            if self.dead and not future.done():
+                future.set_result(-signal.SIGKILL)
+            return future
+
+    def _read(self, ready: Future) -> None:
+        for line in self.proc.stdout:
+            message = json.loads(line)
+            if "ready" in message:
+                ready.set_result(message["ready"])
+            elif "exit" in message:
+                future = self.exit_of(message["pid"])
+                if not future.done():
+                    future.set_result(message["exit"])
+            else:
+                with self._lock:
+                    future = self._pids.pop(message["id"], None)
+                if future is not None:
+                    future.set_result(message["pid"])
+        self.dead = True  # the server is gone: whatever waits learns it now
+        if not ready.done():
+            ready.set_exception(RuntimeError("the fork server exited before it was ready"))
+        with self._lock:
+            spawning, running = list(self._pids.values()), list(self._exits.values())
+        for future in spawning:
+            if not future.done():
+                future.set_exception(RuntimeError("the fork server died"))
+        for future in running:  # its children die with it (PR_SET_PDEATHSIG)
+            if not future.done():
+                future.set_result(-signal.SIGKILL)
+
+    def spawn(self, request: str, result: str, stderr: str, timeout: float = 30) -> ForkedChild:
+        """Fork an agent process; RuntimeError when the server cannot."""
+        future: Future = Future()
+        with self._lock:
+            if self.dead:
+                raise RuntimeError("the fork server died")
+            ident = next(self._ids)
+            self._pids[ident] = future
+            payload = json.dumps({"id": ident, "request": request, "result": result, "stderr": stderr}) + "\n"
+            try:
+                self.proc.stdin.write(payload.encode())
+                self.proc.stdin.flush()
+            except OSError as exc:
+                self.dead = True
+                raise RuntimeError(f"the fork server is gone: {exc}") from exc
+        return ForkedChild(self, future.result(timeout))
+
+    def close(self) -> None:
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+_servers: dict[str, Server | None] = {}
+_servers_lock = threading.Lock()
+_keeper: "queue.Queue[tuple]" = queue.Queue()
+_keeper_thread: threading.Thread | None = None
+
+
+def _keep() -> None:
+    # PR_SET_PDEATHSIG fires when the *thread* that started the server ends: this one never does.
+    while True:
+        make, future = _keeper.get()
+        try:
+            future.set_result(make())
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            future.set_exception(exc)
+
+
+def server_for(agent: str) -> Server | None:
+    """This run's fork server for `agent` (started on first use), or None: disabled, failed or dead
+    (the caller then starts a fresh process, as before)."""
+    global _keeper_thread
+    from harness.settings import settings
+
+    if not settings().agent_fork:
+        return None
+    with _servers_lock:
+        if agent not in _servers:
+            if _keeper_thread is None:
+                _keeper_thread = threading.Thread(target=_keep, name="forkserver-keeper", daemon=True)
+                _keeper_thread.start()
+            future: Future = Future()
+            _keeper.put((lambda: Server(agent), future))
+            try:
+                _servers[agent] = future.result()
+            except Exception as exc:  # noqa: BLE001 - fresh processes still work
+                log.warning("no fork server for agent %s (%s): agent processes start fresh", agent, exc)
+                _servers[agent] = None
+        server = _servers[agent]
+        return None if server is None or server.dead else server
+
+
+def close_all() -> None:
+    """End every fork server (their remaining children with them); the next run starts new ones."""
+    with _servers_lock:
+        servers = [s for s in _servers.values() if s is not None]
+        _servers.clear()
+    for server in servers:
+        server.close()
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]), sys.argv[2])
