@@ -33,8 +33,6 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pandas as pd
 
 from harness.datasets.model import Instance
 from harness.errors import InputError
@@ -71,18 +69,23 @@ def load_dataset(path: str | Path, split: str | None = None) -> list[Instance]:
         return benchmark
     file, form = _resolve(Path(path).expanduser(), split)
     problems: list[str] = []
-    rows, labels = _read(file, problems)
+    records, labels = _read(file, problems)
+    columns = set().union(*records) if records else set()
     if form is PLAIN:
-        rows = rows.rename(columns={a: c for a, c in ALIASES.items() if a in rows.columns and c not in rows.columns})
-    missing = [c for c in form.required if c not in rows.columns]
+        renames = {a: c for a, c in ALIASES.items() if a in columns and c not in columns}
+        if renames:
+            records = [{renames.get(k, k): v for k, v in r.items()} for r in records]
+            columns = {renames.get(c, c) for c in columns}
+    missing = [c for c in form.required if c not in columns]
     if missing:
         problems.append(f"missing required column(s) {', '.join(map(repr, missing))}")
         _raise(file, problems)
     instances: list[Instance] = []
     seen: dict[str, str] = {}
     root = file.parent.resolve()
-    for label, record in zip(labels, rows.to_dict(orient="records")):
-        instance = _instance(record, form, root, label, seen, problems, csv=file.suffix == ".csv")
+    checks = _Checks(root)
+    for label, record in zip(labels, records):
+        instance = _instance(record, form, checks, label, seen, problems, csv=file.suffix == ".csv")
         if instance is not None:
             instances.append(instance)
     if problems:
@@ -148,22 +151,28 @@ def _resolve(path: Path, split: str | None) -> tuple[Path, _Form]:
     raise InputError(f"dataset {path} has several splits, choose one with --split: {', '.join(found)}")
 
 
-def _read(file: Path, problems: list[str]) -> tuple[pd.DataFrame, list[str]]:
-    """The table of `file` and a label per row ('line N' for jsonl, 'row N' otherwise)."""
+def _read(file: Path, problems: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The rows of `file` as dicts and a label per row ('line N' for jsonl, 'row N' otherwise).
+    JSON lines are read with the standard library; pandas (a 100 MB import) only for CSV and parquet."""
     suffix = file.suffix.lower()
     try:
         if suffix == ".jsonl":
             return _read_jsonl(file, problems)
-        if suffix == ".csv":
-            frame = pd.read_csv(file, dtype=str, keep_default_na=False)
-        else:
-            frame = pd.read_parquet(file, dtype_backend="numpy_nullable")
-    except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+        import pandas as pd
+
+        try:
+            if suffix == ".csv":
+                frame = pd.read_csv(file, dtype=str, keep_default_na=False)
+            else:
+                frame = pd.read_parquet(file, dtype_backend="numpy_nullable")
+        except pd.errors.ParserError as exc:
+            raise ValueError(str(exc)) from exc
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
         raise InputError(f"dataset file {file} could not be read: {exc}") from exc
-    return frame, [f"row {i}" for i in range(1, len(frame) + 1)]
+    return frame.astype(object).to_dict(orient="records"), [f"row {i}" for i in range(1, len(frame) + 1)]
 
 
-def _read_jsonl(file: Path, problems: list[str]) -> tuple[pd.DataFrame, list[str]]:
+def _read_jsonl(file: Path, problems: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
     records: list[dict[str, Any]] = []
     labels: list[str] = []
     with open(file, encoding="utf-8") as handle:
@@ -180,26 +189,29 @@ def _read_jsonl(file: Path, problems: list[str]) -> tuple[pd.DataFrame, list[str
                 continue
             records.append(record)
             labels.append(f"line {number}")
-    return pd.DataFrame.from_records(records).astype(object), labels
+    return records, labels
 
 
-def _missing(value: Any) -> bool:
-    if value is None or value is pd.NA or value is pd.NaT:
-        return True
-    return isinstance(value, (float, np.floating)) and math.isnan(value)
+_PLAIN = (str, int, bool)
 
 
 def jsonable(value: Any) -> Any:
-    """`value` with numpy/pandas types turned into plain JSON-safe Python values."""
-    if isinstance(value, np.generic):
-        value = value.item()
-    if _missing(value) or (isinstance(value, float) and not math.isfinite(value)):
+    """`value` with numpy/pandas types turned into plain JSON-safe Python values (missing ones, NaN
+    and infinities: None). Recognised by their types' modules, so neither library is imported here."""
+    kind = type(value)
+    if kind in _PLAIN or value is None:
+        return value
+    if kind.__module__ == "numpy":  # a scalar (ndim 0) or an array
+        value = value.tolist() if getattr(value, "ndim", 0) else value.item()
+    elif kind.__name__ in ("NAType", "NaTType"):  # pandas' missing values
+        return None
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return None
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, np.ndarray)):
+    if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
-    if isinstance(value, (datetime, date, pd.Timestamp)):
+    if isinstance(value, (datetime, date)):
         return value.isoformat()
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
@@ -318,8 +330,40 @@ def _size_problem(root: Path, names: list[str]) -> str | None:
             f"per instance; largest: {shown}")
 
 
-def _instance(record: dict[str, Any], form: _Form, root: Path, label: str, seen: dict[str, str],
+class _Checks:
+    """The attachment checks of one load, each done once per unique file or file set: datasets
+    often share one attachment among thousands of rows (a corpus, a database)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._problems: dict[str, list[str]] = {}
+        self._sizes: dict[tuple[str, ...], str | None] = {}
+        self._names: dict[str, tuple[str, str | None]] = {}
+
+    def name(self, raw: str) -> tuple[str, str | None]:
+        """(the checked name, None) or (raw, the problem with it)."""
+        if raw not in self._names:
+            try:
+                self._names[raw] = (check_name(raw), None)
+            except InputError as exc:
+                self._names[raw] = (raw, str(exc))
+        return self._names[raw]
+
+    def attachment(self, name: str) -> list[str]:
+        if name not in self._problems:
+            self._problems[name] = _attachment_problems(self.root, name)
+        return self._problems[name]
+
+    def size(self, names: list[str]) -> str | None:
+        key = tuple(names)
+        if key not in self._sizes:
+            self._sizes[key] = _size_problem(self.root, names)
+        return self._sizes[key]
+
+
+def _instance(record: dict[str, Any], form: _Form, checks: _Checks, label: str, seen: dict[str, str],
               problems: list[str], *, csv: bool) -> Instance | None:
+    root = checks.root
     before = len(problems)
     instance_id = _text(record.get(form.id))
     where = f"{label} (id {instance_id!r})" if instance_id else label
@@ -345,14 +389,13 @@ def _instance(record: dict[str, Any], form: _Form, root: Path, label: str, seen:
         problems.append(f"{where}: {exc}")
         raw_names = []
     for raw_name in raw_names:
-        try:
-            name = check_name(raw_name)
-        except InputError as exc:
-            problems.append(f"{where}: {exc}")
+        name, problem = checks.name(raw_name)
+        if problem is not None:
+            problems.append(f"{where}: {problem}")
             continue
-        problems.extend(f"{where}: {problem}" for problem in _attachment_problems(root, name))
+        problems.extend(f"{where}: {problem}" for problem in checks.attachment(name))
         files.append(name)
-    if files and len(problems) == before and (problem := _size_problem(root, files)) is not None:
+    if files and len(problems) == before and (problem := checks.size(files)) is not None:
         problems.append(f"{where}: {problem}")
     expectations = _expectations(record, where, problems, csv)
     if len(problems) > before:

@@ -122,6 +122,7 @@ class Report(BaseModel):
     env_outcomes: dict[str, dict[str, int]] = Field(default_factory=dict)
     env_outcomes_per_instance: dict[str, dict[str, dict[str, int]]] = Field(default_factory=dict)
     epochs: EpochReport | None = None  # --epochs K > 1: per-epoch accuracy, reducers, agreement
+    basis: str | None = None  # what besides the rows it was computed from (runner/run.py _report_basis)
     breakdowns: dict[str, dict[str, dict]] = Field(default_factory=dict)  # field -> value -> n/correct/accuracy
     retrieval: dict | None = None  # evidence recall of the search tool: n, mean, by_question_type
 
@@ -214,8 +215,7 @@ def build_report(
     durations = [r.duration_s for r in latest.values()]
     prompt = sum(r.usage.prompt_tokens for r in spent)
     completion = sum(r.usage.completion_tokens for r in spent)
-    labelled = [latest[u].model_dump() for u in units if u in latest]
-    breakdowns, retrieval = _breakdowns(labelled, tasks or {}, run_dir)
+    breakdowns, retrieval = _breakdowns(latest, units, tasks or {}, run_dir)
     return Report(
         breakdowns=breakdowns,
         retrieval=retrieval,
@@ -252,10 +252,13 @@ def build_report(
     )
 
 
-def _breakdowns(rows: list[dict], tasks: Mapping[str, dict], run_dir: Path | None) -> tuple[dict, dict | None]:
+def _breakdowns(latest: dict, units: list, tasks: Mapping[str, dict], run_dir: Path | None) -> tuple[dict, dict | None]:
     """Accuracy per breakdown field the tasks carry (rows: every (id, epoch)), and the evidence's
     retrieval recall from the traces when tasks have evidence and the run directory is known."""
     fields = [f for f in FIELDS if any(f in t for t in tasks.values())]
+    if not fields and not any("evidence" in t for t in tasks.values()):
+        return {}, None
+    rows = [latest[u].model_dump(include={"instance_id", "epoch", "correct", "trace"}) for u in units if u in latest]
     breakdowns = {f: by_field(rows, f, tasks) for f in fields}
     measured = [r for r in rows if tasks.get(r["instance_id"], {}).get("evidence") and r.get("trace")]
     if run_dir is None or not measured:

@@ -22,6 +22,7 @@ this module runs them in order and writes the report.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import secrets
 import time
@@ -37,7 +38,7 @@ from harness.report import Report, append_summary, build_report, render, write_r
 from harness.report.breakdown import task_labels
 from harness.results.layout import RunDir
 from harness.results.run_config import RunConfig, lock_output_dir, save_or_check
-from harness.results.store import merge_rescue, pending, read_rows, repair
+from harness.results.store import RowKey, load, merge_rescue, pending, read_rows, repair
 from harness.runner.evaluate import evaluate, rescue_rows
 from harness.runner.preflight import RunOptions, check_capacity, prepare
 from harness.runner.instance import RunSettings, reset_scratch
@@ -73,11 +74,14 @@ def run(opts: RunOptions, console: Console | None = None) -> int:
             scorers=opts.scorers + ([f"judge={opts.judge_model}"] if opts.judge_model else []),
             selection=opts.selection, environment=environment, user=opts.user.model_dump(),
             epochs=opts.epochs, reducers=opts.reducers, run_ids=[run_id]), force=opts.force)
-        write_atomic(layout.selected, json.dumps({i.instance_id: i.level for i in selected}))
+        chosen = json.dumps({i.instance_id: i.level for i in selected})
+        tasks = {i.instance_id: t for i in selected if (t := {**i.expectations(), **task_labels(i.metadata)})}
+        basis = _report_basis(chosen, tasks, opts)
+        write_atomic(layout.selected, chosen)
         write_atomic(layout.questions, json.dumps({i.instance_id: i.question for i in selected}))
-        write_atomic(layout.tasks, json.dumps({i.instance_id: t for i in selected
-                                               if (t := {**i.expectations(), **task_labels(i.metadata)})}))
-        if repair(out):
+        write_atomic(layout.tasks, json.dumps(tasks))
+        scanned = load(out, RowKey)  # what resuming needs of each row; the full rows only for a new report
+        if repair(out, scanned):
             say(console, "repaired a torn last line in output.jsonl (a crash mid-write)", style="yellow")
         try:
             merged = merge_rescue(out)
@@ -85,11 +89,13 @@ def run(opts: RunOptions, console: Console | None = None) -> int:
             raise InputError(f"cannot merge the rescued rows of {layout.rescue} into {out}: {exc}") from None
         if merged:
             say(console, f"merged {merged} row(s) rescued by an earlier run from {layout.rescue}")
+            scanned = load(out, RowKey)
         reset_scratch(opts.output_dir)
         reaped = provider.cleanup()
         if reaped:
             say(console, f"removed {len(reaped)} container(s) left by killed harness processes")
-        to_run, done = pending([i.instance_id for i in selected], read_rows(out), opts.epochs)
+        to_run, done = pending([i.instance_id for i in selected], scanned.rows, opts.epochs)
+        del scanned
         if done:
             what = "instance(s)" if opts.epochs == 1 else f"of {len(selected) * opts.epochs} instance runs"
             say(console, f"resuming: {len(done)} {what} already finished, {len(to_run)} to run")
@@ -116,12 +122,15 @@ def run(opts: RunOptions, console: Console | None = None) -> int:
         wall = time.monotonic() - started
         if previous_wall is not None:  # a resume adds its time; one with nothing to run keeps the total
             wall = previous_wall + wall if to_run else previous_wall
-        report = build_report(read_rows(out), [i.instance_id for i in selected], leaked_containers=leaked,
-                              wall_time_s=wall, levels={i.instance_id: i.level for i in selected},
-                              epochs=opts.epochs, reducers=opts.reducers,
-                              normalize=getattr(prepared.scorers[0], "normalize", None),
-                              tasks=json.loads(layout.tasks.read_text()), run_dir=layout.root)
-        write_report(report, opts.output_dir)
+        report = None if to_run or leaked else _unchanged_report(layout, basis)
+        if report is None:
+            report = build_report(read_rows(out), [i.instance_id for i in selected], leaked_containers=leaked,
+                                  wall_time_s=wall, levels={i.instance_id: i.level for i in selected},
+                                  epochs=opts.epochs, reducers=opts.reducers,
+                                  normalize=getattr(prepared.scorers[0], "normalize", None),
+                                  tasks=tasks, run_dir=layout.root)
+            report.basis = basis
+            write_report(report, opts.output_dir)
         append_summary(report, opts.summary_csv or opts.output_dir.parent / "summary.csv",
                        run_label=opts.output_dir.name, output_dir=opts.output_dir,
                        extra={"model": opts.model, "agent": opts.agent, "dataset": str(opts.dataset)})
@@ -129,6 +138,25 @@ def run(opts: RunOptions, console: Console | None = None) -> int:
     if outcome.stopped:
         say(console, outcome.stopped, style="yellow")
     return _exit_code(report)
+
+
+def _report_basis(chosen: str, tasks: dict, opts: RunOptions) -> str:
+    """What a report is computed from besides the rows: the selection, the tasks' labels, epochs,
+    reducers and scorers. A report with the same basis, newer than output.jsonl, is still true."""
+    blob = json.dumps([chosen, tasks, opts.epochs, opts.reducers, opts.scorers], sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _unchanged_report(layout: RunDir, basis: str) -> Report | None:
+    """The directory's report when nothing ran and nothing it rests on changed (a resume with nothing
+    to do then reads no row in full); else None."""
+    try:
+        if layout.report.stat().st_mtime_ns < layout.output.stat().st_mtime_ns:
+            return None
+        report = Report.model_validate_json(layout.report.read_bytes())
+    except (OSError, ValueError):
+        return None
+    return report if report.basis == basis else None
 
 
 def _previous_wall_time(layout: RunDir) -> float | None:

@@ -1,0 +1,67 @@
+"""Bookkeeping that scales: attachment checks once per unique file, a resume that reads only what it
+needs of output.jsonl, and a report reused when nothing it rests on changed."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from harness.datasets import load
+from tests.helpers.e2e import explain, harness, rows
+
+
+def test_a_shared_attachment_is_checked_once(tmp_path, monkeypatch):
+    (tmp_path / "corpus.txt").write_text("shared")
+    (tmp_path / "data.jsonl").write_text("".join(json.dumps({"instance_id": f"i{n}", "question": "q", "answer": "a",
+                                                              "files": ["corpus.txt"]}) + "\n" for n in range(500)))
+    calls = {"attachment": 0, "size": 0}
+    real_attachment, real_size = load._attachment_problems, load._size_problem
+
+    def attachment(*args):
+        calls["attachment"] += 1
+        return real_attachment(*args)
+
+    def size(*args):
+        calls["size"] += 1
+        return real_size(*args)
+
+    monkeypatch.setattr(load, "_attachment_problems", attachment)
+    monkeypatch.setattr(load, "_size_problem", size)
+    assert len(load.load_dataset(tmp_path / "data.jsonl")) == 500
+    assert calls == {"attachment": 1, "size": 1}
+
+
+def test_jsonl_datasets_load_without_pandas(tmp_path):
+    import subprocess
+
+    (tmp_path / "data.jsonl").write_text(json.dumps({"instance_id": "a", "question": "q", "answer": "1"}) + "\n")
+    code = ("import sys; from harness.datasets import load_dataset; "
+            f"load_dataset({str(tmp_path / 'data.jsonl')!r}); print('pandas' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_a_resume_with_nothing_to_do_reads_only_row_keys_and_reuses_the_report(tmp_path):
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps({"instance_id": i, "question": "Say 1.", "answer": "1"}) + "\n" for i in "ab"))
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text("".join(json.dumps({"instance_id": i, "turns": [{"content": "<solution>1</solution>"}]}) + "\n"
+                              for i in "ab"))
+    config = tmp_path / "config.toml"
+    config.write_text(f'[llm.rec]\nkind = "replay"\npath = "{replay}"\n')
+    out = tmp_path / "out"
+    args = ["run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out, "--agent", "plain"]
+    first = harness(*args)
+    assert first.returncode == 0, explain(first)
+    assert len(rows(out)) == 2
+    # Damage a field resuming does not need: a resume must not parse it, nor rebuild the report.
+    lines = (out / "output.jsonl").read_text().splitlines()
+    damaged = [json.dumps({**json.loads(line), "usage": "not usage"}) for line in lines]
+    (out / "output.jsonl").write_text("".join(line + "\n" for line in damaged))
+    (out / "report.json").touch()  # newer than output.jsonl, as after a run
+    again = harness(*args)
+    assert again.returncode == 0, explain(again)
+    assert "2 instance(s) already finished, 0 to run" in again.stderr
+    # Another selection changes what the report rests on: it is rebuilt from full rows (and finds the damage).
+    other = harness(*args, "--limit", 1)
+    assert other.returncode == 2 and "corrupt result row" in other.stderr
