@@ -65,3 +65,31 @@ def test_a_resume_with_nothing_to_do_reads_only_row_keys_and_reuses_the_report(t
     # Another selection changes what the report rests on: it is rebuilt from full rows (and finds the damage).
     other = harness(*args, "--limit", 1)
     assert other.returncode == 2 and "corrupt result row" in other.stderr
+
+
+def test_a_validated_dataset_is_reused_until_its_file_or_an_attachment_changes(tmp_path, monkeypatch):
+    from harness.datasets import dataset_fingerprint
+
+    monkeypatch.setenv("HARNESS_STATE_DIR", str(tmp_path / "state"))
+    from harness.settings import settings
+
+    settings.cache_clear()
+    try:
+        (tmp_path / "notes").mkdir()
+        (tmp_path / "notes" / "a.txt").write_text("one")
+        data = tmp_path / "data.jsonl"
+        data.write_text(json.dumps({"instance_id": "x", "question": "q", "answer": "1", "files": ["notes"]}) + "\n")
+        first = load.load_dataset(data)
+        validated = []
+        real = load._instance
+        monkeypatch.setattr(load, "_instance", lambda *a, **k: validated.append(1) or real(*a, **k))
+        again = load.load_dataset(data)
+        assert validated == [] and again == first and again.fingerprint == first.fingerprint  # from the cache
+        (tmp_path / "notes" / "a.txt").write_text("two!")  # a nested attachment's bytes change
+        changed = load.load_dataset(data)
+        assert validated == [1] and changed.fingerprint != first.fingerprint
+        assert changed.fingerprint == dataset_fingerprint(list(changed))
+        data.write_text(json.dumps({"instance_id": "x", "question": "q2", "answer": "1", "files": ["notes"]}) + "\n")
+        assert load.load_dataset(data)[0].question == "q2" and validated == [1, 1]
+    finally:
+        settings.cache_clear()

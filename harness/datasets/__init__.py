@@ -1,7 +1,7 @@
 """Datasets: load GAIA-layout or plain files into `Instance`s, select, and fingerprint them.
 
-`load_dataset` is imported lazily (PEP 562): it needs pandas/numpy, which processes that
-only use `Instance` (e.g. every agent process) should not pay for.
+`load_dataset` is imported lazily (PEP 562): processes that only use `Instance` (e.g. every agent
+process) need none of it (pandas is imported only for CSV and parquet files).
 """
 
 from __future__ import annotations
@@ -61,7 +61,9 @@ def _attachment(root: Path, name: str) -> object:
 def dataset_fingerprint(instances: Iterable[Instance]) -> str:
     """sha256 hex over ids, questions, answers, levels, file names and file contents.
 
-    Independent of instance order and of where the dataset lies on disk.
+    Independent of instance order and of where the dataset lies on disk. A task's own expectations
+    (expected_tool_calls, max_steps, max_tokens) count where set. (A dataset just loaded carries it
+    as `.fingerprint`: harness/datasets/cache.py.)
     """
     digest = hashlib.sha256()
     memo: dict[tuple[Path, str], object] = {}  # a file every instance shares (a corpus) is hashed once
@@ -74,5 +76,7 @@ def dataset_fingerprint(instances: Iterable[Instance]) -> str:
     for inst in sorted(instances, key=lambda i: i.instance_id):
         record = [inst.instance_id, inst.question, inst.answer, inst.level,
                   [[name, attachment(inst.root, name)] for name in inst.files]]
+        if expected := inst.expectations():
+            record.append(expected)
         digest.update(json.dumps(record, ensure_ascii=True).encode() + b"\n")
     return digest.hexdigest()

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 
+from harness.datasets import cache
 from harness.datasets.model import Instance
 from harness.errors import InputError
 from harness.fsutil import inside
@@ -68,6 +69,9 @@ def load_dataset(path: str | Path, split: str | None = None) -> list[Instance]:
     if benchmark is not None:
         return benchmark
     file, form = _resolve(Path(path).expanduser(), split)
+    cached = cache.get(file, split)
+    if cached is not None:
+        return cached
     problems: list[str] = []
     records, labels = _read(file, problems)
     columns = set().union(*records) if records else set()
@@ -90,7 +94,7 @@ def load_dataset(path: str | Path, split: str | None = None) -> list[Instance]:
             instances.append(instance)
     if problems:
         _raise(file, problems)
-    return instances
+    return cache.put(file, split, instances)
 
 
 def _benchmark(path: Path, split: str | None) -> list[Instance] | None:

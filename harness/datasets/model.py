@@ -27,4 +27,5 @@ class Instance(BaseModel):
 
     def expectations(self) -> dict:
         """The task's own expectations that are set (what expectations.json keeps for a rescore)."""
-        return self.model_dump(include={"expected_tool_calls", "max_steps", "max_tokens"}, exclude_none=True)
+        return {name: value for name in ("expected_tool_calls", "max_steps", "max_tokens")
+                if (value := getattr(self, name)) is not None}

@@ -19,27 +19,67 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict
+
 from harness.errors import InputError
 
 
-Turns = dict  # instance id -> turns, and (instance id, epoch) -> turns for lines that name an epoch
+class _Key(BaseModel):
+    """What indexing needs of a line (its turns are skipped, not decoded)."""
+
+    model_config = ConfigDict(extra="ignore")
+    instance_id: str | int
+    epoch: int | None = None
+
+
+class Turns:
+    """A replay file indexed by instance id, and (instance id, epoch) for lines that name an epoch.
+
+    Only each line's key is read up front; a line's turns are decoded when that instance runs
+    (its offset is kept), so a 100,000-line recording costs the run neither the time to decode
+    every turn nor the memory to hold them."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._where: dict[str | tuple[str, int], tuple[int, int, int]] = {}  # key -> offset, length, line
+        with open(self.path, "rb") as fh:
+            offset = 0
+            for number, line in enumerate(fh, 1):
+                if line.strip():
+                    try:
+                        key = _Key.model_validate_json(line)
+                    except ValueError as exc:
+                        raise InputError(f"replay file {path}, line {number}: {str(exc).splitlines()[0]}") from None
+                    ident = str(key.instance_id)
+                    self._where[(ident, key.epoch) if key.epoch is not None else ident] = (offset, len(line), number)
+                offset += len(line)
+
+    def get(self, key, default=None):
+        if key not in self._where:
+            return default
+        offset, length, number = self._where[key]
+        with open(self.path, "rb") as fh:
+            fh.seek(offset)
+            line = fh.read(length)
+        try:
+            return list(json.loads(line)["turns"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise InputError(f"replay file {self.path}, line {number}: {exc}") from None
+
+    def __contains__(self, key) -> bool:
+        return key in self._where
 
 
 def load_turns(path: Path) -> Turns:
     """Each line {"instance_id", "turns"} and optionally "epoch": the turns of that epoch only."""
-    turns: Turns = {}
-    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            key = str(row["instance_id"])
-            turns[(key, int(row["epoch"])) if row.get("epoch") is not None else key] = list(row["turns"])
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise InputError(f"replay file {path}, line {number}: {exc}") from None
-    return turns
+    return Turns(path)
 
 
 def turns_for(turns: Turns, instance_id: str, epoch: int = 1) -> list[dict] | None:
     """The recording for one epoch of an instance: its own line, else the instance's; None if neither."""
-    return turns.get((instance_id, epoch), turns.get(instance_id))
+    key = (instance_id, epoch) if (instance_id, epoch) in turns else instance_id
+    return turns.get(key)
+
+
+def has_turns(turns: Turns, instance_id: str, epoch: int = 1) -> bool:
+    return (instance_id, epoch) in turns or instance_id in turns

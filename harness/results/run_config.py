@@ -83,14 +83,16 @@ def load_run_config(output_dir: Path) -> RunConfig | None:
         raise InputError(f"{path} is unreadable ({str(exc).splitlines()[0]})") from exc
 
 
-def save_or_check(output_dir: Path, config: RunConfig, *, force: bool) -> None:
-    """Write DIR/run.json, or refuse to resume into DIR when the fingerprint differs."""
+def save_or_check(output_dir: Path, config: RunConfig, *, force: bool) -> RunConfig | None:
+    """Write DIR/run.json, or refuse to resume into DIR when the fingerprint differs; return the
+    configuration of the run before (None: none, or unreadable)."""
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     layout = RunDir(output_dir)
     path = layout.run_json
     config = config.model_copy(update={"run_ids": list(dict.fromkeys(_old_run_ids(path) + config.run_ids))})
     text = json.dumps({**config.model_dump(mode="json"), "fingerprint": config.fingerprint()}, indent=2) + "\n"
+    old = None
     if path.exists() and not force:
         try:
             old = load_run_config(output_dir)
@@ -103,9 +105,10 @@ def save_or_check(output_dir: Path, config: RunConfig, *, force: bool) -> None:
                 f"refusing to resume into {output_dir}: {changes}; "
                 "use --force to resume anyway or choose another --output-dir"
             )
-    elif path.exists():  # force: keep the previous config next to the new one
-        os.replace(path, layout.run_json_prev)
+    elif path.exists():  # force: keep the previous config next to the new one (the files beside
+        os.replace(path, layout.run_json_prev)  # it may not match it: no earlier config is returned)
     write_atomic(path, text)
+    return old
 
 
 def _old_run_ids(path: Path) -> list[str]:

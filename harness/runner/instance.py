@@ -57,7 +57,7 @@ class RunSettings:
     max_retries: int = 2
     sandbox: dict = field(default_factory=dict)  # extra SandboxSpec fields (memory, cpus, network...)
     user: UserSimulation = field(default_factory=UserSimulation)
-    replay: dict[str, list[dict[str, Any]]] | None = None  # instance id -> recorded turns (replay models)
+    replay: Any = None  # replay models: the recording (harness/models/replay.py Turns), read per instance
     # Where sandboxes are removed. Removing a container whose Chromium ran takes ~4 s here
     # (the engine tears down its memory cgroup), so a run removes them on a background pool
     # and waits for it before its leak audit; None removes them in the worker itself.

@@ -20,7 +20,7 @@ from harness.agents.user import reply_function
 from harness.datasets import load_dataset, select
 from harness.errors import InputError
 from harness.models.config import ModelSection, load_config, model_section
-from harness.models.replay import load_turns, turns_for
+from harness.models.replay import has_turns, load_turns
 from harness.scoring.reducers import parse_reducer
 from harness.results.layout import RunDir
 from harness.runner.scorers import build_scorers, judge_section
@@ -134,7 +134,7 @@ def prepare(opts: RunOptions) -> Prepared:
     if section.kind == "replay":
         replay = load_turns(Path(section.path))
         missing = [i.instance_id for i in selected
-                   if any(turns_for(replay, i.instance_id, e) is None for e in range(1, opts.epochs + 1))]
+                   if not all(has_turns(replay, i.instance_id, e) for e in range(1, opts.epochs + 1))]
         if missing:
             raise InputError(f"replay file {section.path} has no turns for: {', '.join(missing[:10])}")
     _check_output_dir(opts.output_dir)

@@ -68,18 +68,23 @@ def run(opts: RunOptions, console: Console | None = None) -> int:
     run_id = f"{slug(opts.output_dir.name, 12)}-{secrets.token_hex(3)}"
     with lock_output_dir(opts.output_dir):
         previous_wall = _previous_wall_time(layout)
-        save_or_check(opts.output_dir, RunConfig(
-            dataset=str(opts.dataset), dataset_fingerprint=dataset_fingerprint(opts.all_instances), model=opts.model,
+        fingerprint = getattr(opts.all_instances, "fingerprint", None) or dataset_fingerprint(opts.all_instances)
+        earlier = save_or_check(opts.output_dir, RunConfig(
+            dataset=str(opts.dataset), model=opts.model, dataset_fingerprint=fingerprint,
             model_settings=section.public(), agent=opts.agent, image=image, limits=opts.limits.model_dump(),
             scorers=opts.scorers + ([f"judge={opts.judge_model}"] if opts.judge_model else []),
             selection=opts.selection, environment=environment, user=opts.user.model_dump(),
             epochs=opts.epochs, reducers=opts.reducers, run_ids=[run_id]), force=opts.force)
-        chosen = json.dumps({i.instance_id: i.level for i in selected})
         tasks = {i.instance_id: t for i in selected if (t := {**i.expectations(), **task_labels(i.metadata)})}
-        basis = _report_basis(chosen, tasks, opts)
-        write_atomic(layout.selected, chosen)
-        write_atomic(layout.questions, json.dumps({i.instance_id: i.question for i in selected}))
-        write_atomic(layout.tasks, json.dumps(tasks))
+        tasks_json = json.dumps(tasks)
+        basis = _report_basis(fingerprint, tasks_json, opts)
+        # selected.json and questions.json follow from the dataset and the selection: unchanged since
+        # the run before (the same dataset fingerprint and selection), they are not written again.
+        if not (earlier is not None and earlier.dataset_fingerprint == fingerprint and earlier.selection == opts.selection
+                and layout.selected.exists() and layout.questions.exists()):
+            write_atomic(layout.selected, json.dumps({i.instance_id: i.level for i in selected}))
+            write_atomic(layout.questions, json.dumps({i.instance_id: i.question for i in selected}))
+        write_atomic(layout.tasks, tasks_json)
         scanned = load(out, RowKey)  # what resuming needs of each row; the full rows only for a new report
         if repair(out, scanned):
             say(console, "repaired a torn last line in output.jsonl (a crash mid-write)", style="yellow")
@@ -140,10 +145,11 @@ def run(opts: RunOptions, console: Console | None = None) -> int:
     return _exit_code(report)
 
 
-def _report_basis(chosen: str, tasks: dict, opts: RunOptions) -> str:
-    """What a report is computed from besides the rows: the selection, the tasks' labels, epochs,
-    reducers and scorers. A report with the same basis, newer than output.jsonl, is still true."""
-    blob = json.dumps([chosen, tasks, opts.epochs, opts.reducers, opts.scorers], sort_keys=True, default=str)
+def _report_basis(fingerprint: str, tasks_json: str, opts: RunOptions) -> str:
+    """What a report is computed from besides the rows: the dataset, the selection, the tasks' labels,
+    epochs, reducers and scorers. A report with the same basis, newer than output.jsonl, is still true."""
+    blob = json.dumps([fingerprint, opts.selection, tasks_json, opts.epochs, opts.reducers, opts.scorers],
+                      sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

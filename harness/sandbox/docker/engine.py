@@ -76,7 +76,9 @@ def new_client(timeout: float | None = None, url: str | None = None) -> docker.D
         if url is None:
             made = docker.from_env(**kwargs)
         elif tls is None:
-            made = docker.DockerClient(base_url=url, **kwargs)
+            # ssh://: the system's ssh client (the user's ~/.ssh/config, agent and known_hosts), not
+            # paramiko, whose import alone costs every harness and agent process ~0.4 s.
+            made = docker.DockerClient(base_url=url, use_ssh_client=url.startswith("ssh://"), **kwargs)
         else:
             made = _tls_client(url, tls, kwargs)
         made.ping()

@@ -1,0 +1,90 @@
+"""A validated dataset kept between runs, so resuming a large run does not validate it again.
+
+Validating 100,000 rows (types, attachments, sizes) takes seconds; a resume, a re-score or a
+second shard reads the same file again. An entry holds the instances a file gave, the stats
+(size, modification time, inode) of that file and of every attachment they name, the version
+of the loader, and the dataset's fingerprint. It is used only when all of these still match;
+anything else loads afresh and replaces the entry. Entries live in HARNESS_STATE_DIR/datasets/,
+one per dataset file, written atomically; an unreadable entry is ignored. Only GAIA-layout and
+plain files are cached (the benchmarks' own layouts are small).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+from pathlib import Path
+
+from harness.datasets.model import Instance
+from harness.fsutil import write_atomic
+from harness.settings import state_dir
+
+_SOURCES = ("load.py", "model.py", "cache.py", "__init__.py")
+
+
+class Dataset(list):
+    """The instances of a dataset, with their fingerprint once known (harness.datasets.dataset_fingerprint)."""
+
+    fingerprint: str | None = None
+
+
+def _version() -> str:
+    here = Path(__file__).parent
+    return hashlib.sha256(b"".join((here / name).read_bytes() for name in _SOURCES)).hexdigest()[:16]
+
+
+def _stat(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns, st.st_ino
+
+
+def _entry(file: Path) -> Path:
+    return state_dir() / "datasets" / (hashlib.sha256(str(file.resolve()).encode()).hexdigest()[:24] + ".pickle")
+
+
+def _tree(path: Path) -> tuple | None:
+    """A file's stat; for a folder, that of every file inside (a nested edit changes no folder's)."""
+    if not path.is_dir():
+        return _stat(path)
+    return tuple((str(p.relative_to(path)), _stat(p)) for p in sorted(path.rglob("*")) if p.is_file())
+
+
+def _attachments(instances: list[Instance]) -> dict[str, tuple | None]:
+    names = {str(inst.root / name) for inst in instances for name in inst.files}
+    return {name: _tree(Path(name)) for name in sorted(names)}
+
+
+def get(file: Path, split: str | None) -> Dataset | None:
+    """The cached instances of `file` when nothing they rest on changed; else None."""
+    try:
+        entry = pickle.loads(_entry(file).read_bytes())
+    except Exception:  # noqa: BLE001 - missing or unreadable: load afresh
+        return None
+    if not isinstance(entry, dict) or entry.get("version") != _version() or entry.get("split") != split:
+        return None
+    if entry.get("file") != _stat(file) or entry["attachments"] != {n: _tree(Path(n)) for n in entry["attachments"]}:
+        return None
+    found = Dataset(entry["instances"])
+    found.fingerprint = entry.get("fingerprint")
+    return found
+
+
+def put(file: Path, split: str | None, instances: list[Instance]) -> Dataset:
+    """Remember `file`'s instances (with their fingerprint); return them as a Dataset."""
+    from harness.datasets import dataset_fingerprint
+
+    found = Dataset(instances)
+    found.fingerprint = dataset_fingerprint(found)
+    entry = {"version": _version(), "split": split, "file": _stat(file), "attachments": _attachments(found),
+             "instances": list(found), "fingerprint": found.fingerprint}
+    try:
+        path = _entry(file)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL))
+    except OSError:
+        pass  # a cache that cannot be written costs only the next load's time
+    return found
