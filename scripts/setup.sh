@@ -32,5 +32,15 @@ if [[ ! -x /usr/bin/chromium ]]; then
     echo "setup: /usr/bin/chromium is missing; install Debian's chromium package (as root)" >&2
   fi
 fi
+# Debian's docker-compose (1.29): the local docker-compose session (scripts/compose.sh) and
+# tests/test_compose.py. Without recommends: the engine is ensure-docker.sh's business.
+if ! command -v docker-compose >/dev/null; then
+  if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      docker-compose >/dev/null
+  else
+    echo "setup: docker-compose is missing; install Debian's docker-compose package (as root)" >&2
+  fi
+fi
 bash scripts/ensure-docker.sh
 .venv/bin/harness images build

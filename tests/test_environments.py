@@ -188,3 +188,14 @@ def test_browser_recovers_from_a_crashed_page_a_popup_and_a_hostile_page(provide
     assert not out["hostile"].startswith("Traceback")
     assert out["crash"].startswith("Error (crashed)")
     assert "Target page" in out["after"] and out["tabs"] == 1
+
+
+def test_the_sites_name_resolves_without_dns(provider, image, run_id):
+    """The site's alias is in each sandbox's /etc/hosts: a loaded engine's embedded DNS answered too
+    late for the sandboxes' 1 s lookup timeout (Chromium: ERR_NAME_NOT_RESOLVED, now and then)."""
+    with provider.website(SMOKE / "website", image, run_id) as policy, \
+            provider.open(SandboxSpec(image=image, run_id=run_id, instance_id="hosts", network=policy)) as sb:
+        hosts = sb.shell("cat /etc/hosts").stdout
+        files_only = sb.shell("getent -s files hosts shop.gaia.test").stdout  # /etc/hosts alone, no DNS
+    assert "shop.gaia.test" in hosts
+    assert files_only.split()[1:] == ["shop.gaia.test"]

@@ -15,6 +15,7 @@ from harness.sandbox.contract import SandboxHandle, SandboxProvider
 DEFAULT = "docker"
 PROVIDERS = {
     "docker": "harness.sandbox.docker.provider:DockerProvider",
+    "swarm": "harness.sandbox.swarm.provider:SwarmProvider",
 }
 
 

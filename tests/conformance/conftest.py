@@ -33,11 +33,22 @@ def pytest_configure(config):
 
 
 @pytest.fixture(scope="session", params=[
-    pytest.param(name, id=name, marks=[pytest.mark.docker] if name == "docker" else []) for name in PROVIDERS
+    pytest.param(name, id=name, marks=[pytest.mark.docker] if name in ("docker", "swarm") else []) for name in PROVIDERS
 ])
 def provider(request):
-    """Each provider under test (overrides the suite-wide Docker-only `provider`)."""
+    """Each provider under test (overrides the suite-wide Docker-only `provider`); for swarm, a
+    real single-node swarm on the host engine first (made only if the engine is in none)."""
+    if request.param == "swarm":
+        request.getfixturevalue("swarm_engine")
     return get_provider(request.param)
+
+
+@pytest.fixture(scope="session")
+def swarm_engine():
+    from tests.helpers.swarm import single_node_swarm
+
+    with single_node_swarm() as made:
+        yield made
 
 
 @pytest.fixture(scope="session")

@@ -181,8 +181,11 @@ class SecondEngine:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"second dockerd exited ({self.proc.returncode}):\n{self.log.read_text()[-3000:]}")
-            if self.docker("info", check=False, timeout=10).returncode == 0:
-                return
+            try:
+                if self.docker("info", check=False, timeout=10).returncode == 0:
+                    return
+            except subprocess.TimeoutExpired:
+                pass  # still starting (e.g. catching up on state in its data root)
             time.sleep(0.5)
         raise RuntimeError(f"second dockerd did not answer in {timeout}s:\n{self.log.read_text()[-3000:]}")
 

@@ -1,17 +1,25 @@
 """Find and remove harness containers, and only harness containers.
 
 Every container the harness creates carries the label harness.managed=1 and an
-owner label "host:pid:starttime". A container is an orphan when its owner is a
-process on this host that no longer exists (or whose PID now names another
-process). Containers of live owners, of other hosts, and containers without our
+owner label (naming.owner_token: "host:pid:starttime" for a harness on a host,
+"ctr:engine:container:pid:starttime" for one inside a Docker container, e.g. the
+docker-compose service). A container is an orphan when naming.owner_alive says its
+owner is certainly gone: a process on this host that no longer exists (or whose PID
+now names another process), or a containerised harness whose container has exited
+or no longer exists on the engine we drive. Containers of live owners, of other
+hosts or engines, of owners this process cannot judge, and containers without our
 label are never touched unless asked for by run id (--run-id) or --all; even
---all only ever selects containers with our label.
-"""
+--all only ever selects containers with our label."""
 
 from __future__ import annotations
 
+import functools
+
+from harness.errors import InfraError
 from harness.sandbox.contract import Leftover as Found
 from harness.sandbox.docker import engine, naming
+
+PASSES = 3  # look-ups for containers a just-killed harness's in-flight requests made (reap)
 
 
 def find(run_id: str | None = None) -> list[Found]:
@@ -30,7 +38,8 @@ def find(run_id: str | None = None) -> list[Found]:
 def select(found: list[Found], *, run_id: str | None = None, everything: bool = False) -> list[Found]:
     if everything or run_id:
         return found
-    return [f for f in found if naming.owner_alive(f.owner) is False]
+    alive = functools.cache(naming.owner_alive)  # one judgement per owner and pass (it may ask the engine)
+    return [f for f in found if alive(f.owner) is False]
 
 
 def find_networks(run_id: str | None = None) -> list[Found]:
@@ -43,12 +52,31 @@ def find_networks(run_id: str | None = None) -> list[Found]:
 
 def reap(*, run_id: str | None = None, everything: bool = False, dry_run: bool = False) -> list[Found]:
     """Remove orphans (default), all containers of run_id, or every harness container;
-    then the per-run networks chosen the same way (containers first: a network in use cannot go)."""
+    then the per-run networks chosen the same way (containers first: a network in use cannot go).
+
+    A harness killed a moment ago may still have engine requests in flight (a create or start
+    the engine finishes without it), so containers are looked for again until a pass finds no
+    new one; a chosen network that still has endpoints after that is left for a later cleanup."""
     doomed = select(find(run_id), run_id=run_id, everything=everything)
-    nets = select(find_networks(run_id), run_id=run_id, everything=everything)
-    if not dry_run:
-        for item in doomed:
+    if dry_run:
+        return doomed + select(find_networks(run_id), run_id=run_id, everything=everything)
+    removed: dict[str, Found] = {}
+    for _ in range(PASSES):
+        fresh = [item for item in doomed if item.id not in removed]
+        if not fresh:
+            break
+        for item in fresh:
             engine.remove_container(item.id)
-        for item in nets:
+            removed[item.id] = item
+        doomed = select(find(run_id), run_id=run_id, everything=everything)
+    nets = []
+    for item in select(find_networks(run_id), run_id=run_id, everything=everything):
+        try:
             engine.remove_network(item.id)
-    return doomed + nets
+        except InfraError as exc:
+            if "active endpoints" not in str(exc):
+                raise
+            continue  # a container the passes above did not choose still uses it
+        nets.append(item)
+    return list(removed.values()) + nets
+

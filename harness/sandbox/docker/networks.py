@@ -100,7 +100,7 @@ def _iptables(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["iptables", "-w", "10", *args], capture_output=True, text=True, timeout=60)
 
 
-def _why_not() -> str | None:
+def _why_not(bridge: str = ISOLATED_BRIDGE) -> str | None:
     """Why our rules cannot be applied on this machine, or None."""
     if not engine.engine_is_local():
         return "the engine is remote: its host's firewall is not this machine's"
@@ -108,7 +108,7 @@ def _why_not() -> str | None:
         return "not running as root"
     if shutil.which("iptables") is None:
         return "no iptables command"
-    if not os.path.exists(f"/sys/class/net/{ISOLATED_BRIDGE}"):
+    if not os.path.exists(f"/sys/class/net/{bridge}"):
         return "the engine's bridges are not on this host (a VM or another network namespace)"
     return None
 
@@ -138,25 +138,26 @@ def _ensure_chain() -> None:
             raise InfraError(f"iptables -A {CHAIN} {' '.join(rule)}: {done.stderr.strip()}")
 
 
-def _ensure_jump(chain: str) -> None:
-    rule = ["-i", ISOLATED_BRIDGE, "-j", CHAIN]
+def _ensure_jump(chain: str, bridge: str = ISOLATED_BRIDGE) -> None:
+    rule = ["-i", bridge, "-j", CHAIN]
     if _iptables("-C", chain, *rule).returncode != 0:
         done = _iptables("-I", chain, "1", *rule)
         if done.returncode != 0:
             raise InfraError(f"iptables -I {chain} 1 {' '.join(rule)}: {done.stderr.strip()}")
 
 
-def apply_firewall() -> str | None:
-    """Apply (idempotently: each rule checked before it is added) the rules for our bridge.
-    Returns None when they are in place, else the reason they could not be."""
-    problem = _why_not()
+def apply_firewall(bridge: str = ISOLATED_BRIDGE) -> str | None:
+    """Apply (idempotently: each rule checked before it is added) the rules for our bridge
+    (`bridge`: another harness-owned bridge, e.g. the swarm provider's). Returns None when they
+    are in place, else the reason they could not be."""
+    problem = _why_not(bridge)
     if problem:
         return problem
     try:
         _ensure_chain()
-        _ensure_jump("INPUT")  # the host itself, via the gateway address or any other
+        _ensure_jump("INPUT", bridge)  # the host itself, via the gateway address or any other
         forward = "DOCKER-USER" if _iptables("-n", "-L", "DOCKER-USER").returncode == 0 else "FORWARD"
-        _ensure_jump(forward)  # through the host to anywhere (other bridges, the world)
+        _ensure_jump(forward, bridge)  # through the host to anywhere (other bridges, the world)
     except (InfraError, OSError, subprocess.SubprocessError) as exc:
         return f"iptables failed: {exc}"
     return None
@@ -189,7 +190,13 @@ ISOLATED_DNS_OPTIONS = ["timeout:1", "attempts:1"]
 def create_options(policy: str) -> dict:
     if policy == "internet":
         return {"network": "bridge"}
-    return {"network": ensure_isolated(), "dns_opt": ISOLATED_DNS_OPTIONS}
+    options = {"network": ensure_isolated(), "dns_opt": ISOLATED_DNS_OPTIONS}
+    if policy.startswith("internal:"):
+        from harness.sandbox.docker.website import hosts_on
+
+        if hosts := hosts_on(policy.split(":", 1)[1]):  # this process's --website: its name in /etc/hosts
+            options["extra_hosts"] = hosts
+    return options
 
 
 def extra_networks(policy: str) -> list[str]:

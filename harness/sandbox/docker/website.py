@@ -22,6 +22,14 @@ from harness.sandbox.site import site_info
 
 # The site server is a small Python script: it listens well within this.
 READY_TIMEOUT_S = 30.0
+# network -> {alias: the site's address on it}, while the site runs: sandboxes get the alias in
+# their /etc/hosts (networks.create_options), so a page load needs no DNS answer, which a loaded
+# engine's embedded DNS gave too late for the sandboxes' 1 s lookup timeout (ERR_NAME_NOT_RESOLVED).
+_HOSTS: dict[str, dict[str, str]] = {}
+
+
+def hosts_on(network: str) -> dict[str, str]:
+    return dict(_HOSTS.get(network, {}))
 
 
 def _archive(site_dir: Path) -> bytes:
@@ -60,8 +68,13 @@ def website(site_dir: Path, image: str, run_id: str) -> Iterator[str]:
             if time.monotonic() > deadline or not engine.container_state(container_id).get("Running"):
                 raise InfraError(f"website {site_dir} did not start: {logs()[-2000:]!r}")
             time.sleep(0.05)
+        attrs = engine.call("inspect", lambda: api.inspect_container(container_id))
+        address = attrs["NetworkSettings"]["Networks"][network]["IPAddress"]
+        if address:
+            _HOSTS[network] = {alias: address}
         yield f"internal:{network}"
     finally:
+        _HOSTS.pop(network, None)
         if container_id:
             engine.remove_container(container_id)
         engine.remove_network(network)

@@ -1,0 +1,187 @@
+"""Swarm sandboxes: one single-replica service per sandbox, placed by the swarm's scheduler.
+
+`SwarmProvider` talks to one swarm manager (DOCKER_HOST, or the local socket) through the
+docker provider's engine module. Each sandbox is a service (mode replicated, replicas=1,
+restart condition none) whose task runs the sandbox image with sandboxd as PID 1; sandboxd's
+port 8765 is published in host mode on a port the node's engine picks, and the sandbox's
+address is its node's `Status.Addr` with the task's `PublishedPort`. Commands and files go
+through sandboxd, never through bind mounts or `docker exec` (which would need each node's
+engine). Labels (naming.labels + harness.name) are on the service and on its containers.
+
+Health: the scheduler and node states decide; the harness watches only its own task
+(tasks.py): a task that leaves `running`, or a node that goes down or is drained, ends the
+sandbox as SandboxDied (infra: the runner retries the instance on a fresh service). A start
+waits for the task to run (HARNESS_SWARM_TASK_TIMEOUT), then for sandboxd (as docker does).
+
+What swarm cannot do that the docker provider does is listed in spec.py (no-new-privileges,
+storage quota, swap limit, loopback-only port) and networks.py (network policies). Not
+supported: HARNESS_PORT_RANGE and `--website` (an InputError at preflight / before any
+instance). Images: each node needs the sandbox image locally (no registry here); `preflight`
+builds it on the manager and checks every usable node (nodecheck.py) before any instance.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from harness.errors import InfraError, InputError, SandboxUnsupported
+from harness.sandbox.contract import (DEFAULT_MAX_OUTPUT, DEFAULT_MAX_READ, WORKSPACE, Capacity, Connection,
+                                      ExecResult, Leftover, Sandbox, SandboxHandle, SandboxProvider, SandboxSpec)
+from harness.sandbox.docker import engine, images, naming
+from harness.sandbox.files import archive_file, archive_size
+from harness.sandbox.service import ServiceClient, ServiceUnreachable
+from harness.sandbox.swarm import cleanup, cluster, networks, nodecheck, spec as service_spec, tasks, volumes
+from harness.settings import settings
+
+NAME = "swarm"
+
+
+class SwarmSandbox(Sandbox):
+    def __init__(self, spec: SandboxSpec, service_id: str, name: str, host: str, port: int, token: str,
+                 node_id: str = ""):
+        self.spec, self.id, self.name, self.node_id = spec, service_id, name, node_id
+        self._service = ServiceClient(host, port, token)
+
+    def connection(self) -> Connection:
+        return Connection(self._service.host, self._service.port, dict(self._service.headers))
+
+    def handle(self) -> SandboxHandle:
+        return SandboxHandle(provider=NAME, name=self.name, host=self._service.host, port=self._service.port,
+                             token=self._service.token, spec=self.spec,
+                             ref={"service_id": self.id, "node_id": self.node_id})
+
+    def _died_or(self, exc: ServiceUnreachable) -> InfraError:
+        tasks.raise_if_dead(self.id, self.name, exc)  # raises SandboxDied if gone
+        time.sleep(0.5)  # the node may not have reported the task's end yet
+        tasks.raise_if_dead(self.id, self.name, exc)
+        return exc
+
+    def _service_call(self, fn, *args):
+        try:
+            return fn(*args)
+        except ServiceUnreachable as exc:
+            raise self._died_or(exc) from exc
+
+    def exec(self, argv: Sequence[str], *, timeout: float | None = 60, stdin: str | bytes | None = None,
+             cwd: str = WORKSPACE, env: Mapping[str, str] | None = None,
+             max_output: int = DEFAULT_MAX_OUTPUT, user: str | None = None) -> ExecResult:
+        if user is not None and user != "agent":
+            raise SandboxUnsupported(f"the swarm provider runs commands as 'agent' only, not {user!r}")
+        payload = {"argv": list(argv), "timeout": timeout, "stdin": stdin, "cwd": cwd,
+                   "env": dict(env or {}), "max_output": max_output}
+        return ExecResult(**self._service_call(self._service.exec, payload, timeout))
+
+    def copy_in(self, root: Path, names: Sequence[str], dest: str = WORKSPACE) -> list[str]:
+        self._service.check_upload(archive_size(root, names))
+        with archive_file(root, names) as (archive, _):
+            return self._service_call(self._service.upload, archive, dest)
+
+    def read_file(self, path: str, *, max_bytes: int = DEFAULT_MAX_READ) -> bytes:
+        return self._service_call(self._service.read_file, path, max_bytes)
+
+    def start_browser(self, force: bool = False) -> str:
+        return self._service_call(self._service.start_browser, force)["ws_path"]
+
+    def close(self) -> None:
+        self._service.close()
+
+
+def _remove_by_name(name: str) -> None:
+    """After a create that failed on our side: it may still have made the service."""
+    try:
+        rows = engine.call("service list", lambda: cluster.api().services(
+            filters={"label": f"{naming.LABEL_NAME}={name}"}))
+        for row in rows:
+            cleanup.remove(row["ID"])
+    except Exception:  # noqa: BLE001 - best effort; the orphan reaper is the backstop
+        pass
+
+
+class SwarmProvider(SandboxProvider):
+    name = NAME
+
+    def preflight(self, *, network: str = "none", log=print) -> str:
+        """The engine is a manager, the policy is possible, the image is on every usable node."""
+        cluster.require_manager()
+        if settings().port_range:
+            raise InputError("HARNESS_PORT_RANGE is not supported by the swarm provider (each node's engine picks "
+                             "the published port); unset it")
+        networks.check_policy(network)
+        image = images.build(log=log)  # on the manager; other nodes must have it (nodecheck)
+        spent = nodecheck.check_nodes(image, network, settings().swarm_task_timeout)
+        log(f"swarm: {image} runs on every usable node (checked in {spent:.1f}s)")
+        if network != "internet":
+            problem = networks.apply_firewall()
+            if problem:
+                log(f"warning: network 'none' on swarm is not sealed against the host: no firewall rules for "
+                    f"bridge {networks.BRIDGE} ({problem}); sandboxes can reach services of their node listening "
+                    f"on all addresses via the gateway")
+        return image
+
+    def capacity(self) -> Capacity:
+        return cluster.capacity()
+
+    def start(self, spec: SandboxSpec) -> SwarmSandbox:
+        name = naming.container_name(spec.run_id, spec.instance_id, spec.attempt)
+        token = secrets.token_urlsafe(24)
+        kwargs = service_spec.service_kwargs(spec, name, token)
+        with engine.start_gate():
+            try:
+                # No retry: a create that timed out on our side may still have made the service.
+                service_id = engine.call("service create", lambda: cluster.api().create_service(**kwargs),
+                                         retries=0)["ID"]
+            except BaseException:
+                _remove_by_name(name)
+                raise
+        try:
+            node_id, port = tasks.wait_running(service_id, name, settings().swarm_task_timeout)
+            sandbox = SwarmSandbox(spec, service_id, name, cluster.node_addr(node_id), port, token, node_id)
+            volumes.after_start(node_id, name)
+        except BaseException:
+            cleanup.remove(service_id)
+            raise
+        try:
+            sandbox._service.wait_ready(settings().sandbox_ready_timeout,
+                                        lambda: tasks.raise_if_dead(service_id, name, agent_ran=False))
+        except BaseException:
+            self.teardown(sandbox)
+            raise
+        return sandbox
+
+    def attach(self, handle: SandboxHandle) -> SwarmSandbox:
+        if handle.provider != NAME:
+            raise ValueError(f"a {handle.provider} handle cannot be attached by the swarm provider")
+        return SwarmSandbox(handle.spec, handle.ref["service_id"], handle.name, handle.host, handle.port,
+                            handle.token, handle.ref.get("node_id", ""))
+
+    def teardown(self, sandbox: Sandbox) -> None:
+        assert isinstance(sandbox, SwarmSandbox)
+        sandbox.close()
+        cleanup.retire(sandbox.id)
+
+    def find(self, run_id: str | None = None) -> list[Leftover]:
+        return cleanup.find(run_id)
+
+    def cleanup(self, *, run_id: str | None = None, everything: bool = False,
+                dry_run: bool = False) -> list[Leftover]:
+        return cleanup.reap(run_id=run_id, everything=everything, dry_run=dry_run)
+
+    def website(self, site_dir: Path, image: str, run_id: str):
+        raise InputError("--website is not supported by the swarm provider (its site network is local to one "
+                         "engine); give --network internal:NAME with a swarm-scoped network instead")
+
+    # Images: built on the manager's engine; every other node loads it (see nodecheck.py).
+    def build_image(self, *, force: bool = False, log=print) -> str:
+        return images.build(force=force, log=log)
+
+    def list_images(self) -> list[images.ImageInfo]:
+        return images.list_images()
+
+    def prune_images(self, log=print) -> list[str]:
+        return images.prune(log=log)
+
+    def image_tag(self) -> str:
+        return images.sandbox_tag()

@@ -1,0 +1,140 @@
+"""A single-node swarm on the host engine for tests: made only when the engine is in none,
+and undone to leave the engine as found.
+
+`single_node_swarm()` runs `docker swarm init --advertise-addr 127.0.0.1` when the engine is
+inactive, and at the end (only then) `docker swarm leave --force` and removes the local
+networks the swarm and the harness made there (docker_gwbridge, the swarm provider's
+config-only network) if they were not there before, and the firewall jumps for the provider's
+bridge. An engine already in a swarm is used as it is (a worker: the test is skipped).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
+LOCAL_NETWORKS = ("docker_gwbridge", "harness-swarm-none-config")
+
+
+def docker(*args: str, check: bool = True, timeout: float = 60, host: str | None = None) -> str:
+    command = ["docker", *(["-H", host] if host else []), *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    if check and done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)}: {done.stderr.strip()}")
+    return done.stdout
+
+
+def swarm_state(host: str | None = None) -> dict:
+    return json.loads(docker("info", "--format", "{{json .Swarm}}", host=host))
+
+
+def network_names(host: str | None = None) -> set[str]:
+    return set(docker("network", "ls", "--format", "{{.Name}}", host=host).split())
+
+
+def remove_firewall_jumps() -> None:
+    from harness.sandbox.docker.networks import CHAIN
+    from harness.sandbox.swarm.networks import BRIDGE
+
+    for chain in ("INPUT", "DOCKER-USER", "FORWARD"):
+        subprocess.run(["iptables", "-w", "10", "-D", chain, "-i", BRIDGE, "-j", CHAIN], capture_output=True,
+                       timeout=60)
+
+
+@contextmanager
+def single_node_swarm() -> Iterator[bool]:
+    """Yields whether this call made the swarm (and so will undo it)."""
+    import pytest
+
+    state = swarm_state()
+    if state.get("LocalNodeState") == "active":
+        if not state.get("ControlAvailable"):
+            pytest.skip("the host engine is a swarm worker")
+        yield False
+        return
+    before = network_names()
+    docker("swarm", "init", "--advertise-addr", "127.0.0.1")
+    try:
+        yield True
+    finally:
+        docker("swarm", "leave", "--force", check=False)
+        for name in LOCAL_NETWORKS:
+            if name not in before:
+                for _ in range(20):  # the engine may still hold it for a moment after leaving
+                    if name not in network_names() or not docker("network", "rm", name, check=False) == "":
+                        break
+                    time.sleep(0.5)
+        remove_firewall_jumps()
+        from harness.sandbox.swarm import networks
+
+        networks._ready = False  # this process made the network of a swarm that is gone
+        from harness.sandbox.swarm import volumes
+
+        volumes._local.clear()
+
+
+def wait_nodes_ready(count: int, timeout: float = 60) -> list[dict]:
+    deadline = time.monotonic() + timeout
+    while True:
+        nodes = [json.loads(line) for line in docker("node", "ls", "--format", "{{json .}}").splitlines()]
+        if sum(n.get("Status") == "Ready" for n in nodes) >= count or time.monotonic() > deadline:
+            return nodes
+        time.sleep(0.5)
+
+
+@contextmanager
+def two_node_swarm(worker, image: str) -> Iterator[dict]:
+    """The host engine as manager (advertising on the host end of `worker`'s veth) and `worker`
+    (a started tests.helpers.engines.SecondEngine) joined, with the sandbox image and the swarm
+    provider's config-only network on it. Yields {"manager": node id, "worker": node id}.
+    Teardown (platform notes): worker leaves, manager leaves --force, then the local networks
+    made on each engine are removed."""
+    import pytest
+
+    from harness.sandbox.swarm import networks
+
+    if swarm_state().get("LocalNodeState") != "inactive":
+        pytest.skip("the host engine is already in a swarm")
+    before = network_names()
+    # The worker's engine is the tests' own (persistent data root): sandboxes of a session that
+    # stopped it mid-run are still recorded there; remove them (harness labels only).
+    stale = worker.docker("ps", "-aq", "--filter", "label=harness.managed=1").stdout.split()
+    if stale:
+        worker.docker("rm", "-f", "-v", *stale)
+    worker.docker("volume", "prune", "-f", "--filter", "label=harness.managed=1")
+    worker_before = network_names(worker.unix_url)
+    worker.load_image(image)
+    docker("swarm", "init", "--advertise-addr", worker.host_addr, "--listen-addr", f"{worker.host_addr}:2377")
+    try:
+        token = docker("swarm", "join-token", "-q", "worker").strip()
+        client = worker.client()
+        try:
+            networks.ensure_node_config(client.api)
+        finally:
+            client.close()
+        worker.docker("swarm", "join", "--advertise-addr", worker.addr, "--token", token,
+                      f"{worker.host_addr}:2377")
+        nodes = wait_nodes_ready(2)
+        ids = {"manager": swarm_state()["NodeID"], "worker": swarm_state(worker.unix_url)["NodeID"]}
+        assert len(nodes) == 2, nodes
+        yield ids
+    finally:
+        worker.docker("swarm", "leave", "--force", check=False)
+        docker("swarm", "leave", "--force", check=False)
+        for host, known in ((None, before), (worker.unix_url, worker_before)):
+            if host is not None and worker.docker("info", check=False, timeout=10).returncode != 0:
+                continue  # the worker's engine was stopped (a test of a node going down)
+            for name in LOCAL_NETWORKS:
+                if name not in known:
+                    for _ in range(20):
+                        if name not in network_names(host) or docker("network", "rm", name, check=False, host=host):
+                            break
+                        time.sleep(0.5)
+        remove_firewall_jumps()
+        networks._ready = False
+        from harness.sandbox.swarm import volumes
+
+        volumes._local.clear()

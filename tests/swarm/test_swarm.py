@@ -1,0 +1,168 @@
+"""The swarm provider on a real single-node swarm (tests/swarm/conftest.py): what the
+conformance suite does not see (services, tasks, labels, limits, placement errors, network
+policies, the CLI's cleanup), and the conformance suite itself run for swarm."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import docker.errors
+import pytest
+
+from harness.errors import InfraError, InputError, SandboxDied
+from harness.sandbox.contract import SandboxSpec
+from harness.sandbox.docker import engine, naming
+from harness.sandbox.swarm import cluster, networks, nodecheck, tasks
+
+pytestmark = pytest.mark.docker
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def task_container(sandbox) -> dict:
+    task = tasks.current(sandbox.id)
+    return engine.client().api.inspect_container(task["Status"]["ContainerStatus"]["ContainerID"])
+
+
+def test_a_sandbox_is_a_one_replica_service_with_labels_limits_and_a_host_mode_port(provider, image, run_id):
+    spec = SandboxSpec(image=image, run_id=run_id, instance_id="shape", cpus=0.5, memory="256m", disk="128m",
+                       pids=100)
+    with provider.open(spec) as sb:
+        service = engine.client().api.inspect_service(sb.id)
+        want = {key: value for key, value in naming.labels(run_id, "shape", 1).items()
+                if key not in (naming.LABEL_CREATED,)}
+        labels = service["Spec"]["Labels"]
+        assert want.items() <= labels.items() and labels[naming.LABEL_NAME] == sb.name
+        assert service["Spec"]["Mode"] == {"Replicated": {"Replicas": 1}}
+        assert service["Spec"]["TaskTemplate"]["RestartPolicy"]["Condition"] == "none"
+        assert service["Spec"]["EndpointSpec"]["Ports"][0]["PublishMode"] == "host"
+        reservations = service["Spec"]["TaskTemplate"]["Resources"]["Reservations"]
+        assert reservations == {"NanoCPUs": 500_000_000, "MemoryBytes": 256 << 20}
+        container = task_container(sb)
+        assert want.items() <= container["Config"]["Labels"].items()
+        assert container["Config"]["Labels"][naming.LABEL_NAME] == sb.name
+        host = container["HostConfig"]
+        assert host["PidsLimit"] == 100 and host["NanoCpus"] == 500_000_000
+        assert host["Memory"] == (256 + 128) << 20  # memory + disk (the tmpfs pages count)
+        assert host["CapDrop"] == ["ALL"] and host["ReadonlyRootfs"] is True
+        assert "HARNESS_SANDBOX_TOKEN=" + sb.handle().token in container["Config"]["Env"]
+        # The address: the node's Status.Addr and the task's published port.
+        node_id = tasks.current(sb.id)["NodeID"]
+        assert (sb.handle().host, sb.handle().port) == (cluster.node_addr(node_id),
+                                                        tasks.published_port(tasks.current(sb.id)))
+        # Writable places: sized tmpfs, owned by the agent, executable; the rest read-only.
+        out = sb.shell("printf '#!/bin/sh\\necho ran\\n' > /workspace/t && chmod +x /workspace/t && /workspace/t; "
+                       "stat -c %U /workspace; df -k /workspace | tail -1; touch /etc/x 2>&1; "
+                       "head -c 100M /dev/zero > /workspace/big; echo $?")
+        lines = out.stdout.splitlines()
+        assert lines[:2] == ["ran", "agent"], out
+        assert int(lines[2].split()[1]) == 64 * 1024  # half of disk
+        assert "Read-only file system" in lines[3] and lines[-1] != "0"  # ENOSPC beyond the size
+        assert "No space left" in out.stderr
+    assert provider.find(run_id) == []
+
+
+def test_a_task_whose_container_is_killed_is_sandbox_died(provider, image, run_id):
+    sb = provider.start(SandboxSpec(image=image, run_id=run_id, instance_id="killed"))
+    try:
+        assert sb.shell("echo up").stdout == "up\n"
+        engine.client().api.kill(task_container(sb)["Id"])
+        with pytest.raises(SandboxDied, match="died: task (failed|shutdown|complete)"):
+            sb.shell("echo gone")
+    finally:
+        provider.teardown(sb)
+    assert provider.find(run_id) == []
+
+
+def test_a_task_rejected_on_its_node_is_an_infra_error_naming_node_and_reason(provider, image, run_id):
+    missing = "harness-sandbox:no-such-tag-for-swarm-test"
+    node = cluster.node_name(cluster.nodes()[0])
+    t0 = time.monotonic()
+    with pytest.raises(InfraError) as err:
+        provider.start(SandboxSpec(image=missing, run_id=run_id, instance_id="rejected"))
+    assert f"on node {node}" in str(err.value) and "No such image" in str(err.value), err.value
+    assert not isinstance(err.value, SandboxDied)
+    assert provider.find(run_id) == []  # nothing left behind
+    # Preflight's check of every node says the same before any instance starts.
+    with pytest.raises(InfraError) as err:
+        nodecheck.check_nodes(missing, "none", timeout=60)
+    assert f"{node}: task rejected" in str(err.value) and "No such image" in str(err.value)
+    assert time.monotonic() - t0 < 60
+    assert provider.find(nodecheck.RUN_ID) == []
+
+
+def test_preflight_checks_every_node_quickly(provider, image):
+    t0 = time.monotonic()
+    spent = nodecheck.check_nodes(image, "none", timeout=60)
+    assert spent < 10 and time.monotonic() - t0 < 10
+    assert provider.find(nodecheck.RUN_ID) == []
+
+
+def test_network_policies(provider, image, run_id):
+    api = engine.client().api
+    local = f"harness-test-local-{run_id}"
+    api.create_network(local, driver="bridge", internal=True, labels={"harness.managed": "1"})
+    try:
+        before = provider.find()
+        with pytest.raises(InputError, match="swarm-scoped networks only"):
+            provider.preflight(network=f"internal:{local}", log=lambda m: None)
+        with pytest.raises(InputError, match="no Docker network"):
+            provider.preflight(network="internal:harness-no-such-network", log=lambda m: None)
+        with pytest.raises(InputError, match="--website is not supported"):
+            provider.website(None, image, run_id)
+        assert provider.find() == before  # refused before any service
+    finally:
+        api.remove_network(local)
+    # "none": other sandboxes unreachable; "internet": the node's bridge. (cpus 0.5: reservations
+    # equal limits, and a 2-CPU node fits two sandboxes of 1 CPU.)
+    small = dict(image=image, run_id=run_id, cpus=0.5)
+    with provider.open(SandboxSpec(instance_id="none", **small)) as none_sb, \
+            provider.open(SandboxSpec(instance_id="net", network="internet", **small)) as inet:
+        container = task_container(none_sb)
+        assert list(container["NetworkSettings"]["Networks"]) == [networks.ISOLATED]
+        assert list(task_container(inet)["NetworkSettings"]["Networks"]) == ["bridge"]
+        peer = task_container(none_sb)["NetworkSettings"]["Networks"][networks.ISOLATED]["IPAddress"]
+        other = provider.start(SandboxSpec(instance_id="peer", **small))
+        try:
+            probe = ("import socket,sys\ns=socket.socket();s.settimeout(2)\n"
+                     "try:\n s.connect((sys.argv[1],8765));print('open')\nexcept OSError as e:print('refused',e)")
+            got = other.exec(["python3", "-c", probe, peer]).stdout
+            assert got.startswith("refused"), got  # no traffic between sandboxes
+            # The host, through the gateway: refused by the firewall for our bridge (ICMP
+            # admin-prohibited: errno 113), not by the host's own stack (111), where rules apply.
+            gateway = container["NetworkSettings"]["Networks"][networks.ISOLATED]["Gateway"]
+            got = none_sb.exec(["python3", "-c", probe, gateway]).stdout
+            if networks.apply_firewall() is None:
+                assert got.startswith("refused [Errno 113]"), got
+            else:
+                assert got.startswith("refused"), got
+        finally:
+            provider.teardown(other)
+
+
+def test_cli_cleanup_removes_a_runs_services(provider, image, run_id):
+    sb = provider.start(SandboxSpec(image=image, run_id=run_id, instance_id="cli"))
+    dry = subprocess.run([sys.executable, "-m", "harness", "cleanup", "--sandbox", "swarm", "--run-id", run_id,
+                          "--dry-run"], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    assert sb.name in dry.stdout and [x.name for x in provider.find(run_id)] == [sb.name]
+    done = subprocess.run([sys.executable, "-m", "harness", "cleanup", "--sandbox", "swarm", "--run-id", run_id],
+                          capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert sb.name in done.stdout and provider.find(run_id) == []
+    with pytest.raises(SandboxDied):
+        sb.shell("true")
+    with pytest.raises(docker.errors.NotFound):
+        engine.client().api.inspect_service(sb.id)
+
+
+def test_the_conformance_suite_passes_for_swarm(swarm):
+    """tests/conformance with HARNESS_CONFORMANCE_PROVIDERS=swarm, browser tests included (~40 s)."""
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/conformance"],
+                          capture_output=True, text=True, timeout=900, cwd=REPO,
+                          env={**os.environ, "HARNESS_CONFORMANCE_PROVIDERS": "swarm"})
+    assert proc.returncode == 0, proc.stdout[-5000:]
+    assert " passed" in proc.stdout and "[swarm]" not in proc.stdout.split("passed")[-1]
+    assert "skipped" not in proc.stdout
