@@ -162,6 +162,7 @@ def run_cmd(
                                         "Without a storage quota it is RAM, added to --memory."),
     force: bool = typer.Option(False, help="Resume even though the configuration changed."),
     epochs: int = typer.Option(1, help="Run each instance K times, each in a fresh sandbox."),
+    warm_pool: int = typer.Option(0, help="Keep N sandboxes started ahead of the instances (each used once)."),
     reducer: list[str] = typer.Option([], help="With --epochs: mean (default), majority, pass@K, at_least_N; "
                                                "repeat for several, the first is the headline."),
     record: Optional[Path] = typer.Option(None, help="Append the model's turns to this replay file."),
@@ -209,7 +210,7 @@ def run_cmd(
                           **({"reply": user_reply} if user_reply else {}))
     opts = RunOptions(
         dataset=dataset, model=model, output_dir=output_dir, split=split, agent=agent, workers=workers,
-        config=config, max_retries=max_retries, scorers=scorer, force=force, epochs=epochs, reducers=reducer, record=record, judge_model=judge_model, website=website,
+        config=config, max_retries=max_retries, scorers=scorer, force=force, epochs=epochs, reducers=reducer, warm_pool=warm_pool, record=record, judge_model=judge_model, website=website,
         limits=Limits(max_steps=max_steps, max_tokens=max_tokens, instance_timeout=instance_timeout,
                       command_timeout=command_timeout, page_size=page_size),
         selection={"ids": split_list(ids), "skip": split_list(skip), "offset": offset, "stride": stride,

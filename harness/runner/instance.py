@@ -62,12 +62,13 @@ class RunSettings:
     # (the engine tears down its memory cgroup), so a run removes them on a background pool
     # and waits for it before its leak audit; None removes them in the worker itself.
     reaper: Executor | None = None
+    pool: Any = None  # --warm-pool: started sandboxes to take before starting one (runner/pool.py WarmPool)
 
 
 @contextmanager
 def _sandbox(settings_: RunSettings, spec: SandboxSpec) -> Iterator[Sandbox]:
-    """A sandbox removed on every way out; by the reaper when there is one."""
-    sandbox = settings_.provider.start(spec)
+    """A sandbox (a warm one when the pool has one) removed on every way out; by the reaper when there is one."""
+    sandbox = (settings_.pool.take() if settings_.pool is not None else None) or settings_.provider.start(spec)
     try:
         yield sandbox
     finally:

@@ -80,6 +80,7 @@ class RunOptions:
     user: UserSimulation = field(default_factory=UserSimulation)
     force: bool = False
     epochs: int = 1  # --epochs: runs of each instance, each in a fresh sandbox
+    warm_pool: int = 0  # --warm-pool: sandboxes kept started ahead of the instances (runner/pool.py)
     reducers: list[str] = field(default_factory=list)  # --reducer (checked by parse_reducer)
     record: Path | None = None
     summary_csv: Path | None = None
@@ -107,6 +108,8 @@ def prepare(opts: RunOptions) -> Prepared:
         raise InputError("--workers must be >= 1")
     if opts.max_retries < 0:
         raise InputError("--max-retries must be >= 0")
+    if opts.warm_pool < 0:
+        raise InputError(f"--warm-pool must be >= 0, not {opts.warm_pool}")
     if opts.epochs < 1:
         raise InputError(f"--epochs must be >= 1, not {opts.epochs}")
     opts.reducers = [parse_reducer(name, opts.epochs) for name in opts.reducers] or ["mean"]

@@ -42,6 +42,8 @@ from harness.results.store import RowKey, load, merge_rescue, pending, read_rows
 from harness.runner.evaluate import evaluate, rescue_rows
 from harness.runner.preflight import RunOptions, check_capacity, prepare
 from harness.runner.instance import RunSettings, reset_scratch
+from harness.runner.pool import WarmPool
+from harness.sandbox.contract import SandboxSpec
 from harness.sandbox.registry import DEFAULT, get_provider
 from harness.sandbox.site import site_info
 from harness.terminal import say, stderr_console
@@ -111,10 +113,14 @@ def run(opts: RunOptions, console: Console | None = None) -> int:
             if opts.website is not None and to_run:
                 sandbox["network"] = stack.enter_context(provider.website(opts.website, image, run_id))
                 say(console, f"website {site_info(opts.website)[0]} up ({sandbox['network']})")
+            pool = None
+            if opts.warm_pool and to_run:  # closed before the site goes and before the leak audit
+                pool = stack.enter_context(WarmPool(provider, SandboxSpec(
+                    image=image, run_id=run_id, instance_id="warm", **sandbox), min(opts.warm_pool, len(to_run))))
             settings = RunSettings(run_id=run_id, image=image, agent=opts.agent, model=section,
                                    limits=opts.limits, output_dir=opts.output_dir, provider=provider,
                                    scorers=prepared.scorers, max_retries=opts.max_retries, sandbox=sandbox,
-                                   user=opts.user, replay=prepared.replay)
+                                   user=opts.user, replay=prepared.replay, pool=pool)
             try:
                 outcome = evaluate([(by_id[i], e) for i, e in to_run], settings, out, opts, console,
                                    len(selected) * opts.epochs)

@@ -1,0 +1,60 @@
+"""--warm-pool: started sandboxes ahead of the instances, each used once, labelled and reaped like the rest."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from harness.runner.pool import WarmPool
+from harness.sandbox.contract import SandboxSpec
+from tests.helpers.e2e import explain, harness, rows
+
+pytestmark = pytest.mark.docker
+
+
+def test_a_pooled_sandbox_is_handed_out_once_and_the_rest_are_removed(provider, image, run_id):
+    spec = SandboxSpec(image=image, run_id=run_id, instance_id="warm")
+    with WarmPool(provider, spec, 2) as pool:
+        deadline = time.monotonic() + 60
+        while pool.ready() < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        started = time.monotonic()
+        first = pool.take()
+        took = time.monotonic() - started
+        assert first is not None and took < 0.05  # already started: no container start on this path
+        assert first.shell("echo ready").stdout == "ready\n"
+        second = pool.take()
+        assert second is not None and second.name != first.name
+        provider.teardown(first)
+        provider.teardown(second)
+        deadline = time.monotonic() + 60  # the pool refills what was taken
+        while pool.ready() < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(provider.find(run_id)) == 2
+        assert {f.name for f in provider.find(run_id)}.isdisjoint({first.name, second.name})  # never reused
+    assert provider.find(run_id) == []  # close removed the ones not handed out
+    assert pool.take() is None
+
+
+def test_a_run_with_a_warm_pool(tmp_path):
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps({"instance_id": f"i{n}", "question": "Say 1.", "answer": "1"}) + "\n"
+                            for n in range(4)))
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text("".join(json.dumps({"instance_id": f"i{n}", "turns": [
+        {"tool_calls": [{"name": "run_shell", "arguments": {"command": "echo 1"}}]},
+        {"content": "<solution>1</solution>"}]}) + "\n" for n in range(4)))
+    config = tmp_path / "config.toml"
+    config.write_text(f'[llm.rec]\nkind = "replay"\npath = "{replay}"\n')
+    out = tmp_path / "out"
+    proc = harness("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out,
+                   "--workers", 1, "--warm-pool", 2)
+    assert proc.returncode == 0, explain(proc)
+    got = rows(out)
+    assert len(got) == 4 and all(r["correct"] for r in got)
+    names = [r["sandbox"] for r in got]
+    assert len(set(names)) == 4  # one sandbox per instance
+    assert sum("-warm-" in n for n in names) >= 2  # early ones may start cold while the pool fills
+    assert json.loads((out / "report.json").read_text())["leaked_containers"] == 0
