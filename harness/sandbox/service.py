@@ -14,14 +14,17 @@ import json
 import os
 import time
 import urllib.parse
-from typing import BinaryIO, Callable
+from pathlib import Path
+from typing import BinaryIO, Callable, Mapping, Sequence
 
 import urllib3
 
 from harness.errors import (InfraError, SandboxBadRequest, SandboxFileNotFound, SandboxIsADirectory,
                             SandboxOutputLimit, SandboxPermissionDenied, SandboxRequestError,
                             SandboxUnsupported)
-from harness.sandbox.files import MAX_ARCHIVE_BYTES
+from harness.sandbox.contract import (DEFAULT_MAX_OUTPUT, DEFAULT_MAX_READ, WORKSPACE, Connection, ExecResult, Sandbox,
+                                      SandboxHandle, SandboxSpec)
+from harness.sandbox.files import MAX_ARCHIVE_BYTES, archive_file, archive_size
 
 TOKEN_HEADER = "X-Harness-Token"
 # The largest request body sandboxd accepts; larger uploads are refused before sending.
@@ -156,3 +159,65 @@ class ServiceClient:
 
     def close(self) -> None:
         self._pool.close()
+
+
+class ServiceSandbox(Sandbox):
+    """A sandbox whose commands and files go through its sandboxd (the docker and swarm providers).
+
+    A subclass names its provider (`provider`), says what identifies it to its engine (`ref`),
+    and raises SandboxDied from `raise_if_dead` when its container or task is gone: a service
+    that stops answering is checked twice (the engine may not have noticed the exit yet) and is
+    otherwise an InfraError of its own."""
+
+    provider: str
+
+    def __init__(self, spec: SandboxSpec, name: str, host: str, port: int, token: str):
+        self.spec, self.name = spec, name
+        self._service = ServiceClient(host, port, token)
+
+    def ref(self) -> dict:
+        raise NotImplementedError
+
+    def raise_if_dead(self, cause: BaseException) -> None:
+        raise NotImplementedError
+
+    def connection(self) -> Connection:
+        return Connection(self._service.host, self._service.port, dict(self._service.headers))
+
+    def handle(self) -> SandboxHandle:
+        return SandboxHandle(provider=self.provider, name=self.name, host=self._service.host,
+                             port=self._service.port, token=self._service.token, spec=self.spec, ref=self.ref())
+
+    def _service_call(self, fn, *args):
+        try:
+            return fn(*args)
+        except ServiceUnreachable as exc:
+            self.raise_if_dead(exc)
+            time.sleep(0.5)  # the engine may not have noticed the exit yet
+            self.raise_if_dead(exc)
+            raise
+
+    def exec(self, argv: Sequence[str], *, timeout: float | None = 60, stdin: str | bytes | None = None,
+             cwd: str = WORKSPACE, env: Mapping[str, str] | None = None,
+             max_output: int = DEFAULT_MAX_OUTPUT, user: str | None = None) -> ExecResult:
+        if user is not None and user != "agent":
+            raise SandboxUnsupported(f"the {self.provider} provider runs commands as 'agent' only, not {user!r}")
+        payload = {"argv": list(argv), "timeout": timeout, "stdin": stdin, "cwd": cwd,
+                   "env": dict(env or {}), "max_output": max_output}
+        return ExecResult(**self._service_call(self._service.exec, payload, timeout))
+
+    def copy_in(self, root: Path, names: Sequence[str], dest: str = WORKSPACE) -> list[str]:
+        # Refused for its size before anything is written; InputError for a bad name, before
+        # touching the sandbox. The archive goes through a temporary file, never memory.
+        self._service.check_upload(archive_size(root, names))
+        with archive_file(root, names) as (archive, _):
+            return self._service_call(self._service.upload, archive, dest)
+
+    def read_file(self, path: str, *, max_bytes: int = DEFAULT_MAX_READ) -> bytes:
+        return self._service_call(self._service.read_file, path, max_bytes)
+
+    def start_browser(self, force: bool = False) -> str:
+        return self._service_call(self._service.start_browser, force)["ws_path"]
+
+    def close(self) -> None:
+        self._service.close()

@@ -10,68 +10,28 @@ from __future__ import annotations
 import secrets
 import time
 from pathlib import Path
-from typing import Mapping, Sequence
 
-from harness.errors import InfraError, SandboxUnsupported
-from harness.sandbox.contract import (DEFAULT_MAX_OUTPUT, DEFAULT_MAX_READ, WORKSPACE, Capacity, Connection,
-                                      ExecResult, Leftover, Sandbox, SandboxHandle, SandboxProvider, SandboxSpec)
+from harness.errors import InfraError
+from harness.sandbox.contract import Capacity, Leftover, Sandbox, SandboxHandle, SandboxProvider, SandboxSpec
 from harness.sandbox.docker import cleanup, engine, images, naming, networks, ports, storage
-from harness.sandbox.files import archive_file, archive_size
-from harness.sandbox.service import ServiceClient, ServiceUnreachable
+from harness.sandbox.service import ServiceSandbox
 from harness.settings import settings
 
 NAME = "docker"
 
 
-class DockerSandbox(Sandbox):
+class DockerSandbox(ServiceSandbox):
+    provider = NAME
+
     def __init__(self, spec: SandboxSpec, container_id: str, name: str, host: str, port: int, token: str):
-        self.spec, self.id, self.name = spec, container_id, name
-        self._service = ServiceClient(host, port, token)
+        super().__init__(spec, name, host, port, token)
+        self.id = container_id
 
-    def connection(self) -> Connection:
-        return Connection(self._service.host, self._service.port, dict(self._service.headers))
+    def ref(self) -> dict:
+        return {"container_id": self.id}
 
-    def handle(self) -> SandboxHandle:
-        return SandboxHandle(provider=NAME, name=self.name, host=self._service.host, port=self._service.port,
-                             token=self._service.token, spec=self.spec, ref={"container_id": self.id})
-
-    def _died_or(self, exc: ServiceUnreachable) -> InfraError:
-        engine.raise_if_dead(self.id, self.name, exc)  # raises SandboxDied if gone
-        time.sleep(0.5)  # the engine may not have noticed the exit yet
-        engine.raise_if_dead(self.id, self.name, exc)
-        return exc
-
-    def _service_call(self, fn, *args):
-        try:
-            return fn(*args)
-        except ServiceUnreachable as exc:
-            raise self._died_or(exc) from exc
-
-    def exec(self, argv: Sequence[str], *, timeout: float | None = 60, stdin: str | bytes | None = None,
-             cwd: str = WORKSPACE, env: Mapping[str, str] | None = None,
-             max_output: int = DEFAULT_MAX_OUTPUT, user: str | None = None) -> ExecResult:
-        if user is not None and user != "agent":
-            raise SandboxUnsupported(f"the docker provider runs commands as 'agent' only, not {user!r}")
-        payload = {"argv": list(argv), "timeout": timeout, "stdin": stdin, "cwd": cwd,
-                   "env": dict(env or {}), "max_output": max_output}
-        data = self._service_call(self._service.exec, payload, timeout)
-        return ExecResult(**data)
-
-    def copy_in(self, root: Path, names: Sequence[str], dest: str = WORKSPACE) -> list[str]:
-        # Refused for its size before anything is written; InputError for a bad name, before
-        # touching the sandbox. The archive goes through a temporary file, never memory.
-        self._service.check_upload(archive_size(root, names))
-        with archive_file(root, names) as (archive, _):
-            return self._service_call(self._service.upload, archive, dest)
-
-    def read_file(self, path: str, *, max_bytes: int = DEFAULT_MAX_READ) -> bytes:
-        return self._service_call(self._service.read_file, path, max_bytes)
-
-    def start_browser(self, force: bool = False) -> str:
-        return self._service_call(self._service.start_browser, force)["ws_path"]
-
-    def close(self) -> None:
-        self._service.close()
+    def raise_if_dead(self, cause: BaseException) -> None:
+        engine.raise_if_dead(self.id, self.name, cause)
 
 
 def _create_kwargs(spec: SandboxSpec, name: str, token: str) -> dict:

@@ -23,70 +23,31 @@ builds it on the manager and checks every usable node (nodecheck.py) before any 
 from __future__ import annotations
 
 import secrets
-import time
 from pathlib import Path
-from typing import Mapping, Sequence
 
-from harness.errors import InfraError, InputError, SandboxUnsupported
-from harness.sandbox.contract import (DEFAULT_MAX_OUTPUT, DEFAULT_MAX_READ, WORKSPACE, Capacity, Connection,
-                                      ExecResult, Leftover, Sandbox, SandboxHandle, SandboxProvider, SandboxSpec)
+from harness.errors import InputError
+from harness.sandbox.contract import (Capacity, Leftover, Sandbox, SandboxHandle, SandboxProvider, SandboxSpec)
 from harness.sandbox.docker import engine, images, naming
-from harness.sandbox.files import archive_file, archive_size
-from harness.sandbox.service import ServiceClient, ServiceUnreachable
+from harness.sandbox.service import ServiceSandbox
 from harness.sandbox.swarm import cleanup, cluster, networks, nodecheck, spec as service_spec, tasks, volumes
 from harness.settings import settings
 
 NAME = "swarm"
 
 
-class SwarmSandbox(Sandbox):
+class SwarmSandbox(ServiceSandbox):
+    provider = NAME
+
     def __init__(self, spec: SandboxSpec, service_id: str, name: str, host: str, port: int, token: str,
                  node_id: str = ""):
-        self.spec, self.id, self.name, self.node_id = spec, service_id, name, node_id
-        self._service = ServiceClient(host, port, token)
+        super().__init__(spec, name, host, port, token)
+        self.id, self.node_id = service_id, node_id
 
-    def connection(self) -> Connection:
-        return Connection(self._service.host, self._service.port, dict(self._service.headers))
+    def ref(self) -> dict:
+        return {"service_id": self.id, "node_id": self.node_id}
 
-    def handle(self) -> SandboxHandle:
-        return SandboxHandle(provider=NAME, name=self.name, host=self._service.host, port=self._service.port,
-                             token=self._service.token, spec=self.spec,
-                             ref={"service_id": self.id, "node_id": self.node_id})
-
-    def _died_or(self, exc: ServiceUnreachable) -> InfraError:
-        tasks.raise_if_dead(self.id, self.name, exc)  # raises SandboxDied if gone
-        time.sleep(0.5)  # the node may not have reported the task's end yet
-        tasks.raise_if_dead(self.id, self.name, exc)
-        return exc
-
-    def _service_call(self, fn, *args):
-        try:
-            return fn(*args)
-        except ServiceUnreachable as exc:
-            raise self._died_or(exc) from exc
-
-    def exec(self, argv: Sequence[str], *, timeout: float | None = 60, stdin: str | bytes | None = None,
-             cwd: str = WORKSPACE, env: Mapping[str, str] | None = None,
-             max_output: int = DEFAULT_MAX_OUTPUT, user: str | None = None) -> ExecResult:
-        if user is not None and user != "agent":
-            raise SandboxUnsupported(f"the swarm provider runs commands as 'agent' only, not {user!r}")
-        payload = {"argv": list(argv), "timeout": timeout, "stdin": stdin, "cwd": cwd,
-                   "env": dict(env or {}), "max_output": max_output}
-        return ExecResult(**self._service_call(self._service.exec, payload, timeout))
-
-    def copy_in(self, root: Path, names: Sequence[str], dest: str = WORKSPACE) -> list[str]:
-        self._service.check_upload(archive_size(root, names))
-        with archive_file(root, names) as (archive, _):
-            return self._service_call(self._service.upload, archive, dest)
-
-    def read_file(self, path: str, *, max_bytes: int = DEFAULT_MAX_READ) -> bytes:
-        return self._service_call(self._service.read_file, path, max_bytes)
-
-    def start_browser(self, force: bool = False) -> str:
-        return self._service_call(self._service.start_browser, force)["ws_path"]
-
-    def close(self) -> None:
-        self._service.close()
+    def raise_if_dead(self, cause: BaseException) -> None:
+        tasks.raise_if_dead(self.id, self.name, cause)
 
 
 def _remove_by_name(name: str) -> None:
