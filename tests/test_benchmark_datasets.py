@@ -175,3 +175,18 @@ def test_search_errors_reach_the_model_and_the_trace(tmp_path):
     tracer.close()
     events = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines()]
     assert [e["outcome"] for e in events] == ["error", "error"]
+
+
+def test_each_benchmark_gets_its_own_answer_conventions():
+    from pathlib import Path
+
+    from harness.datasets.model import Instance
+    from harness.runner.prompt import instruction
+
+    def prompt(benchmark):
+        return instruction(Instance(instance_id="a", question="Q?", root=Path("/tmp"),
+                                    metadata={"benchmark": benchmark} if benchmark else {}))
+
+    assert "LaTeX" in prompt("math500") and "GAIA" not in prompt("math500")
+    assert "Insufficient information." in prompt("multihoprag") and "search_corpus" in prompt("multihoprag")
+    assert "GAIA conventions" in prompt(None)
