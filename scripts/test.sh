@@ -4,6 +4,15 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 bash scripts/setup.sh
+# The remote-engine and swarm tests start a second dockerd in a network namespace (ip) with TLS
+# certificates of their own (openssl): tests/helpers/engines.py.
+if ! command -v ip >/dev/null || ! command -v openssl >/dev/null; then
+  if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 openssl >/dev/null
+  else
+    echo "test.sh: the second-engine tests need iproute2 and openssl (install them as root)" >&2
+  fi
+fi
 .venv/bin/pytest -q "$@"
 # The suite must leave no harness container behind.
 left="$(docker ps -aq --filter label=harness.managed=1 | wc -l)"
