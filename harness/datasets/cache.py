@@ -17,7 +17,6 @@ import pickle
 from pathlib import Path
 
 from harness.datasets.model import Instance
-from harness.fsutil import write_atomic
 from harness.settings import state_dir
 
 _SOURCES = ("load.py", "model.py", "cache.py", "__init__.py")
@@ -54,21 +53,28 @@ def _tree(path: Path) -> tuple | None:
 
 
 def _attachments(instances: list[Instance]) -> dict[str, tuple | None]:
-    names = {str(inst.root / name) for inst in instances for name in inst.files}
+    pairs = {(inst.root, name) for inst in instances for name in inst.files}  # a shared file once
+    names = {str(root / name) for root, name in pairs}
     return {name: _tree(Path(name)) for name in sorted(names)}
+
+
+FIELDS = ("instance_id", "question", "answer", "files", "level", "metadata", "expected_tool_calls", "max_steps",
+          "max_tokens")
 
 
 def get(file: Path, split: str | None) -> Dataset | None:
     """The cached instances of `file` when nothing they rest on changed; else None."""
     try:
-        entry = pickle.loads(_entry(file).read_bytes())
+        with open(_entry(file), "rb") as fh:
+            entry = pickle.load(fh)
     except Exception:  # noqa: BLE001 - missing or unreadable: load afresh
         return None
     if not isinstance(entry, dict) or entry.get("version") != _version() or entry.get("split") != split:
         return None
     if entry.get("file") != _stat(file) or entry["attachments"] != {n: _tree(Path(n)) for n in entry["attachments"]}:
         return None
-    found = Dataset(entry["instances"])
+    roots = [Path(r) for r in entry["roots"]]
+    found = Dataset(Instance(root=roots[row[-1]], **dict(zip(FIELDS, row))) for row in entry["rows"])
     found.fingerprint = entry.get("fingerprint")
     return found
 
@@ -79,12 +85,23 @@ def put(file: Path, split: str | None, instances: list[Instance]) -> Dataset:
 
     found = Dataset(instances)
     found.fingerprint = dataset_fingerprint(found)
+    roots: dict[Path, int] = {}
+    rows = [tuple(getattr(inst, name) for name in FIELDS) + (roots.setdefault(inst.root, len(roots)),)
+            for inst in found]  # plain values, not pickled models: faster to read back
     entry = {"version": _version(), "split": split, "file": _stat(file), "attachments": _attachments(found),
-             "instances": list(found), "fingerprint": found.fingerprint}
-    try:
-        path = _entry(file)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL))
-    except OSError:
-        pass  # a cache that cannot be written costs only the next load's time
+             "roots": [str(r) for r in roots], "rows": rows, "fingerprint": found.fingerprint}
+    _write(_entry(file), entry)
     return found
+
+
+def _write(path: Path, entry: dict) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as fh:  # streamed, and without pickle's memo of every object it wrote:
+            pickler = pickle.Pickler(fh, protocol=pickle.HIGHEST_PROTOCOL)  # the entry has no cycles
+            pickler.fast = True
+            pickler.dump(entry)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # a cache that cannot be written costs only the next load's time

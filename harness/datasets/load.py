@@ -25,6 +25,7 @@ must pack to at most ``MAX_ARCHIVE_BYTES`` (512 MiB, the largest upload a sandbo
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -45,6 +46,7 @@ MAX_REPORTED = 20
 GAIA_FILES = ("metadata.jsonl", "metadata.parquet")
 ALIASES = {"id": "instance_id", "prompt": "question", "expected_answer": "answer"}  # the seed's task schema
 EXPECTATIONS = ("expected_tool_calls", "max_steps", "max_tokens")
+_NO_EXPECTATIONS = frozenset(EXPECTATIONS)
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,11 @@ class _Form:
     level: str
     files: str
     required: tuple[str, ...]
+
+    @functools.cached_property
+    def mapped(self) -> frozenset[str]:
+        """The columns that become Instance fields (the rest go to metadata)."""
+        return frozenset((self.id, self.question, self.answer, self.level, self.files, *EXPECTATIONS))
 
 
 GAIA = _Form("task_id", "Question", "Final answer", "Level", "file_name",
@@ -401,13 +408,13 @@ def _instance(record: dict[str, Any], form: _Form, checks: _Checks, label: str, 
         files.append(name)
     if files and len(problems) == before and (problem := checks.size(files)) is not None:
         problems.append(f"{where}: {problem}")
-    expectations = _expectations(record, where, problems, csv)
+    expectations = _expectations(record, where, problems, csv) if not _NO_EXPECTATIONS.isdisjoint(record) else {}
     if len(problems) > before:
         return None
     answer = _text(record.get(form.answer)) if csv else jsonable(record.get(form.answer))
     if answer is not None and not isinstance(answer, str):
         answer = json.dumps(answer) if isinstance(answer, (dict, list)) else str(answer)
-    mapped = {form.id, form.question, form.answer, form.level, form.files, *EXPECTATIONS}
+    mapped = form.mapped
     return Instance(
         instance_id=instance_id, question=question,
         answer=answer,

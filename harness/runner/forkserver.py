@@ -57,6 +57,7 @@ def preload(agent: str) -> None:
     from harness.environments import CodeEnv  # noqa: F401
     from harness.models import meter  # noqa: F401
     from harness.sandbox import registry as sandboxes  # noqa: F401
+    from harness.sandbox.docker import provider  # noqa: F401 - attach() in every child: the SDK, requests
     from harness.settings import settings
 
     settings()
