@@ -58,3 +58,22 @@ def test_a_run_with_a_warm_pool(tmp_path):
     assert len(set(names)) == 4  # one sandbox per instance
     assert sum("-warm-" in n for n in names) >= 2  # early ones may start cold while the pool fills
     assert json.loads((out / "report.json").read_text())["leaked_containers"] == 0
+
+
+def test_the_pool_starts_no_more_sandboxes_than_instances_remain(provider, image, run_id):
+    spec = SandboxSpec(image=image, run_id=run_id, instance_id="warm")
+    with WarmPool(provider, spec, 2, total=3) as pool:
+        pool.started_cold()  # one instance started its own: two more sandboxes at most
+        taken = []
+        deadline = time.monotonic() + 60
+        while len(taken) < 2 and time.monotonic() < deadline:
+            sandbox = pool.take()
+            if sandbox is None:
+                time.sleep(0.1)
+                continue
+            taken.append(sandbox)
+        assert len(taken) == 2
+        time.sleep(2)  # room for a third, but no instance left to use it
+        assert pool.ready() == 0 and len(provider.find(run_id)) == 2
+        for sandbox in taken:
+            provider.teardown(sandbox)

@@ -68,7 +68,11 @@ class RunSettings:
 @contextmanager
 def _sandbox(settings_: RunSettings, spec: SandboxSpec) -> Iterator[Sandbox]:
     """A sandbox (a warm one when the pool has one) removed on every way out; by the reaper when there is one."""
-    sandbox = (settings_.pool.take() if settings_.pool is not None else None) or settings_.provider.start(spec)
+    sandbox = settings_.pool.take() if settings_.pool is not None else None
+    if sandbox is None:
+        if settings_.pool is not None:
+            settings_.pool.started_cold()
+        sandbox = settings_.provider.start(spec)
     try:
         yield sandbox
     finally:

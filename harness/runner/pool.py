@@ -9,6 +9,8 @@ Rules:
 - `take` hands out a started sandbox or None (the pool is empty: start one cold). A sandbox
   is handed out once and never comes back: the instance's runner tears it down as usual, and
   the pool starts a replacement.
+- It never starts more sandboxes than instances remain to use them: `total` at most in all, less
+  one for each instance that started cold (`started_cold`); then its fillers stop.
 - A start that fails is logged and retried after a pause (the cold path still works).
 - `close` (the run's end, Ctrl-C included) stops refilling and removes every sandbox not
   handed out, including one whose start was under way.
@@ -27,8 +29,10 @@ RETRY_PAUSE_S = 2.0
 
 
 class WarmPool:
-    def __init__(self, provider: SandboxProvider, spec: SandboxSpec, size: int, *, fillers: int = 2):
+    def __init__(self, provider: SandboxProvider, spec: SandboxSpec, size: int, *, total: int | None = None,
+                 fillers: int = 2):
         self.provider, self.spec, self.size = provider, spec, size
+        self._budget = float("inf") if total is None else total  # sandboxes it may still start
         self._ready: queue.SimpleQueue[Sandbox] = queue.SimpleQueue()
         self._room = threading.Semaphore(size)  # one permit per sandbox the pool may still start
         self._closed = threading.Event()
@@ -44,12 +48,18 @@ class WarmPool:
             if not self._room.acquire(timeout=0.5):
                 continue
             with self._lock:
+                if self._budget <= 0:  # every remaining instance has (or will get) a sandbox
+                    self._room.release()
+                    return
+                self._budget -= 1
                 self._count += 1
                 spec = self.spec.model_copy(update={"attempt": self._count})
             try:
                 sandbox = self.provider.start(spec)
             except Exception as exc:  # noqa: BLE001 - instances start cold meanwhile
                 log.warning("warm pool: could not start a sandbox (%s); retrying", exc)
+                with self._lock:
+                    self._budget += 1
                 self._room.release()
                 self._closed.wait(RETRY_PAUSE_S)
                 continue
@@ -72,6 +82,11 @@ class WarmPool:
             return None
         self._room.release()  # a replacement may start
         return sandbox
+
+    def started_cold(self) -> None:
+        """An instance found the pool empty and started its own: one sandbox fewer to make."""
+        with self._lock:
+            self._budget -= 1
 
     def _remove(self, sandbox: Sandbox) -> None:
         try:

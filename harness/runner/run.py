@@ -116,7 +116,8 @@ def run(opts: RunOptions, console: Console | None = None) -> int:
             pool = None
             if opts.warm_pool and to_run:  # closed before the site goes and before the leak audit
                 pool = stack.enter_context(WarmPool(provider, SandboxSpec(
-                    image=image, run_id=run_id, instance_id="warm", **sandbox), min(opts.warm_pool, len(to_run))))
+                    image=image, run_id=run_id, instance_id="warm", **sandbox), min(opts.warm_pool, len(to_run)),
+                    total=len(to_run)))
             settings = RunSettings(run_id=run_id, image=image, agent=opts.agent, model=section,
                                    limits=opts.limits, output_dir=opts.output_dir, provider=provider,
                                    scorers=prepared.scorers, max_retries=opts.max_retries, sandbox=sandbox,
