@@ -93,3 +93,17 @@ def test_a_validated_dataset_is_reused_until_its_file_or_an_attachment_changes(t
         assert load.load_dataset(data)[0].question == "q2" and validated == [1, 1]
     finally:
         settings.cache_clear()
+
+
+def test_replay_keys_are_read_off_the_line_head_or_parsed(tmp_path):
+    from harness.models.replay import load_turns, turns_for
+
+    path = tmp_path / "replay.jsonl"
+    path.write_text(
+        json.dumps({"instance_id": 'quote"d', "turns": [{"content": "q"}]}) + "\n"          # --record's own order
+        + json.dumps({"instance_id": "e", "epoch": 2, "turns": [{"content": "e2"}]}) + "\n"
+        + json.dumps({"turns": [{"content": "late"}], "instance_id": 7}) + "\n")           # another order: parsed
+    turns = load_turns(path)
+    assert turns_for(turns, 'quote"d') == [{"content": "q"}]
+    assert turns_for(turns, "e", 2) == [{"content": "e2"}] and turns_for(turns, "e", 1) is None
+    assert turns_for(turns, "7") == [{"content": "late"}]

@@ -17,6 +17,7 @@ Each agent process receives only its own instance's turns.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -46,12 +47,8 @@ class Turns:
             offset = 0
             for number, line in enumerate(fh, 1):
                 if line.strip():
-                    try:
-                        key = _Key.model_validate_json(line)
-                    except ValueError as exc:
-                        raise InputError(f"replay file {path}, line {number}: {str(exc).splitlines()[0]}") from None
-                    ident = str(key.instance_id)
-                    self._where[(ident, key.epoch) if key.epoch is not None else ident] = (offset, len(line), number)
+                    ident, epoch = _key(line, path, number)
+                    self._where[(ident, epoch) if epoch is not None else ident] = (offset, len(line), number)
                 offset += len(line)
 
     def get(self, key, default=None):
@@ -68,6 +65,24 @@ class Turns:
 
     def __contains__(self, key) -> bool:
         return key in self._where
+
+
+# A line --record wrote starts with its key ({"instance_id": "...", "epoch": N, "turns": ...}): read it
+# off the head instead of parsing every turn; any other line is parsed in full.
+_HEAD = re.compile(rb'^\{"instance_id": ?("(?:[^"\\]|\\.)*"), ?(?:"epoch": ?(\d+), ?)?"turns":')
+
+
+def _key(line: bytes, path: Path, number: int) -> tuple[str, int | None]:
+    head = _HEAD.match(line)
+    if head is not None:
+        literal = head[1]
+        ident = literal[1:-1].decode() if b"\\" not in literal else json.loads(literal)
+        return ident, int(head[2]) if head[2] else None
+    try:
+        key = _Key.model_validate_json(line)
+    except ValueError as exc:
+        raise InputError(f"replay file {path}, line {number}: {str(exc).splitlines()[0]}") from None
+    return str(key.instance_id), key.epoch
 
 
 def load_turns(path: Path) -> Turns:
