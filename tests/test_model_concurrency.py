@@ -9,20 +9,17 @@ requests it is handling at once and can answer 429 with Retry-After.
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.fakes.openai_server import FakeOpenAI, text
+from tests.helpers.e2e import explain, fake_config, harness, rows
 
 pytestmark = pytest.mark.docker
 
-REPO = Path(__file__).resolve().parents[1]
-KEY_ENV = "FAKE_OPENAI_KEY"
 AGENTS = {"autogen": "assistant", "plain": "plain"}
 
 
@@ -52,41 +49,13 @@ def make_dataset(tmp_path: Path, prefix: str, n: int) -> Path:
 
 
 def make_config(tmp_path: Path, base_url: str, *, max_connections: int | str, max_retries: int = 2) -> Path:
-    path = tmp_path / "models.toml"
-    path.write_text(f"""
-[llm.fake]
-model = "fake-model-1"
-base_url = "{base_url}"
-api_key_env = "{KEY_ENV}"
-max_retries = {max_retries}
-timeout = 30
-max_connections = {max_connections}
-
-[llm.fake.model_info]
-function_calling = true
-vision = false
-json_output = false
-family = "unknown"
-structured_output = false
-""")
-    return path
+    return fake_config(tmp_path / "models.toml", base_url, max_retries=max_retries, max_connections=max_connections)
 
 
 def harness_run(dataset: Path, config: Path, out: Path, *, agent: str, workers: int, extra: tuple[str, ...] = (),
                 timeout: float = 240) -> subprocess.CompletedProcess:
-    env = {**os.environ, KEY_ENV: "sk-fake-conc", "HARNESS_RETRY_BACKOFF": "0"}
-    cmd = [sys.executable, "-m", "harness", "run", "--dataset", str(dataset), "--model", "fake", "--agent", agent,
-           "--config", str(config), "--output-dir", str(out), "--workers", str(workers),
-           "--instance-timeout", "90", *extra]
-    return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
-
-
-def rows_of(out: Path) -> list[dict]:
-    return [json.loads(line) for line in (out / "output.jsonl").read_text().splitlines() if line.strip()]
-
-
-def explain(proc: subprocess.CompletedProcess) -> str:
-    return f"exit {proc.returncode}\n--- stdout\n{proc.stdout[-3000:]}\n--- stderr\n{proc.stderr[-5000:]}"
+    return harness("run", "--dataset", dataset, "--model", "fake", "--agent", agent, "--config", config,
+                   "--output-dir", out, "--workers", workers, "--instance-timeout", 90, *extra, timeout=timeout)
 
 
 # Each instance makes 8 calls: its answer has no <solution>, so the simulated user replies 7 times.
@@ -103,9 +72,9 @@ def test_calls_in_flight_stay_within_max_connections(tmp_path, image, prefix, ag
         proc = harness_run(dataset, make_config(tmp_path, server.base_url, max_connections=cap), out,
                            agent=AGENTS[agent], workers=n, extra=("--max-user-replies", str(USER_REPLIES)))
     assert proc.returncode == 0, explain(proc)
-    rows = rows_of(out)
-    assert len(rows) == n and all(r["status"] == "ok" for r in rows), rows
-    assert all(r["usage"]["llm_calls"] == CALLS_PER_INSTANCE for r in rows), [r["usage"] for r in rows]
+    got = rows(out)
+    assert len(got) == n and all(r["status"] == "ok" for r in got), got
+    assert all(r["usage"]["llm_calls"] == CALLS_PER_INSTANCE for r in got), [r["usage"] for r in got]
     assert len(server.chat_requests) == n * CALLS_PER_INSTANCE
     print(f"max in flight with max_connections={cap}, {agent}: {server.max_in_flight}")
     if cap == 2:
@@ -121,7 +90,7 @@ def test_a_429_with_retry_after_is_retried_then_the_run_is_ok(tmp_path, image, p
         proc = harness_run(dataset, make_config(tmp_path, server.base_url, max_connections=2), out,
                            agent=AGENTS[agent], workers=1)
     assert proc.returncode == 0, explain(proc)
-    (row,) = rows_of(out)
+    (row,) = rows(out)
     assert row["status"] == "ok" and row["error_kind"] is None and row["correct"] is True, row
     assert row["usage"]["llm_calls"] == 1
     chats = server.chat_requests
@@ -137,7 +106,7 @@ def test_a_429_beyond_the_retries_is_a_model_error(tmp_path, image, prefix):
         proc = harness_run(dataset, make_config(tmp_path, server.base_url, max_connections=2, max_retries=1), out,
                            agent="plain", workers=1)
     assert proc.returncode == 3, explain(proc)  # an instance errored
-    (row,) = rows_of(out)
+    (row,) = rows(out)
     assert row["status"] == "error" and row["error_kind"] == "model", row
     assert "429" in row["error"], row["error"]
     assert [c["status"] for c in server.chat_requests] == [429, 429]

@@ -96,8 +96,9 @@ def replay_instance(folder: Path, instance_id: str, question: str, answer: str, 
     return data, config
 
 
-def fake_config(path: Path, base_url: str, *, max_retries: int = 0) -> Path:
+def fake_config(path: Path, base_url: str, *, max_retries: int = 0, max_connections: int | str | None = None) -> Path:
     """A [llm.fake] section for tests/fakes/openai_server.py (model_info for the AutoGen client too)."""
+    cap = "" if max_connections is None else f"max_connections = {max_connections}\n"
     path.write_text(f"""
 [llm.fake]
 model = "fake-model-1"
@@ -105,7 +106,7 @@ base_url = "{base_url}"
 api_key_env = "{FAKE_KEY_ENV}"
 max_retries = {max_retries}
 timeout = 30
-
+{cap}
 [llm.fake.model_info]
 function_calling = true
 vision = false
