@@ -167,54 +167,13 @@ def test_smoke_set_lands_on_both_nodes_with_the_docker_providers_results(two_nod
     assert pruned % 3 == 0 and pruned >= 3 * on_worker  # the watch may miss a short-lived sandbox
 
 
-def test_draining_the_worker_mid_run_loses_no_instance(two_nodes, tmp_path):
-    ids, worker = two_nodes
+def run_disrupted(ids: dict, tmp_path: Path, disrupt) -> tuple[list[dict], list[dict], Path]:
+    """The slow dataset on docker, then on swarm with 4 workers, calling `disrupt()` once a sandbox of
+    the swarm run is running on the worker; returns (swarm rows, docker rows, the swarm run's dir)."""
     dataset = slow_dataset(tmp_path)
     docker = harness("run", *dataset, "--output-dir", tmp_path / "docker", "--workers", 4, timeout=900)
     assert docker.returncode == 0, explain(docker)
-    docker_rows = rows(tmp_path / "docker")
-    out = tmp_path / f"dr{secrets.token_hex(4)}"
-    watch = NodeWatch(out)
-    watch.start()
-    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", *dataset,
-                             "--output-dir", str(out), "--workers", "4", "--sandbox", "swarm"],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**__import__("os").environ, "HARNESS_RETRY_BACKOFF": "0"})
-    try:
-        deadline = time.monotonic() + 120
-        while ids["worker"] not in watch.nodes.values():  # a sandbox of the run is running on the worker
-            assert time.monotonic() < deadline and proc.poll() is None, "nothing ran on the worker"
-            time.sleep(0.2)
-        subprocess.run(["docker", "node", "update", "--availability", "drain", ids["worker"]], check=True,
-                       capture_output=True, timeout=60)
-        stdout, stderr = proc.communicate(timeout=900)
-    finally:
-        subprocess.run(["docker", "node", "update", "--availability", "active", ids["worker"]],
-                       capture_output=True, timeout=60)
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        watch.stop.set()
-        watch.join()
-    assert proc.returncode == 0, stderr[-3000:]
-    got = rows(out)
-    assert sorted(r["instance_id"] for r in got) == sorted(by_instance(docker_rows))  # each exactly once
-    assert outcomes(got) == outcomes(docker_rows)
-    assert any(r["attempt"] > 1 for r in got), "the drain should have cost some instance an attempt"
-    assert leftovers(out) == {"services": [], "containers": [], "volumes": []}
-    assert worker_leftovers(worker, out)["containers"] == []
-    prune_worker_volumes(worker, out)
-
-
-def test_stopping_the_worker_mid_run_loses_no_instance(two_nodes, tmp_path):
-    """Last in the module: the worker's dockerd is stopped for good (its sandboxes stop answering);
-    the manager marks the node down, its tasks' sandboxes are SandboxDied, retried on the manager."""
-    ids, worker = two_nodes
-    dataset = slow_dataset(tmp_path)
-    docker = harness("run", *dataset, "--output-dir", tmp_path / "docker", "--workers", 4, timeout=900)
-    assert docker.returncode == 0, explain(docker)
-    docker_rows = rows(tmp_path / "docker")
-    out = tmp_path / f"st{secrets.token_hex(4)}"
+    out = tmp_path / f"ds{secrets.token_hex(4)}"
     watch = NodeWatch(out)
     watch.start()
     proc = subprocess.Popen([sys.executable, "-m", "harness", "run", *dataset,
@@ -223,14 +182,11 @@ def test_stopping_the_worker_mid_run_loses_no_instance(two_nodes, tmp_path):
                             env={**os.environ, "HARNESS_RETRY_BACKOFF": "0"})
     try:
         deadline = time.monotonic() + 120
-        while ids["worker"] not in watch.nodes.values():
+        while ids["worker"] not in watch.nodes.values():  # a sandbox of the run is running on the worker
             assert time.monotonic() < deadline and proc.poll() is None, "nothing ran on the worker"
             time.sleep(0.2)
-        # Only the engine (SIGTERM: it stops its containers and its containerd, then exits); its
-        # network stays (the veth's host end is the manager's address).
-        worker.proc.send_signal(signal.SIGTERM)
-        worker.proc.wait(timeout=60)
-        stdout, stderr = proc.communicate(timeout=900)
+        disrupt()
+        _, stderr = proc.communicate(timeout=900)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -238,8 +194,39 @@ def test_stopping_the_worker_mid_run_loses_no_instance(two_nodes, tmp_path):
         watch.stop.set()
         watch.join()
     assert proc.returncode == 0, stderr[-3000:]
-    got = rows(out)
+    got, docker_rows = rows(out), rows(tmp_path / "docker")
     assert sorted(r["instance_id"] for r in got) == sorted(by_instance(docker_rows))  # each exactly once
     assert outcomes(got) == outcomes(docker_rows)
-    assert any(r["attempt"] > 1 for r in got), "the stop should have cost some instance an attempt"
+    assert any(r["attempt"] > 1 for r in got), "the disruption should have cost some instance an attempt"
     assert leftovers(out) == {"services": [], "containers": [], "volumes": []}
+    return got, docker_rows, out
+
+
+def test_draining_the_worker_mid_run_loses_no_instance(two_nodes, tmp_path):
+    ids, worker = two_nodes
+
+    def drain():
+        subprocess.run(["docker", "node", "update", "--availability", "drain", ids["worker"]], check=True,
+                       capture_output=True, timeout=60)
+
+    try:
+        _, _, out = run_disrupted(ids, tmp_path, drain)
+    finally:
+        subprocess.run(["docker", "node", "update", "--availability", "active", ids["worker"]],
+                       capture_output=True, timeout=60)
+    assert worker_leftovers(worker, out)["containers"] == []
+    prune_worker_volumes(worker, out)
+
+
+def test_stopping_the_worker_mid_run_loses_no_instance(two_nodes, tmp_path):
+    """Last in the module: the worker's dockerd is stopped for good (its sandboxes stop answering);
+    the manager marks the node down, its tasks' sandboxes are SandboxDied, retried on the manager."""
+    ids, worker = two_nodes
+
+    def stop():
+        # Only the engine (SIGTERM: it stops its containers and its containerd, then exits); its
+        # network stays (the veth's host end is the manager's address).
+        worker.proc.send_signal(signal.SIGTERM)
+        worker.proc.wait(timeout=60)
+
+    run_disrupted(ids, tmp_path, stop)
