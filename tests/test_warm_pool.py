@@ -77,3 +77,23 @@ def test_the_pool_starts_no_more_sandboxes_than_instances_remain(provider, image
         assert pool.ready() == 0 and len(provider.find(run_id)) == 2
         for sandbox in taken:
             provider.teardown(sandbox)
+
+
+def test_removals_run_as_wide_as_the_run(tmp_path):
+    """The removal pool had 2 threads: slow removals queued behind each other and the run's end waited
+    for the queue. Now every finished sandbox is removed at once, in parallel."""
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps({"instance_id": f"i{n}", "question": "Say 1.", "answer": "1"}) + "\n"
+                            for n in range(6)))
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text("".join(json.dumps({"instance_id": f"i{n}", "turns": [{"content": "<solution>1</solution>"}]})
+                              + "\n" for n in range(6)))
+    config = tmp_path / "config.toml"
+    config.write_text(f'[llm.rec]\nkind = "replay"\npath = "{replay}"\n')
+    marker = tmp_path / "most"
+    proc = harness("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", tmp_path / "out",
+                   "--workers", 3, "--agent", "plain", "--sandbox", "tests.helpers.runners:SlowRemovalProvider",
+                   env={"HARNESS_TEST_MARKER": str(marker)})
+    assert proc.returncode == 0, explain(proc)
+    assert len(rows(tmp_path / "out")) == 6
+    assert int(marker.read_text()) >= 3  # more at once than the old pool of 2 allowed

@@ -6,6 +6,11 @@ user's own runner; the providers are used in-process through RunSettings.provide
 
 from __future__ import annotations
 
+import os
+import threading
+import time
+from pathlib import Path
+
 from harness.agents.contract import AgentContext, AgentRunner
 from harness.errors import InfraError
 from harness.sandbox.contract import SandboxSpec
@@ -46,6 +51,27 @@ class FlakyProvider(CountingProvider):
             self.starts.append(spec.attempt)
             raise InfraError(f"engine hiccup starting attempt {spec.attempt}")
         return super().start(spec)
+
+
+class SlowRemovalProvider(DockerProvider):
+    """Docker sandboxes whose removal takes 1.5 s (as one in which Chromium ran takes ~4 s); the most
+    removals under way at once is written to $HARNESS_TEST_MARKER."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lock, self.now, self.most = threading.Lock(), 0, 0
+
+    def teardown(self, sandbox) -> None:
+        with self.lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+            Path(os.environ["HARNESS_TEST_MARKER"]).write_text(str(self.most))
+        try:
+            time.sleep(1.5)
+            super().teardown(sandbox)
+        finally:
+            with self.lock:
+                self.now -= 1
 
 
 class LeakProbe(AgentRunner):
