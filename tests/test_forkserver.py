@@ -49,19 +49,34 @@ def test_nothing_leaks_from_one_instance_to_the_next(tmp_path, fork):
     assert {p["preloaded"] for p in seen.values()} == {"True" if fork == "1" else "False"}
 
 
-def agent_processes(harness_pid: int) -> list[int]:
-    """Processes of the fork server started by this harness process, and its forks (the agents)."""
-    found = []
+def descendants(root: int) -> set[int]:
+    """Live processes below `root` (the fork server, a fork of the harness, and its forks, the agents)."""
+    parents = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
             continue
-        if b"harness.runner.forkserver" in argv and str(harness_pid).encode() in argv:
-            found.append(int(entry.name))
+        if fields[0] != "Z":
+            parents[int(entry.name)] = int(fields[1])
+    found, frontier = set(), {root}
+    while frontier:
+        frontier = {pid for pid, parent in parents.items() if parent in frontier} - found
+        found |= frontier
     return found
+
+
+def alive(pids: set[int]) -> set[int]:
+    left = set()
+    for pid in pids:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                left.add(pid)
+        except OSError:
+            pass
+    return left
 
 
 def test_agents_die_with_the_harness(tmp_path):
@@ -73,14 +88,55 @@ def test_agents_die_with_the_harness(tmp_path):
                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 90
-        while len(agent_processes(run.pid)) < 3 and time.monotonic() < deadline:  # the server and two agents
+        while len(below := descendants(run.pid)) < 3 and time.monotonic() < deadline:  # the server, two agents
             time.sleep(0.2)
-        assert len(agent_processes(run.pid)) >= 3, "no forked agents showed up"
+        assert len(below) >= 3, f"no forked agents showed up: {below}"
     finally:
         os.kill(run.pid, signal.SIGKILL)
         run.wait()
     deadline = time.monotonic() + 10
-    while agent_processes(run.pid) and time.monotonic() < deadline:
+    while alive(below) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert agent_processes(run.pid) == []
+    assert alive(below) == set()
     subprocess.run([sys.executable, "-m", "harness", "cleanup"], cwd=REPO, capture_output=True, timeout=120)
+
+
+PROBE = """
+import json, os, sys, threading, time
+from harness.runner import forkserver
+
+held = open(sys.argv[1], "w")  # a file of the harness's that no server may hold
+
+
+def probe(agent):
+    server = forkserver.server_for(agent)
+    fds = [os.readlink(f"/proc/{server.proc.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{server.proc.pid}/fd")]
+    return {"kind": type(server.proc).__name__, "holds_file": sys.argv[1] in fds, "pid": server.proc.pid}
+
+
+seen = {"main": probe("plain")}  # the main thread of a process without other threads: a fork of it
+worker = threading.Thread(target=lambda: seen.update(thread=probe("assistant")))
+worker.start()
+worker.join()
+procs = [forkserver.start(a).result().proc for a in ("plain", "assistant")]
+forkserver.close_all()
+seen["ended"] = all(p.wait(5) is not None for p in procs)
+loading = forkserver.start("assistant").result()  # closed while it still imports the agent framework
+started = time.monotonic()
+forkserver.close_all()
+seen["closed_while_loading"] = (loading.proc.wait(5) is not None, time.monotonic() - started < 5)
+print(json.dumps(seen))
+"""
+
+
+def test_the_server_is_a_fork_of_a_single_threaded_harness_else_a_fresh_interpreter(tmp_path):
+    """A fork costs the server only the imports the harness has not done; a harness with other threads
+    is not forked (a lock held by one of them would stay held in the fork) and gets a fresh one.
+    Neither holds the harness's files, and both end with close_all, even while still loading."""
+    proc = subprocess.run([sys.executable, "-c", PROBE, str(tmp_path / "held")], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    seen = json.loads(proc.stdout)
+    assert seen["main"]["kind"] == "_ForkedProcess" and seen["thread"]["kind"] == "Popen", seen
+    assert not seen["main"]["holds_file"] and not seen["thread"]["holds_file"], seen
+    assert seen["ended"] and seen["closed_while_loading"] == [True, True], seen

@@ -120,9 +120,6 @@ def evaluate(todo, settings: RunSettings, out: Path, opts: RunOptions, console: 
     """Run `todo`, a list of (instance, epoch)."""
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("pass {task.fields[rate]}  errors {task.fields[errors]}"), TimeRemainingColumn()]
-    # The agent's fork server loads while the first sandboxes start (forkserver.py).
-    if todo:
-        threading.Thread(target=forkserver.server_for, args=(opts.agent,), daemon=True).start()
     try:
         with Progress(*columns, console=console, transient=False) as progress:
             task = progress.add_task("instances" if opts.epochs == 1 else "instance runs", total=len(todo), rate="-",

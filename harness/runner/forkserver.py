@@ -26,6 +26,7 @@ fresh processes (`HARNESS_AGENT_FORK=0` chooses them from the start).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import itertools
 import json
@@ -37,6 +38,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 
@@ -116,7 +118,8 @@ def _send(out, payload: dict) -> None:
     out.flush()
 
 
-def serve(harness_pid: int, agent: str) -> None:
+def serve(harness_pid: int, agent: str, stdin: int = 0, out=None) -> None:
+    """The server's loop: requests on fd `stdin`, answers on the binary stream `out` (stdout)."""
     _die_with_parent()
     if os.getppid() != harness_pid:
         return
@@ -129,7 +132,7 @@ def serve(harness_pid: int, agent: str) -> None:
     os.set_blocking(wake_w, False)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     signal.set_wakeup_fd(wake_w)
-    stdin, out = sys.stdin.buffer.raw.fileno(), sys.stdout.buffer
+    out = out or sys.stdout.buffer
     server_pid = os.getpid()
     _send(out, {"ready": server_pid})
     pending, children = b"", set()
@@ -184,25 +187,74 @@ class ForkedChild:
         return self.wait(0) if self._exit.done() else None
 
 
-class Server:
-    """One fork server for one agent name; started by the keeper thread (see `server_for`)."""
+class _ForkedProcess:
+    """A fork of this harness process running `serve`, shaped like the subprocess.Popen of a fresh
+    server (stdin, stdout, wait, kill). Taken only while this process has no other thread, before
+    it has read the dataset or opened any engine connection, so the fork holds just the imported
+    modules: the server then imports only what the harness itself did not."""
 
-    def __init__(self, agent: str, timeout: float = 120):
-        self.proc = subprocess.Popen([sys.executable, "-m", "harness.runner.forkserver", str(os.getpid()), agent],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     start_new_session=True)
+    def __init__(self, agent: str):
+        to_server, from_server = os.pipe(), os.pipe()
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        parent = os.getpid()
+        pid = os.fork()
+        if pid == 0:  # the server
+            try:
+                os.setsid()
+                for signum in (signal.SIGTERM, signal.SIGHUP):
+                    signal.signal(signum, signal.SIG_DFL)
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+                null = os.open(os.devnull, os.O_RDWR)
+                os.dup2(to_server[0], 0)
+                os.dup2(from_server[1], 1)
+                os.dup2(null, 2)
+                os.closerange(3, 1 << 16)  # pipes, lock files, sockets: nothing of the harness's
+                serve(parent, agent, 0, open(1, "wb", closefd=False))
+            finally:
+                os._exit(0)
+        os.close(to_server[0])
+        os.close(from_server[1])
+        self.pid, self.returncode = pid, None
+        self.stdin, self.stdout = open(to_server[1], "wb"), open(from_server[0], "rb")
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.returncode is None:
+            pid, status = os.waitpid(self.pid, 0 if deadline is None else os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+            elif time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired("fork server", timeout)
+            else:
+                time.sleep(0.01)
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+
+
+class Server:
+    """One fork server for one agent name (see `start`); `ready` resolves once it has loaded."""
+
+    def __init__(self, agent: str, proc):
+        self.agent, self.proc = agent, proc
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._pids: dict[int, Future] = {}
         self._exits: dict[int, Future] = {}
         self.dead = False
-        ready: Future = Future()
-        threading.Thread(target=self._read, args=(ready,), name="forkserver-reader", daemon=True).start()
-        try:
-            ready.result(timeout)
-        except Exception:
-            self.close()
-            raise
+        self.ready: Future = Future()
+        threading.Thread(target=self._read, args=(self.ready,), name="forkserver-reader", daemon=True).start()
+
+    @classmethod
+    def fresh(cls, agent: str) -> "Server":
+        """A server in a fresh interpreter (imports everything itself)."""
+        return cls(agent, subprocess.Popen(
+            [sys.executable, "-m", "harness.runner.forkserver", str(os.getpid()), agent],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True))
 
     def exit_of(self, pid: int) -> Future:
         with self._lock:
@@ -266,7 +318,8 @@ class Server:
             self.proc.wait()
 
 
-_servers: dict[str, Server | None] = {}
+READY_TIMEOUT = 120  # seconds for a server to load; beyond it agent processes start fresh
+_servers: dict[str, Future] = {}  # agent name -> Future of its Server (None: disabled or failed)
 _servers_lock = threading.Lock()
 _keeper: "queue.Queue[tuple]" = queue.Queue()
 _keeper_thread: threading.Thread | None = None
@@ -275,45 +328,73 @@ _keeper_thread: threading.Thread | None = None
 def _keep() -> None:
     # PR_SET_PDEATHSIG fires when the *thread* that started the server ends: this one never does.
     while True:
-        make, future = _keeper.get()
+        agent, future = _keeper.get()
         try:
-            future.set_result(make())
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller
-            future.set_exception(exc)
+            future.set_result(Server.fresh(agent))
+        except Exception as exc:  # noqa: BLE001 - fresh processes still work
+            log.warning("no fork server for agent %s (%s): agent processes start fresh", agent, exc)
+            future.set_result(None)
 
 
-def server_for(agent: str) -> Server | None:
-    """This run's fork server for `agent` (started on first use), or None: disabled, failed or dead
-    (the caller then starts a fresh process, as before)."""
+def start(agent: str) -> Future:
+    """Begin loading `agent`'s fork server (once per run) without waiting for it to load. From the
+    main thread of a process with no other thread (`harness run` calls this before it reads the
+    dataset) the server is a fork of this process, so it imports only what the harness did not;
+    otherwise (the harness is multi-threaded: forking it is unsafe) a fresh interpreter, started
+    by a thread that outlives the run (see `_keep`)."""
     global _keeper_thread
     from harness.settings import settings
 
-    if not settings().agent_fork:
-        return None
     with _servers_lock:
-        if agent not in _servers:
+        if agent in _servers:
+            return _servers[agent]
+        future: Future = Future()
+        _servers[agent] = future
+    if not settings().agent_fork:
+        future.set_result(None)
+    elif threading.current_thread() is threading.main_thread() and threading.active_count() == 1:
+        try:
+            future.set_result(Server(agent, _ForkedProcess(agent)))
+        except OSError as exc:
+            log.warning("no fork server for agent %s (%s): agent processes start fresh", agent, exc)
+            future.set_result(None)
+    else:
+        with _servers_lock:
             if _keeper_thread is None:
                 _keeper_thread = threading.Thread(target=_keep, name="forkserver-keeper", daemon=True)
                 _keeper_thread.start()
-            future: Future = Future()
-            _keeper.put((lambda: Server(agent), future))
-            try:
-                _servers[agent] = future.result()
-            except Exception as exc:  # noqa: BLE001 - fresh processes still work
-                log.warning("no fork server for agent %s (%s): agent processes start fresh", agent, exc)
-                _servers[agent] = None
-        server = _servers[agent]
-        return None if server is None or server.dead else server
+        _keeper.put((agent, future))
+    return future
+
+
+def server_for(agent: str) -> Server | None:
+    """This run's fork server for `agent` once it has loaded (started on first use), or None:
+    disabled, failed or dead (the caller then starts a fresh process, as before)."""
+    server = start(agent).result()
+    if server is None or server.dead:
+        return None
+    try:
+        server.ready.result(READY_TIMEOUT)
+    except Exception as exc:  # noqa: BLE001 - it died or hangs: fresh processes still work
+        with server._lock:
+            warn, server.dead = not server.dead, True
+        if warn:
+            log.warning("no fork server for agent %s (%s): agent processes start fresh", agent,
+                        exc or "not ready in time")
+        return None
+    return None if server.dead else server
 
 
 def close_all() -> None:
-    """End every fork server (their remaining children with them); the next run starts new ones."""
+    """End every fork server (their remaining children with them), loaded or still loading; the
+    next run starts new ones."""
     with _servers_lock:
-        servers = [s for s in _servers.values() if s is not None]
+        futures = list(_servers.values())
         _servers.clear()
-    for server in servers:
-        server.close()
+    for future in futures:
+        if (server := future.result()) is not None:
+            server.close()
 
 
 if __name__ == "__main__":
-    serve(int(sys.argv[1]), sys.argv[2])
+    serve(int(sys.argv[1]), sys.argv[2], sys.stdin.buffer.raw.fileno(), sys.stdout.buffer)

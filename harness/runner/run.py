@@ -39,6 +39,7 @@ from harness.report.breakdown import task_labels
 from harness.results.layout import RunDir
 from harness.results.run_config import RunConfig, lock_output_dir, save_or_check
 from harness.results.store import RowKey, load, merge_rescue, pending, read_rows, repair
+from harness.runner import forkserver
 from harness.runner.evaluate import evaluate, rescue_rows
 from harness.runner.preflight import RunOptions, check_capacity, prepare
 from harness.runner.instance import RunSettings, reset_scratch
@@ -51,12 +52,21 @@ from harness.terminal import say, stderr_console
 
 def run(opts: RunOptions, console: Console | None = None) -> int:
     """Evaluate; return the exit code (harness/exit_codes.py). Input problems raise InputError."""
-    console = console or stderr_console()
+    provider = get_provider(opts.provider)
+    # The agents' fork server: forked now, before the dataset is read, so it loads on another core
+    # while this process prepares (forkserver.py); ended once the instances are (or on any exit).
+    forkserver.start(opts.agent)
+    try:
+        return _run(opts, provider, console or stderr_console())
+    finally:
+        forkserver.close_all()
+
+
+def _run(opts: RunOptions, provider, console: Console) -> int:
     prepared = prepare(opts)
     for warning in probe_all(prepared.models):
         say(console, warning, style="yellow")
     selected, section = prepared.selected, prepared.section
-    provider = get_provider(opts.provider)
     # Preflight: the engine, the image and the network policy, before any instance starts.
     image = provider.preflight(network=opts.sandbox.get("network", "none"), log=lambda m: say(console, m))
     check_capacity(opts.sandbox, provider.capacity())

@@ -92,9 +92,12 @@ class ServiceClient:
             raise SandboxOutputLimit(f"upload of {size} bytes is over the service's limit of "
                                      f"{MAX_BODY} bytes; copy fewer or smaller files")
 
-    def wait_ready(self, timeout: float, still_starting: Callable[[], None]) -> None:
-        """Poll /health until it answers; still_starting() raises if the sandbox died."""
-        deadline = time.monotonic() + timeout
+    def wait_ready(self, timeout: float, still_starting: Callable[[], None], check_every: float = 0.25) -> None:
+        """Poll /health until it answers. still_starting() raises if the sandbox died; it asks the
+        engine, so it runs at most every `check_every` seconds (and before giving up), not after
+        every poll: a start takes ~10 polls, and an engine call each would load the engine."""
+        started = time.monotonic()
+        deadline, next_check = started + timeout, started + check_every
         delay = 0.005
         while True:
             try:
@@ -104,8 +107,11 @@ class ServiceClient:
                     return
             except urllib3.exceptions.HTTPError:
                 pass
-            still_starting()
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if now >= next_check or now > deadline:
+                still_starting()
+                next_check = time.monotonic() + check_every
+            if now > deadline:
                 raise InfraError(f"sandbox service {self.host}:{self.port} not ready after {timeout:.0f}s")
             time.sleep(delay)
             delay = min(delay * 1.5, 0.1)

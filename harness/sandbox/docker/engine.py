@@ -37,6 +37,18 @@ from harness.settings import settings
 _lock = threading.Lock()
 _client: docker.DockerClient | None = None
 _gate: threading.BoundedSemaphore | None = None
+_info_lock = threading.Lock()
+_info: dict | None = None
+
+
+def _forget_in_child() -> None:
+    """A forked process (the agents' fork server, forkserver.py) must not share the parent's
+    connections to the engine: it makes its own on first use."""
+    global _lock, _client, _gate, _info_lock, _info
+    _lock, _client, _gate, _info_lock, _info = threading.Lock(), None, None, threading.Lock(), None
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 T = TypeVar("T")
 
@@ -75,6 +87,10 @@ def new_client(timeout: float | None = None, url: str | None = None) -> docker.D
         tls = tls_config(url) if url else None
         if url is None:
             made = docker.from_env(**kwargs)
+            if not made.api.base_url.startswith(("http://", "https://")):
+                # A socket: requests would still read the proxy variables and stat ~/.netrc on every
+                # call (~1 ms of CPU each), and neither applies to a socket.
+                made.api.trust_env = False
         elif tls is None:
             # ssh://: the system's ssh client (the user's ~/.ssh/config, agent and known_hosts), not
             # paramiko, whose import alone costs every harness and agent process ~0.4 s.
@@ -137,6 +153,16 @@ def client() -> docker.DockerClient:
         if _client is None:
             _client = new_client()
         return _client
+
+
+def info() -> dict:
+    """The engine's `docker info`, asked once per process (storage driver, CPUs, memory: nothing a
+    run needs of it changes during the run); concurrent first callers share one call."""
+    global _info
+    with _info_lock:
+        if _info is None:
+            _info = call("info", lambda: client().api.info())
+        return _info
 
 
 def start_gate() -> threading.BoundedSemaphore:

@@ -117,7 +117,7 @@ class DockerProvider(SandboxProvider):
         return image
 
     def capacity(self) -> Capacity:
-        info = engine.call("info", lambda: engine.client().info())
+        info = engine.info()
         return Capacity(cpus=float(info.get("NCPU") or 0), memory=int(info.get("MemTotal") or 0))
 
     def start(self, spec: SandboxSpec) -> DockerSandbox:

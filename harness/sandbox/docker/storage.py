@@ -23,7 +23,6 @@ write through /proc/1/fd/1) is json-file capped at LOG_MAX_SIZE x LOG_MAX_FILES.
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 from dataclasses import dataclass
@@ -49,9 +48,8 @@ class Backend:
     detail: str  # e.g. "overlay2 on extfs"
 
 
-@functools.cache
 def _driver() -> tuple[str, str]:
-    info = engine.call("info", lambda: engine.client().api.info())
+    info = engine.info()
     status = {row[0]: row[1] for row in info.get("DriverStatus") or [] if len(row) == 2}
     return info.get("Driver", ""), status.get("Backing Filesystem", "")
 
