@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 
+from harness.bulk import collector_paused
 from harness.datasets import cache
 from harness.datasets.model import Instance
 from harness.errors import InputError
@@ -76,6 +77,11 @@ def load_dataset(path: str | Path, split: str | None = None) -> list[Instance]:
     if benchmark is not None:
         return benchmark
     file, form = _resolve(Path(path).expanduser(), split)
+    with collector_paused():  # harness/bulk.py
+        return _load(file, form, split)
+
+
+def _load(file: Path, form: _Form, split: str | None) -> list[Instance]:
     cached = cache.get(file, split)
     if cached is not None:
         return cached

@@ -30,6 +30,7 @@ import time
 from rich.console import Console
 
 from harness import exit_codes
+from harness.bulk import collector_paused
 from harness.datasets import dataset_fingerprint
 from harness.errors import InputError
 from harness.fsutil import slug, write_atomic
@@ -57,12 +58,13 @@ def run(opts: RunOptions, console: Console | None = None) -> int:
     # while this process prepares (forkserver.py); ended once the instances are (or on any exit).
     forkserver.start(opts.agent)
     try:
-        return _run(opts, provider, console or stderr_console())
+        with collector_paused() as loaded:  # harness/bulk.py
+            return _run(opts, provider, console or stderr_console(), loaded)
     finally:
         forkserver.close_all()
 
 
-def _run(opts: RunOptions, provider, console: Console) -> int:
+def _run(opts: RunOptions, provider, console: Console, loaded) -> int:
     prepared = prepare(opts)
     for warning in probe_all(prepared.models):
         say(console, warning, style="yellow")
@@ -113,6 +115,7 @@ def _run(opts: RunOptions, provider, console: Console) -> int:
             say(console, f"removed {len(reaped)} container(s) left by killed harness processes")
         to_run, done = pending([i.instance_id for i in selected], scanned.rows, opts.epochs)
         del scanned
+        loaded()
         if done:
             what = "instance(s)" if opts.epochs == 1 else f"of {len(selected) * opts.epochs} instance runs"
             say(console, f"resuming: {len(done)} {what} already finished, {len(to_run)} to run")
@@ -146,11 +149,12 @@ def _run(opts: RunOptions, provider, console: Console) -> int:
             wall = previous_wall + wall if to_run else previous_wall
         report = None if to_run or leaked else _unchanged_report(layout, basis)
         if report is None:
-            report = build_report(read_rows(out), [i.instance_id for i in selected], leaked_containers=leaked,
-                                  wall_time_s=wall, levels={i.instance_id: i.level for i in selected},
-                                  epochs=opts.epochs, reducers=opts.reducers,
-                                  normalize=getattr(prepared.scorers[0], "normalize", None),
-                                  tasks=tasks, run_dir=layout.root)
+            with collector_paused():  # every row read in full: as many objects as at loading
+                report = build_report(read_rows(out), [i.instance_id for i in selected], leaked_containers=leaked,
+                                      wall_time_s=wall, levels={i.instance_id: i.level for i in selected},
+                                      epochs=opts.epochs, reducers=opts.reducers,
+                                      normalize=getattr(prepared.scorers[0], "normalize", None),
+                                      tasks=tasks, run_dir=layout.root)
             report.basis = basis
             write_report(report, opts.output_dir)
         append_summary(report, opts.summary_csv or opts.output_dir.parent / "summary.csv",
