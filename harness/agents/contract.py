@@ -13,18 +13,20 @@ from __future__ import annotations
 import abc
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from harness.datasets.model import Instance
-from harness.environments import Environments
 from harness.errors import ErrorKind, kind_of
 from harness.models.config import ModelSection
-from harness.models.meter import Meter
 from harness.results.model import Usage
 from harness.sandbox.contract import SandboxHandle
 from harness.traces import Tracer
+
+if TYPE_CHECKING:  # the harness's own process never builds an AgentContext: not imported there
+    from harness.environments import Environments
+    from harness.models.meter import Meter
 
 DEFAULT_USER_REPLY = (
     "I cannot help: there is no human to answer questions. Carry on with the tools you have, and give "

@@ -68,7 +68,9 @@ def run(request: AgentRequest, result_path: Path) -> int:
     def finish(code: int) -> int:
         result.usage = meter.usage()
         result.tool_calls = list(tracer.tool_calls)
-        write_atomic(result_path, result.model_dump_json())
+        # Atomic (a kill mid-write leaves no torn result), not durable: the harness reads it at once,
+        # and after a machine crash the instance runs again anyway.
+        write_atomic(result_path, result.model_dump_json(), durable=False)
         tracer.close()
         return code
 

@@ -1,4 +1,5 @@
-"""Bulk loading runs with the cyclic garbage collector paused (harness/bulk.py)."""
+"""Bookkeeping that scales: bulk loading with the cyclic garbage collector paused (harness/bulk.py),
+scratch files handed over without an fsync."""
 
 from __future__ import annotations
 
@@ -55,3 +56,20 @@ def test_loading_a_large_dataset_runs_the_collector_at_most_once_after(tmp_path,
         gc.callbacks.remove(collected)
         settings.cache_clear()
     assert len(runs) <= 2, len(runs)  # the collections the resumed collector makes once, after a load
+
+
+def test_a_scratch_handover_is_atomic_without_waiting_on_the_disk(tmp_path, monkeypatch):
+    """The agent's result file is read by the harness at once: written atomically, not fsynced
+    (an fsync per instance cost the agent process a wait on the disk)."""
+    import os
+
+    from harness.fsutil import write_atomic
+
+    synced = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd)))
+    write_atomic(tmp_path / "result.json", "{}", durable=False)
+    assert synced == [] and (tmp_path / "result.json").read_text() == "{}"
+    write_atomic(tmp_path / "row.json", "{}")
+    assert len(synced) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["result.json", "row.json"]  # no temporary left
