@@ -270,7 +270,7 @@ def bookkeeping(tmp: Path, count: int = 100_000) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--instances", type=int, default=20, help="instances per harness run / raw pool")
     parser.add_argument("--workers", default="1,2,4,8", help="comma-separated worker counts")
     parser.add_argument("--takes", type=int, default=10, help="warm/cold starts measured")

@@ -3,7 +3,11 @@
 A fresh agent process spends ~0.6 s importing the agent framework, the model clients and the
 harness, and ~0.1 s tearing the interpreter down, against ~40 ms of the agent's own work with
 a replay model. The fork server imports all that once per run; each agent process is then a
-fork of it (a few milliseconds), and ends with `os._exit` once its result is written.
+fork of it (a few milliseconds), and ends with `os._exit` once its result is written. `harness run`
+starts the server as a fork of itself before it reads the dataset (it has imported the harness,
+pydantic and the Docker SDK by then, so the server imports only the agent's own modules: ~0.1 s of
+CPU against ~0.4 s for a fresh interpreter); a harness with other threads running starts a fresh
+interpreter instead (`python -m harness.runner.forkserver`), since a fork would inherit their locks.
 
 What a fresh process gave is kept:
 - its own session and process group (`setsid` in the child), which the harness kills whole at
