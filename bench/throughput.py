@@ -9,7 +9,9 @@
    raw:     a pool of that many threads, each instance: create + start the sandbox image with the
             harness's own create options (limits, tmpfs, network, published port), poll sandboxd's
             /health, upload the same file, run the same command, remove(force, v).
-   Plus the harness once with HARNESS_AGENT_FORK=0 at 4 workers (no fork server).
+   Then the fixed cost of one `harness run` (a resume with nothing to do), and the harness once with
+   HARNESS_AGENT_FORK=0 at 4 workers (no fork server). N defaults to 60: long enough that the
+   per-instance rate, not the command's start-up, decides (see bench/README.md).
 2. WarmPool.take vs provider.start (median of --takes), if harness/runner/pool.py exists.
 3. 100k-instance bookkeeping: dataset load cold/warm and a resume with nothing to do (seconds, max RSS).
 See bench/README.md.
@@ -173,6 +175,10 @@ def throughput(args, image: str, run_id: str, tmp: Path) -> None:
         print(f"throughput w={w}: harness {h:.2f}/s raw {rw:.2f}/s ratio {h / rw:.2f}")
         print(f"  steady w={w}: harness {hs:.2f}/s raw {rs:.2f}/s ratio {hs / rs:.2f}   (walls: harness "
               f"{' '.join(f'{x[0]:.1f}s' for x in ours[w])}, raw {' '.join(f'{x[0]:.1f}s' for x in raw[w])})")
+    idle = statistics.median(harness_side(dataset, tmp / "warmup", 2, n)[0] for _ in range(3))
+    print(f"fixed cost: `harness run` with nothing to do (a resume of a finished run; start-up, preflight, "
+          f"bookkeeping, report) {idle:.2f} s"
+          + (f", {idle / statistics.median(x[0] for x in ours[4]):.0%} of the whole command at w=4" if 4 in ours else ""))
     if 4 in ours:
         h, hs = rates([harness_side(dataset, tmp / "nofork", 4, n, fork=False)])
         f, fs = rates(ours[4])
@@ -270,8 +276,10 @@ def bookkeeping(tmp: Path, count: int = 100_000) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--instances", type=int, default=20, help="instances per harness run / raw pool")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--instances", type=int, default=60,
+                        help="instances per harness run / raw pool (a run long enough that throughput, not start-up, "
+                             "decides; the fixed-cost line gives the start-up)")
     parser.add_argument("--workers", default="1,2,4,8", help="comma-separated worker counts")
     parser.add_argument("--takes", type=int, default=10, help="warm/cold starts measured")
     parser.add_argument("--skip-throughput", action="store_true")

@@ -124,7 +124,7 @@ seen["ended"] = all(p.wait(5) is not None for p in procs)
 loading = forkserver.start("assistant").result()  # closed while it still imports the agent framework
 started = time.monotonic()
 forkserver.close_all()
-seen["closed_while_loading"] = (loading.proc.wait(5) is not None, time.monotonic() - started < 5)
+seen["closed_while_loading"] = (loading.proc.wait(5), time.monotonic() - started < 5)
 print(json.dumps(seen))
 """
 
@@ -139,4 +139,6 @@ def test_the_server_is_a_fork_of_a_single_threaded_harness_else_a_fresh_interpre
     seen = json.loads(proc.stdout)
     assert seen["main"]["kind"] == "_ForkedProcess" and seen["thread"]["kind"] == "Popen", seen
     assert not seen["main"]["holds_file"] and not seen["thread"]["holds_file"], seen
-    assert seen["ended"] and seen["closed_while_loading"] == [True, True], seen
+    # One still loading is killed, not waited for: a resume with nothing to do does not wait for the
+    # agent framework's imports (~0.25 s of 1.0 with an AutoGen agent).
+    assert seen["ended"] and seen["closed_while_loading"] == [-signal.SIGKILL, True], seen

@@ -315,6 +315,8 @@ class Server:
             self.proc.stdin.close()
         except OSError:
             pass
+        if not self.ready.done():  # still loading, so no agent forked yet: a run with nothing to do
+            self.proc.kill()  # (a resume of a finished run) does not wait for it to finish loading
         try:
             self.proc.wait(5)
         except subprocess.TimeoutExpired:
