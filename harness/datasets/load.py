@@ -96,7 +96,7 @@ def _load(file: Path, form: _Form, split: str | None) -> list[Instance]:
     missing = [c for c in form.required if c not in columns]
     if missing:
         problems.append(f"missing required column(s) {', '.join(map(repr, missing))}")
-        _raise(file, problems)
+        raise_problems(file, problems)
     instances: list[Instance] = []
     seen: dict[str, str] = {}
     root = file.parent.resolve()
@@ -106,7 +106,7 @@ def _load(file: Path, form: _Form, split: str | None) -> list[Instance]:
         if instance is not None:
             instances.append(instance)
     if problems:
-        _raise(file, problems)
+        raise_problems(file, problems)
     return cache.put(file, split, instances)
 
 
@@ -122,11 +122,12 @@ def _benchmark(path: Path, split: str | None) -> list[Instance] | None:
     return None
 
 
-def _raise(file: Path, problems: list[str]) -> None:
+def raise_problems(where: str | Path, problems: list[str]) -> None:
+    """One InputError listing the first MAX_REPORTED problems of dataset `where` (every loader's)."""
     shown = [f"  - {p}" for p in problems[:MAX_REPORTED]]
     if len(problems) > MAX_REPORTED:
         shown.append(f"  ... and {len(problems) - MAX_REPORTED} more")
-    raise InputError(f"dataset {file}: {len(problems)} problem(s):\n" + "\n".join(shown))
+    raise InputError(f"dataset {where}: {len(problems)} problem(s):\n" + "\n".join(shown))
 
 
 def _metadata_in(folder: Path) -> Path | None:

@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from harness.datasets.load import raise_problems
 from harness.datasets.model import Instance
 from harness.errors import InputError
 
@@ -103,9 +104,7 @@ def load(file: Path) -> list[Instance]:
         seen[instance.instance_id] = number
         instances.append(instance)
     if problems:
-        shown = "\n".join(f"  - {p}" for p in problems[:20])
-        more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
-        raise InputError(f"dataset {file} (MATH-500 layout): {len(problems)} problem(s):\n{shown}{more}")
+        raise_problems(f"{file} (MATH-500 layout)", problems)
     if not instances:
         raise InputError(f"dataset {file} (MATH-500 layout) holds no problems")
     return instances

@@ -23,6 +23,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harness.datasets.load import raise_problems
 from harness.datasets.model import Instance
 from harness.errors import InputError
 from harness.sandbox.files import MAX_ARCHIVE_BYTES
@@ -110,9 +111,7 @@ def load(file: Path) -> list[Instance]:
         except ValueError as exc:
             problems.append(f"{QUERIES} item {number}" + (f" (id {instance_id!r})" if base else "") + f": {exc}")
     if problems:
-        shown = "\n".join(f"  - {p}" for p in problems[:20])
-        more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
-        raise InputError(f"dataset {root} (MultiHop-RAG layout): {len(problems)} problem(s):\n{shown}{more}")
+        raise_problems(f"{root} (MultiHop-RAG layout)", problems)
     if not instances:
         raise InputError(f"dataset {file} (MultiHop-RAG layout) holds no queries")
     return instances
