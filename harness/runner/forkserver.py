@@ -213,7 +213,7 @@ class _ForkedProcess:
                 os.dup2(to_server[0], 0)
                 os.dup2(from_server[1], 1)
                 os.dup2(null, 2)
-                os.closerange(3, 1 << 16)  # pipes, lock files, sockets: nothing of the harness's
+                os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # pipes, lock files, sockets: none of the harness's
                 serve(parent, agent, 0, open(1, "wb", closefd=False))
             finally:
                 os._exit(0)
