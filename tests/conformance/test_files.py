@@ -176,3 +176,32 @@ def test_copy_in_refused_inside_the_sandbox_is_a_typed_request_error(sandbox, tm
     with pytest.raises(SandboxRequestError):
         sandbox.copy_in(tmp_path, ["f"], dest="/etc")  # outside what the sandbox lets a caller write
     assert sandbox.shell("test -e /etc/f").exit_code == 1
+
+
+def test_copy_in_over_a_read_only_file_is_refused_as_for_agent_code(sandbox, tmp_path):
+    """Issue 18 item 10: a file the agent made read-only (`chmod -w`) is not replaced by copy_in, and a
+    folder it made read-only takes no new file, even in a subfolder copy_in would create: the refusal
+    is SandboxPermissionDenied naming the path, and nothing of the archive is written."""
+    dest = f"/workspace/ro-{secrets.token_hex(3)}"
+    (tmp_path / "f").write_text("first")
+    sandbox.copy_in(tmp_path, ["f"], dest=dest)
+    sandbox.shell(f"chmod a-w {dest}/f")
+    assert sandbox.shell(f"echo agent > {dest}/f").exit_code != 0  # what the agent's own write meets
+    (tmp_path / "f").write_text("second")
+    (tmp_path / "g").write_text("new")
+    with pytest.raises(SandboxPermissionDenied) as err:
+        sandbox.copy_in(tmp_path, ["g", "f"], dest=dest)
+    assert f"{dest}/f" in str(err.value)
+    assert sandbox.read_file(f"{dest}/f") == b"first"
+    with pytest.raises(SandboxFileNotFound):
+        sandbox.read_file(f"{dest}/g")  # checked before anything moved
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "h").write_text("deep")
+    sandbox.shell(f"mkdir {dest}/sub && chmod a-w {dest}/sub")
+    with pytest.raises(SandboxPermissionDenied) as err:
+        sandbox.copy_in(tmp_path, ["g", "sub"], dest=dest)
+    assert f"{dest}/sub/h" in str(err.value)
+    assert sandbox.shell(f"test -e {dest}/g || test -e {dest}/sub/h").exit_code == 1
+    sandbox.shell(f"chmod u+w {dest}/f")  # writable again: replaced as before
+    sandbox.copy_in(tmp_path, ["f"], dest=dest)
+    assert sandbox.read_file(f"{dest}/f") == b"second"

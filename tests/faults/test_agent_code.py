@@ -56,6 +56,41 @@ def test_the_service_token_is_not_readable_by_agent_code(sandbox, reliability):
     assert not found
 
 
+# Agent code under sandboxd's own uid reads PID 1's memory, region by region (/proc/1/maps then
+# /proc/1/mem), and looks for the token: issue 18 item 11 (it was found there).
+READ_PID1_MEMORY = r"""
+import re, sys
+needle = sys.argv[1].encode()
+try:
+    maps = open('/proc/1/maps').read().splitlines()
+    mem = open('/proc/1/mem', 'rb', 0)
+except OSError as exc:
+    print('refused', type(exc).__name__); sys.exit(0)
+read = 0
+for line in maps:
+    start, end = (int(x, 16) for x in line.split()[0].split('-'))
+    if 'r' not in line.split()[1]:
+        continue
+    try:
+        mem.seek(start); data = mem.read(end - start)
+    except (OSError, OverflowError, ValueError):
+        continue
+    read += len(data)
+    if needle in data:
+        print('FOUND'); sys.exit(0)
+print('read', read, 'bytes, not found')
+"""
+
+
+def test_the_service_token_is_not_in_pid1s_memory_for_agent_code(sandbox, reliability):
+    token = sandbox.connection().headers["X-Harness-Token"]
+    probe = sandbox.exec(["python3", "-c", READ_PID1_MEMORY, token], timeout=60)
+    outcome = probe.stdout.strip() or probe.stderr.strip()[-200:]
+    reliability.record("agent code reads PID 1's memory (/proc/1/mem) for the service token", outcome)
+    assert probe.exit_code == 0, probe
+    assert outcome.startswith("refused"), outcome  # not readable at all: PID 1 is not dumpable
+
+
 def test_a_huge_max_output_is_clamped_and_pid1_survives(sandbox, reliability):
     t0 = time.monotonic()
     result = sandbox.shell("head -c 100M /dev/zero | tr '\\0' a", max_output=2**40, timeout=120)

@@ -68,7 +68,8 @@ import urllib.parse
 
 def _take_token() -> str:
     """The token, removed from the environment commands inherit and wiped from this process's
-    memory: popping it alone leaves it readable by agent code in /proc/1/environ."""
+    memory: popping it alone leaves it readable by agent code in /proc/1/environ. The string
+    itself stays in memory (every request's header carries it too): see _seal_memory."""
     address = None
     try:
         getenv = ctypes.CDLL(None).getenv
@@ -537,6 +538,19 @@ def _stage(source, dest: str, staging: str) -> list[tuple[str, str, str | None]]
     return members
 
 
+def _may_write(target: str, exists: bool) -> bool:
+    """Whether the agent's own code could write target: an existing file needs its write bit
+    (a `chmod -w` holds against copy_in as against `echo >`), a new one a writable folder (the
+    nearest one that exists: the folders in between are made in it). The rename that puts a
+    staged file in place would ignore the file's mode, so it is asked first."""
+    if exists:
+        return os.access(target, os.W_OK)
+    folder = os.path.dirname(target)
+    while not os.path.lexists(folder):
+        folder = os.path.dirname(folder)
+    return os.access(folder, os.W_OK | os.X_OK)
+
+
 def _commit(members: list[tuple[str, str, str | None]], dest: str) -> None:
     targets = []
     for raw, name, staged in members:  # check every target before moving anything
@@ -555,6 +569,8 @@ def _commit(members: list[tuple[str, str, str | None]], dest: str) -> None:
             raise os_error(IsADirectoryError(), target)
         if mode is not None and staged is not None and not stat.S_ISREG(mode):
             raise HttpError(400, f"refused archive member {raw!r}: {target} is not a regular file")
+        if staged is not None and not _may_write(target, mode is not None):
+            raise os_error(PermissionError(), target)
         targets.append((target, staged))
     for target, staged in targets:
         if staged is None:
@@ -913,9 +929,28 @@ async def respond(writer: asyncio.StreamWriter, status: int, payload, ctype: str
     await writer.drain()
 
 
+PR_SET_DUMPABLE = 4  # <linux/prctl.h>
+
+
+def _seal_memory() -> None:
+    """Make this process non-dumpable before any command runs. Agent code runs under the same
+    uid, and could otherwise read the token out of /proc/1/mem (or ptrace PID 1). A non-dumpable
+    process's /proc files belong to root and tracing it needs CAP_SYS_PTRACE, which no sandbox
+    has; the commands it starts are dumpable again (exec resets the flag), so nothing of theirs
+    changes. Refuses to serve when the flag cannot be set."""
+    try:
+        done = ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        done = False
+    if not done:
+        raise SystemExit("sandboxd: prctl(PR_SET_DUMPABLE, 0) failed; refusing to serve a token agent code "
+                         "could read from this process's memory")
+
+
 async def main() -> None:
     if not TOKEN:
         raise SystemExit("sandboxd: HARNESS_SANDBOX_TOKEN is not set; refusing to serve without a token")
+    _seal_memory()
     sock = socket.create_server(("0.0.0.0", PORT), backlog=LISTEN_BACKLOG)
     if os.getpid() == 1:
         asyncio.ensure_future(init_loop())
