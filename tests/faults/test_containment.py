@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import glob
 import os
+import secrets
 import shutil
 import socket
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -291,10 +293,14 @@ def test_network_none_packets_never_leave_the_bridge(provider, image, run_id, re
         assert networks.firewall_problem() is None
         assert networks.apply_firewall() is None  # again: idempotent, nothing added twice
         dump = subprocess.run(["iptables", "-w", "-S"], capture_output=True, text=True, check=True).stdout
-        # One jump into our chain from INPUT and one from DOCKER-USER (or FORWARD), each only for our bridge.
+        # One jump into our chain from INPUT and one from DOCKER-USER (or FORWARD), each only for our bridge;
+        # any other jump is a running website's, from INPUT for its own bridge (networks.seal_site).
         jumps = [line for line in dump.splitlines() if line.endswith(f"-j {networks.CHAIN}")]
-        assert sorted(line.split()[1] for line in jumps) in (["DOCKER-USER", "INPUT"], ["FORWARD", "INPUT"]), dump
-        assert all(line == f"-A {line.split()[1]} -i {bridge} -j {networks.CHAIN}" for line in jumps), jumps
+        mine = [line for line in jumps if f" -i {bridge} " in line]
+        assert sorted(line.split()[1] for line in mine) in (["DOCKER-USER", "INPUT"], ["FORWARD", "INPUT"]), dump
+        assert all(line == f"-A {line.split()[1]} -i {bridge} -j {networks.CHAIN}" for line in mine), mine
+        sites = [line for line in jumps if line not in mine]
+        assert all(line.startswith(f"-A INPUT -i {networks.SITE_BRIDGE_PREFIX}") for line in sites), sites
         # A documentation address (TEST-NET-3): refused at the bridge, at once, not left to time out.
         started = time.monotonic()
         result = sb.exec(["python3", "-c", PROBE, "tcp:203.0.113.7:80"], timeout=60)
@@ -321,3 +327,89 @@ def test_without_firewall_rules_the_harness_warns_once(provider, image, monkeypa
     assert len(warnings) == 1 and "not running as root" in warnings[0] and "\n" not in warnings[0]
     assert sum("not sealed" in r.getMessage() for r in caplog.records) == 1
     assert networks.firewall_problem() == "not running as root"
+
+
+# ------------------------------------------------------------------ the website's network (issue 18 item 4)
+SMOKE_SITE = Path(__file__).resolve().parents[2] / "datasets" / "gaia-smoke" / "website"
+FETCH_SITE = ("import urllib.request as u; "
+              "print(u.urlopen('http://shop.gaia.test/', timeout=20).status)")
+
+
+def _rules_naming(device: str) -> list[str]:
+    dump = subprocess.run(["iptables", "-w", "-S"], capture_output=True, text=True, check=True).stdout
+    return [line for line in dump.splitlines() if f" {device} " in f"{line} "]
+
+
+def _site_bridge(policy: str) -> str:
+    """The device of a site network's bridge: our name option, else the engine's default name."""
+    net = engine.client().api.inspect_network(policy.split(":", 1)[1])
+    return (net.get("Options") or {}).get("com.docker.network.bridge.name") or f"br-{net['Id'][:12]}"
+
+
+def test_website_sandboxes_reach_the_site_but_not_the_host(provider, image, run_id, reliability):
+    """`--website`: agent code on the site's network reached a host service on 0.0.0.0 through that
+    network's gateway (the rules covered the none bridge only). Now refused there, at once, while the
+    site answers; the rule goes with the network, and the none bridge's rules stay as they were."""
+    if not _iptables_usable():
+        pytest.skip("needs root, iptables and a local engine")
+    from harness.sandbox.docker import networks
+
+    t0 = time.monotonic()
+    server = _HostServer()
+    none_jumps = [line for line in _rules_naming(networks.ISOLATED_BRIDGE) if networks.CHAIN in line]
+    try:
+        with provider.website(SMOKE_SITE, image, run_id) as policy, \
+                provider.open(spec(image, run_id, "site-probe", network=policy)) as sb:
+            site_net = policy.split(":", 1)[1]
+            gateway = _networks(sb.id)[site_net]["Gateway"]
+            bridge = _site_bridge(policy)
+            started = time.monotonic()
+            probe = sb.exec(["python3", "-c", PROBE, f"tcp:{gateway}:{server.port}"], timeout=60)
+            refused_in = time.monotonic() - started
+            site = sb.exec(["python3", "-c", FETCH_SITE], timeout=60)
+            ours = [line for line in _rules_naming(bridge) if networks.CHAIN in line]
+        assert probe.stdout.startswith("blocked"), f"host service via the site's gateway {gateway}: {probe}"
+        assert ours == [f"-A INPUT -i {bridge} -j {networks.CHAIN}"], ours
+        assert server.accepted == 0
+        assert refused_in < 3, refused_in  # refused, not left to time out
+        assert site.stdout.strip() == "200", site
+        assert _rules_naming(bridge) == [], "a firewall rule outlived the site's network"
+        assert [line for line in _rules_naming(networks.ISOLATED_BRIDGE) if networks.CHAIN in line] == none_jumps
+        assert not [line for line in _rules_naming("docker0") if networks.CHAIN in line]
+    finally:
+        server.close()
+    reliability.record("--website: a host service on 0.0.0.0 via the site network's gateway",
+                       f"refused in {refused_in:.1f} s; the site answered; rule removed with the network",
+                       leaked=leaked(provider, run_id), started=t0)
+
+
+def test_a_killed_runs_site_rule_goes_with_its_network_at_cleanup(provider, image, run_id):
+    """A harness killed with its site up leaves the network and its rule; the cleanup that removes the
+    network removes the rule too."""
+    if not _iptables_usable():
+        pytest.skip("needs root, iptables and a local engine")
+    from harness.sandbox.docker import networks
+
+    site = provider.website(SMOKE_SITE, image, run_id)
+    policy = site.__enter__()  # and never left: as a killed harness would
+    bridge = _site_bridge(policy)
+    assert [line for line in _rules_naming(bridge) if networks.CHAIN in line], "the site's network is not sealed"
+    removed = provider.cleanup(run_id=run_id)
+    assert policy.split(":", 1)[1] in {item.name for item in removed}
+    assert _rules_naming(bridge) == []
+
+
+def test_an_internal_network_the_harness_did_not_make_is_warned_about(provider, image, caplog):
+    """internal:NAME of the user's own network: never given rules, and one warning names its gateway."""
+    name = f"harness-test-user-{secrets.token_hex(3)}"
+    api = engine.client().api
+    api.create_network(name, driver="bridge", internal=True)
+    printed: list[str] = []
+    try:
+        provider.preflight(network=f"internal:{name}", log=printed.append)
+        gateway = api.inspect_network(name)["IPAM"]["Config"][0]["Gateway"]
+    finally:
+        api.remove_network(name)
+    warnings = [m for m in printed if f"internal:{name} is not sealed" in m]
+    assert len(warnings) == 1 and gateway in warnings[0] and "\n" not in warnings[0], printed
+    assert "routes to" not in warnings[0]  # internal: nothing beyond the host

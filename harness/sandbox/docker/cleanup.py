@@ -17,7 +17,7 @@ import functools
 
 from harness.errors import InfraError
 from harness.sandbox.contract import Leftover as Found
-from harness.sandbox.docker import engine, naming
+from harness.sandbox.docker import engine, naming, networks
 
 PASSES = 3  # look-ups for containers a just-killed harness's in-flight requests made (reap)
 
@@ -78,5 +78,7 @@ def reap(*, run_id: str | None = None, everything: bool = False, dry_run: bool =
                 raise
             continue  # a container the passes above did not choose still uses it
         nets.append(item)
+    if nets:
+        networks.unseal_gone_sites()  # a site network's firewall jump goes with it
     return list(removed.values()) + nets
 

@@ -29,12 +29,30 @@ network, `harness-none`, on a bridge device of that same fixed name, with:
 The published port is bound to 127.0.0.1, so the sandbox cannot reach it back through
 the gateway either. "internal:NAME" adds the existing internal network NAME (e.g. an
 offline website for browsing tasks) to a "none" sandbox.
+
+An internal network forwards nothing (the engine's own rules), but its bridge's address
+is the host's, so a sandbox on it reaches every host service listening on all addresses
+through the gateway. Every network the harness puts sandboxes on is therefore sealed or
+warned about, once, naming what stays reachable:
+
+- `--website`'s network gets a bridge of our own name (SITE_BRIDGE_PREFIX + 6 random hex
+  digits) and the INPUT jump into our chain for it (`seal_site`), added after the network
+  is made and deleted once its bridge is gone (`unseal_gone_sites`, by the website itself
+  or by the cleanup that removes a killed run's network). Only jumps for bridges of that
+  prefix that no longer exist are ever deleted: never `harness-none`'s (shared by every
+  run, sealed for good), never any for docker0 or another bridge;
+- an internal:NAME network the harness did not make is never touched: `check_policy`
+  warns that it is not sealed, with its gateway (and, when it is not internal, that its
+  routes lead on);
+- "internet" puts sandboxes on the engine's default bridge, which reaches everything by
+  design: no rules, no warning.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import secrets
 import shutil
 import subprocess
 import threading
@@ -163,6 +181,53 @@ def apply_firewall(bridge: str = ISOLATED_BRIDGE) -> str | None:
     return None
 
 
+SITE_BRIDGE_PREFIX = "harness-s"  # + 6 hex digits: 15 characters, the most a device name has
+
+
+def site_bridge_options() -> dict:
+    """Options for a new site network: a bridge device named by us, so its rules can name it."""
+    return {"com.docker.network.bridge.name": f"{SITE_BRIDGE_PREFIX}{secrets.token_hex(3)}"}
+
+
+def bridge_of(network: dict) -> str:
+    """The bridge device of an inspected (or listed) network, when it carries our name option."""
+    return (network.get("Options") or {}).get("com.docker.network.bridge.name", "")
+
+
+def seal_site(bridge: str) -> str | None:
+    """The INPUT jump into our chain for a site network's bridge (the engine's rules for an
+    internal network already forward nothing; bridged traffic between the site and the
+    sandboxes never meets INPUT). None when in place, else why it could not be."""
+    problem = _why_not(bridge)
+    if problem:
+        return problem
+    try:
+        _ensure_chain()
+        _ensure_jump("INPUT", bridge)
+    except (InfraError, OSError, subprocess.SubprocessError) as exc:
+        return f"iptables failed: {exc}"
+    return None
+
+
+def unseal_gone_sites() -> None:
+    """Delete the jumps into our chain for site bridges that no longer exist on this host: call
+    once a site network is gone. Best effort; only jumps of the form
+    `-i harness-sXXXXXX -j HARNESS-ISOLATED` are ever deleted, and only when that device is gone."""
+    if os.geteuid() != 0 or shutil.which("iptables") is None:
+        return
+    try:
+        for chain in ("INPUT", "DOCKER-USER", "FORWARD"):
+            for line in _iptables("-S", chain).stdout.splitlines():
+                parts = line.split()
+                if len(parts) != 6 or parts[:3] != ["-A", chain, "-i"] or parts[4:] != ["-j", CHAIN]:
+                    continue
+                device = parts[3]
+                if device.startswith(SITE_BRIDGE_PREFIX) and not os.path.exists(f"/sys/class/net/{device}"):
+                    _iptables("-D", chain, "-i", device, "-j", CHAIN)
+    except (OSError, subprocess.SubprocessError) as exc:
+        log.warning("could not delete the firewall rules of removed site networks: %s", exc)
+
+
 def firewall_problem() -> str | None:
     """None when this process applied the rules; the reason otherwise (after ensure_isolated)."""
     return _firewall.get("problem")
@@ -180,6 +245,22 @@ def check_policy(policy: str, log_fn=None) -> None:
         found = [n for n in rows if n["Name"] == name]
         if not found:
             raise InputError(f"network policy {policy}: no Docker network named {name!r}")
+        if not bridge_of(found[0]).startswith(SITE_BRIDGE_PREFIX):  # a site's network is sealed by its website
+            message = unsealed_warning(policy, found[0])
+            log.warning(message)
+            if log_fn is not None:
+                log_fn(message)
+
+
+def unsealed_warning(policy: str, network: dict, problem: str | None = None) -> str:
+    """One line saying what a sandbox on this network still reaches."""
+    configs = (network.get("IPAM") or {}).get("Config") or [{}]
+    gateway = configs[0].get("Gateway") or "its gateway"
+    why = f"no firewall rules for bridge {bridge_of(network)} ({problem})" if problem else (
+        "the harness adds firewall rules only to networks it creates")
+    routed = "" if network.get("Internal") else f", and whatever {network.get('Name')} routes to (not an internal network)"
+    return (f"warning: network {policy} is not sealed: {why}; sandboxes on it can reach host services "
+            f"listening on all addresses via {gateway}{routed}")
 
 
 # The embedded DNS never answers a name it cannot forward (nothing leaves the bridge), so a

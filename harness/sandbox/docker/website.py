@@ -5,11 +5,14 @@ container, printing "ready" when it listens) and `site.toml` with `alias = "HOST
 the host name the dataset's questions use. `harness run --website DIR` starts it
 on a fresh internal network (no route out, no published port) and gives every
 sandbox of the run the policy `internal:<that network>`; both are removed at the end.
+The network's bridge is sealed against the host for as long as it exists (networks.py:
+`seal_site`, `unseal_gone_sites`), or a warning says why not.
 """
 
 from __future__ import annotations
 
 import io
+import logging
 import tarfile
 import time
 from contextlib import contextmanager
@@ -17,8 +20,10 @@ from pathlib import Path
 from typing import Iterator
 
 from harness.errors import InfraError
-from harness.sandbox.docker import engine, naming, storage
+from harness.sandbox.docker import engine, naming, networks, storage
 from harness.sandbox.site import site_info
+
+log = logging.getLogger(__name__)
 
 # The site server is a small Python script: it listens well within this.
 READY_TIMEOUT_S = 30.0
@@ -46,10 +51,15 @@ def website(site_dir: Path, image: str, run_id: str) -> Iterator[str]:
     api = engine.client().api
     labels = naming.labels(run_id, "website", 1)
     network = f"harness-site-{naming.slug(run_id, 40)}"
-    engine.call("network create", lambda: api.create_network(network, driver="bridge", internal=True,
+    options = networks.site_bridge_options()
+    bridge = networks.bridge_of({"Options": options})
+    engine.call("network create", lambda: api.create_network(network, driver="bridge", internal=True, options=options,
                                                               labels=labels, check_duplicate=True))
     container_id = None
     try:
+        if problem := networks.seal_site(bridge):  # the host, through the gateway (networks.py)
+            log.warning(networks.unsealed_warning(f"internal:{network}", engine.call(
+                "network inspect", lambda: api.inspect_network(network)), problem))
         config = api.create_networking_config({network: api.create_endpoint_config(aliases=[alias])})
         host_config = api.create_host_config(network_mode=network, mem_limit="512m", pids_limit=256,
                                              cap_drop=["ALL"], cap_add=["NET_BIND_SERVICE"],
@@ -78,3 +88,4 @@ def website(site_dir: Path, image: str, run_id: str) -> Iterator[str]:
         if container_id:
             engine.remove_container(container_id)
         engine.remove_network(network)
+        networks.unseal_gone_sites()  # only once the network is gone (else the cleanup that removes it does)
