@@ -481,3 +481,48 @@ def test_archive_size_is_exactly_what_build_archive_writes(tmp_path: Path) -> No
         assert fh.tell() == 0 and size == archive_size(tmp_path, ["dir", "link.txt"])
         with tarfile.open(fileobj=fh) as tar:
             assert tar.extractfile("link.txt").read() == b"b" * 20480
+
+
+def test_a_header_only_csv_has_no_rows_not_missing_columns(tmp_path: Path) -> None:
+    """Issue 18 item 11: a CSV with its header alone was reported as missing the columns it has."""
+    data = tmp_path / "tasks.csv"
+    data.write_text("instance_id,question,answer,files\n")
+    with pytest.raises(InputError) as err:
+        load_dataset(data)
+    text = str(err.value)
+    assert "no rows (only a header: instance_id, question, answer, files)" in text and str(data) in text
+    assert "missing" not in text
+    empty = write_jsonl(tmp_path / "empty.jsonl", [])
+    with pytest.raises(InputError, match="no rows"):
+        load_dataset(empty)
+    torn = tmp_path / "torn.jsonl"
+    torn.write_text("{not json\n")
+    with pytest.raises(InputError) as err:
+        load_dataset(torn)
+    assert "invalid JSON" in str(err.value) and "missing" not in str(err.value)
+
+
+def test_an_output_dir_inside_what_is_packed_is_refused(tmp_path: Path) -> None:
+    """Issue 18 item 5: a run directory inside an attached folder (or the whole dataset folder, or
+    --website's folder) would be packed into later containers; refused naming both paths."""
+    from harness.datasets.packed import check_output_outside
+
+    root = tmp_path / "data"
+    (root / "docs" / "deep").mkdir(parents=True)
+    (root / "other").mkdir()
+    (root / "a.txt").write_text("a")
+    (root / "linked").symlink_to(root / "docs")
+    folder = Instance(instance_id="f", question="q", files=["a.txt", "docs"], root=root)
+    with pytest.raises(InputError) as err:
+        check_output_outside([folder], root / "docs" / "deep" / "run")
+    assert str(root / "docs" / "deep" / "run") in str(err.value) and str(root / "docs") in str(err.value)
+    assert "\n" not in str(err.value) and "instance f" in str(err.value)
+    with pytest.raises(InputError, match="'linked'"):  # through a symlinked attachment too
+        check_output_outside([folder.model_copy(update={"files": ["linked"]})], root / "docs" / "run")
+    with pytest.raises(InputError, match="'.'"):  # the dataset's whole folder
+        check_output_outside([folder.model_copy(update={"files": ["."]})], root / "other" / "run")
+    with pytest.raises(InputError, match="--website"):
+        check_output_outside([], root / "site" / "run", website=root / "site")
+    check_output_outside([folder], root / "other" / "run")  # beside the attachments: packed by nobody
+    check_output_outside([folder], root / "docs-run")
+    check_output_outside([folder], tmp_path / "elsewhere", website=root / "site")

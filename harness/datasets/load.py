@@ -86,8 +86,10 @@ def _load(file: Path, form: _Form, split: str | None) -> list[Instance]:
     if cached is not None:
         return cached
     problems: list[str] = []
-    records, labels = _read(file, problems)
-    columns = set().union(*records) if records else set()
+    records, labels, header = _read(file, problems)
+    if not records:  # nothing to run (a header alone has its columns: none is missing)
+        raise_problems(file, problems or ["no rows" + (f" (only a header: {', '.join(header)})" if header else "")])
+    columns = set(header).union(*records)
     if form is PLAIN:
         renames = {a: c for a, c in ALIASES.items() if a in columns and c not in columns}
         if renames:
@@ -169,13 +171,14 @@ def _resolve(path: Path, split: str | None) -> tuple[Path, _Form]:
     raise InputError(f"dataset {path} has several splits, choose one with --split: {', '.join(found)}")
 
 
-def _read(file: Path, problems: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
-    """The rows of `file` as dicts and a label per row ('line N' for jsonl, 'row N' otherwise).
-    JSON lines are read with the standard library; pandas (a 100 MB import) only for CSV and parquet."""
+def _read(file: Path, problems: list[str]) -> tuple[list[dict[str, Any]], list[str], list[str]]:
+    """The rows of `file` as dicts, a label per row ('line N' for jsonl, 'row N' otherwise) and the
+    columns its header names (none for jsonl). JSON lines are read with the standard library;
+    pandas (a 100 MB import) only for CSV and parquet."""
     suffix = file.suffix.lower()
     try:
         if suffix == ".jsonl":
-            return _read_jsonl(file, problems)
+            return (*_read_jsonl(file, problems), [])
         import pandas as pd
 
         try:
@@ -187,7 +190,8 @@ def _read(file: Path, problems: list[str]) -> tuple[list[dict[str, Any]], list[s
             raise ValueError(str(exc)) from exc
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         raise InputError(f"dataset file {file} could not be read: {exc}") from exc
-    return frame.astype(object).to_dict(orient="records"), [f"row {i}" for i in range(1, len(frame) + 1)]
+    return (frame.astype(object).to_dict(orient="records"), [f"row {i}" for i in range(1, len(frame) + 1)],
+            [str(c) for c in frame.columns])
 
 
 def _read_jsonl(file: Path, problems: list[str]) -> tuple[list[dict[str, Any]], list[str]]:

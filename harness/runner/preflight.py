@@ -18,6 +18,7 @@ from harness.agents.contract import Limits, UserSimulation
 from harness.agents.registry import resolve
 from harness.agents.user import reply_function
 from harness.datasets import load_dataset, select
+from harness.datasets.packed import check_output_outside
 from harness.errors import InputError
 from harness.models.config import ModelSection, load_config, model_section
 from harness.models.replay import has_turns, load_turns
@@ -140,6 +141,7 @@ def prepare(opts: RunOptions) -> Prepared:
                    if not all(has_turns(replay, i.instance_id, e) for e in range(1, opts.epochs + 1))]
         if missing:
             raise InputError(f"replay file {section.path} has no turns for: {', '.join(missing[:10])}")
+    check_output_outside(selected, opts.output_dir, opts.website)  # never packed into a container
     _check_output_dir(opts.output_dir)
     return Prepared(instances, selected, section, scorers, replay, models)
 
