@@ -10,8 +10,8 @@ from rich.console import Console
 from rich.table import Table
 
 from harness import exit_codes
-from harness.errors import HarnessError, InputError
-from harness.terminal import say, stderr_console
+from harness.errors import HarnessError, InputError, validation_problems
+from harness.terminal import flat, say, stderr_console
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 images_app = typer.Typer(no_args_is_help=True, help="Build and list sandbox images.")
@@ -55,8 +55,9 @@ def _use_docker_host(url: str) -> None:
 
 
 def fail(exc: HarnessError) -> None:
-    """One line on stderr, the message as it is (no markup, no wrapping); exit 2 for input, else 1."""
-    say(console, f"error ({exc.kind}): {exc}", style="red")
+    """One line on stderr, the message as it is (no markup, no wrapping, a multi-line message joined
+    into one: harness/terminal.py `flat`); exit 2 for input, else 1."""
+    say(console, f"error ({exc.kind}): {flat(exc)}", style="red")
     raise typer.Exit(exit_codes.INPUT if isinstance(exc, InputError) else exit_codes.FAILED)
 
 
@@ -188,17 +189,19 @@ def run_cmd(
     from harness.agents.contract import Limits, UserSimulation
     from harness.runner.preflight import RunOptions, error_budget
     from harness.runner.run import run
-    from harness.signals import exit_code, interrupts
+    from harness.signals import exit_code, interrupts, stopped_by
 
     if docker_host:
         _use_docker_host(docker_host)
     split_list = lambda text: [x.strip() for x in text.split(",") if x.strip()] if text else None  # noqa: E731
     try:
+        from pydantic import ValidationError
+
         from harness.sandbox.contract import SandboxSpec
 
         SandboxSpec(image="-", run_id="-", instance_id="-", network=network, memory=memory, cpus=cpus, disk=disk)
-    except ValueError as exc:
-        fail(InputError(f"--network/--memory/--cpus/--disk: {exc}"))
+    except ValidationError as exc:
+        fail(InputError(validation_problems(exc, field_prefix="--")))
     for flag, value, low in (("--max-steps", max_steps, 1), ("--max-tokens", max_tokens, 1),
                              ("--instance-timeout", instance_timeout, 1e-9), ("--command-timeout", command_timeout, 1e-9),
                              ("--page-size", page_size, 100)):
@@ -224,7 +227,8 @@ def run_cmd(
     except HarnessError as exc:
         fail(exc)
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP: the run has cleaned up already
-        say(console, f"stopped ({exc or 'interrupted'}): finished rows are kept; re-run to resume", style="yellow")
+        say(console, f"{stopped_by(exc)}: finished rows are kept in {output_dir / 'output.jsonl'}; "
+                     "re-run the same command to resume", style="yellow")
         raise typer.Exit(exit_code(exc)) from None
     raise typer.Exit(code)
 
@@ -266,13 +270,19 @@ def report_cmd(
         size = target.stat().st_size
         log(f"wrote {target} ({size / 1024:.0f} KiB)")
         return
+    from harness.report import render
     from harness.report.html import build_data
+    from harness.report.load import read_report
+    from harness.report.output import end_lines
 
+    stdout = Console()
+    for d in output_dirs:  # each run's table, as the run printed it (report/load.py: report.json or rebuilt)
+        report, rebuilt = read_report(d)
+        say(stdout, f"{d}" + (f": {rebuilt}" if rebuilt else ""))
+        stdout.print(render(report))
+        for line in end_lines(report):
+            say(stdout, line)
     data = build_data(list(output_dirs), with_traces=False)
-    for run in data["runs"]:
-        s = run["summary"]
-        log(f"{run['name']}: accuracy {s['accuracy']:.1%} ({s['n_correct']}/{s['n_selected']}), "
-            f"95% CI [{s['ci95'][0]:.1%}, {s['ci95'][1]:.1%}], outcomes {s['outcomes']}, errors {s['errors_by_kind']}")
     for c in data["comparisons"]:
         log(f"{c['other']} vs {c['base']}: delta {c['delta']:+.1%} [{c['delta_ci95'][0]:+.1%}, {c['delta_ci95'][1]:+.1%}], "
             f"fixed {len(c['fixed'])}, broken {len(c['broken'])}"

@@ -124,3 +124,19 @@ def kind_of(exc: BaseException) -> ErrorKind:
     if module.startswith(("openai", "httpx")):
         return "model"
     return "agent"
+
+
+def validation_problems(exc, field_prefix: str = "") -> str:
+    """A pydantic ValidationError as one line naming each field (after `field_prefix`, e.g. "--" for
+    flags) and its problem: `temperature: Input should be a valid number (got 'hot'); max_connections:
+    ...`. Where an InputError carries one, this is its text (pydantic's own is several lines with links)."""
+    parts = []
+    for error in exc.errors():
+        where = field_prefix + (".".join(str(x) for x in error.get("loc", ())) or "value")
+        message = str(error.get("msg", "invalid")).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+        given = error.get("input")
+        if error.get("type") != "missing" and not isinstance(given, (dict, list)) and repr(given) not in message:
+            shown = repr(given)
+            message += f" (got {shown if len(shown) <= 60 else shown[:59] + '…'})"
+        parts.append(f"{where}: {message}")
+    return "; ".join(parts) or str(exc).splitlines()[0]

@@ -68,6 +68,8 @@ class Settings(BaseSettings):
                                                "(harness/runner/forkserver.py); 0: start each fresh")
     retry_backoff: float = Field(2.0, ge=0, description="seconds between infra retries (times the attempt)")
     browser_action_timeout: float = Field(20, gt=0, description="seconds for one browser action")
+    progress_every: float = Field(30, gt=0, description="without a terminal (nohup, CI, Slurm): seconds between "
+                                                        "plain progress lines (one also every 10% of the instances)")
 
     @field_validator("port_range")
     @classmethod

@@ -27,6 +27,12 @@ class Terminated(KeyboardInterrupt):
         self.signum = signum
 
 
+def stopped_by(exc: KeyboardInterrupt) -> str:
+    """What ended the run, in words: "stopped by Ctrl-C (SIGINT)" or "stopped by SIGTERM"."""
+    signum = getattr(exc, "signum", signal.SIGINT)
+    return "stopped by Ctrl-C (SIGINT)" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
+
+
 def exit_code(exc: KeyboardInterrupt) -> int:
     return exit_codes.signalled(getattr(exc, "signum", signal.SIGINT))
 

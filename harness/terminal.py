@@ -3,9 +3,14 @@
 Messages carry user data (paths, section names like `[llm.NAME]`, server replies), so
 they are printed as `rich.text.Text`, which rich does not parse for markup, and with
 `soft_wrap` so a log or CI capture gets each message on one line, whatever its width.
+Text from elsewhere (an exception's message, an instance id) is made one line first
+(`flat`, `first_line`): no message may span lines or carry the terminal's escape sequences.
 """
 
 from __future__ import annotations
+
+import re
+from collections.abc import Sequence
 
 from rich.console import Console
 from rich.text import Text
@@ -18,3 +23,27 @@ def stderr_console() -> Console:
 def say(console: Console, message: str, style: str | None = None) -> None:
     """Print one message as it is (styled as a whole, when the console has colour)."""
     console.print(Text(str(message), style=style or ""), soft_wrap=True)
+
+
+_ESCAPES = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")  # CSI and OSC sequences
+_CONTROL = re.compile(r" *[\x00-\x1f\x7f-\x9f]+ *")
+
+
+def flat(text: object) -> str:
+    """`text` on one line: terminal escape sequences dropped, newlines and other control characters
+    each run turned into one space. What every error message goes through before it is printed."""
+    return _CONTROL.sub(" ", _ESCAPES.sub("", str(text))).strip()
+
+
+def first_line(text: object, limit: int = 200) -> str:
+    """The first non-blank line of `text`, flattened (see `flat`), cut to `limit` characters ("…"
+    marks a cut). What a per-instance line shows of an error message, which may be a traceback."""
+    lines = [line for line in _ESCAPES.sub("", str(text)).splitlines() if line.strip()]
+    line = flat(lines[0]) if lines else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def listed(items: Sequence[str], limit: int = 10) -> str:
+    """At most `limit` items, comma-separated, then "+N more" for the rest."""
+    shown = ", ".join(first_line(item, 80) for item in items[:limit])
+    return shown + (f", +{len(items) - limit} more" if len(items) > limit else "")

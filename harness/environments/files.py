@@ -3,7 +3,9 @@
 Conversion happens in the container, so agent-chosen paths and file contents never
 reach a parser on the host. Paths are confined to /workspace (no '..', no symlink
 escape: the real path is checked inside the container). Conversions are cached
-per file (path, size, mtime) and served in pages.
+per file (path, size, mtime) and served in pages. A conversion that outlasts
+CONVERT_TIMEOUT_S is killed and reported as a `timeout` naming the limit; one that dies
+without a word is reported with its exit code, never with an empty reason.
 """
 
 from __future__ import annotations
@@ -14,6 +16,13 @@ import time
 from harness.environments.paging import find_hits, page_count, page_of
 from harness.sandbox.contract import WORKSPACE, Sandbox
 from harness.traces import EnvAction, Tracer
+
+CONVERT_TIMEOUT_S = 120.0  # one conversion (markitdown's import included)
+
+
+class ConvertTimeout(ValueError):
+    """The conversion was killed at CONVERT_TIMEOUT_S."""
+
 
 # Both in-container scripts start with this: sys.argv[1] resolved (symlinks too) and confined
 # to the workspace, inside the container, where the files really are.
@@ -61,8 +70,8 @@ class FileEnv:
         self.sandbox, self.tracer, self.page_size = sandbox, tracer, page_size
         self._cache: dict[str, tuple[str, str]] = {}  # requested path -> (key, markdown)
 
-    def _trace(self, action: str, args: dict, started: float, **result) -> None:
-        outcome = "error" if "error" in result else "ok"
+    def _trace(self, action: str, args: dict, started: float, outcome: str | None = None, **result) -> None:
+        outcome = outcome or ("error" if "error" in result else "ok")
         self.tracer.emit(EnvAction(env="file", action=action, args=args, outcome=outcome,
                                    seconds=round(time.monotonic() - started, 4), **result))
 
@@ -82,11 +91,14 @@ class FileEnv:
         rel = path[len(WORKSPACE) + 1 :] if path.startswith(WORKSPACE + "/") else path
         cached = self._cache.get(rel)
         argv = ["python3", "-c", CONVERT, rel] + ([cached[0]] if cached else [])
-        result = self.sandbox.exec(argv, timeout=120, max_output=16 * 1024 * 1024)
+        result = self.sandbox.exec(argv, timeout=CONVERT_TIMEOUT_S, max_output=16 * 1024 * 1024)
+        if result.timed_out:
+            raise ConvertTimeout(f"timeout: converting {path!r} took longer than the {CONVERT_TIMEOUT_S:g} s limit")
         try:
             data = json.loads(result.stdout.strip().splitlines()[-1])
         except (json.JSONDecodeError, IndexError):
-            raise ValueError(f"cannot convert {path!r}: {result.stderr[-1000:]}") from None
+            reason = result.stderr.strip()[-1000:] or f"the converter exited {result.exit_code} without a message"
+            raise ValueError(f"cannot convert {path!r}: {reason}") from None
         if "error" in data:
             raise ValueError(data["error"])
         if data.get("cached"):
@@ -99,7 +111,7 @@ class FileEnv:
         try:
             text = self.markdown(path)
         except ValueError as exc:
-            self._trace("read", {"path": path, "page": page}, started, error=str(exc))
+            self._trace("read", {"path": path, "page": page}, started, _outcome(exc), error=str(exc))
             return f"Error: {exc}"
         pages = page_count(text, self.page_size)
         page = min(max(1, page), pages)
@@ -111,8 +123,12 @@ class FileEnv:
         try:
             text = self.markdown(path)
         except ValueError as exc:
-            self._trace("find", {"path": path, "query": query}, started, error=str(exc))
+            self._trace("find", {"path": path, "query": query}, started, _outcome(exc), error=str(exc))
             return f"Error: {exc}"
         hits = find_hits(text, query, self.page_size)
         self._trace("find", {"path": path, "query": query}, started, hits=len(hits))
         return "\n".join(hits) if hits else f"{query!r} not found in {path}"
+
+
+def _outcome(exc: ValueError) -> str:
+    return "timeout" if isinstance(exc, ConvertTimeout) else "error"

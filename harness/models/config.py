@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictInt, ValidationError
 
-from harness.errors import InputError
+from harness.errors import InputError, validation_problems
 
 if TYPE_CHECKING:
     from harness.models.slots import Slots
@@ -150,7 +150,7 @@ def model_section(config: dict, name: str, *, dataset_root: Path | None = None) 
     try:
         section = ModelSection(name=name, **raw)
     except ValidationError as exc:
-        raise InputError(f"[llm.{name}] in the config: {exc}") from None
+        raise InputError(f"[llm.{name}] in the config: {validation_problems(exc)}") from None
     if section.kind == "replay" and (not section.path or not Path(section.path).is_file()):
         raise InputError(f"--model {name}: replay file {section.path!r} not found")
     if section.kind == "openai" and not section.model:

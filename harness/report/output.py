@@ -1,4 +1,5 @@
-"""Report outputs: DIR/report.json, a summary CSV across runs, a terminal table.
+"""Report outputs: DIR/report.json, a summary CSV across runs, a terminal table and the lines
+after it (`end_lines`: which instances did not end well, where the run is, how to open it).
 
 The summary CSV (by default DIR/../summary.csv, beside other runs' directories) holds one row per
 output directory: its `output_dir` column (the directory's absolute path) identifies the row, and a
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import shlex
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ from rich.table import Table
 
 from harness.fsutil import write_atomic
 from harness.report.build import Report
+from harness.terminal import listed
 
 REPORT_JSON = "report.json"
 
@@ -160,3 +163,17 @@ def render(report: Report) -> Table:
     else:
         table.add_row("leaked containers", f"[bold red]{r.leaked_containers} LEAKED - cleanup failed[/bold red]")
     return table
+
+# The report's id lists the terminal names after the table, in this order, each bounded (terminal.listed).
+_NAMED = (("errored", "errored"), ("missing", "not run"), ("limit", "hit a limit"), ("failed", "wrong answer"))
+
+
+def end_lines(report: Report, run_dir: Path | None = None) -> list[str]:
+    """The lines after the table: the ids of each outcome but a pass (first 10, then "+N more"),
+    then, given the run's directory, where it is and the commands that open it."""
+    lines = [f"{words} ({len(ids)}): {listed(ids)}" for outcome, words in _NAMED if (ids := report.ids.get(outcome))]
+    if run_dir is not None:
+        quoted = shlex.quote(str(run_dir))
+        lines += [f"run directory: {run_dir}",
+                  f"open it: harness report {quoted} --html (one HTML file), or harness view {quoted} (in a browser)"]
+    return lines

@@ -1,13 +1,22 @@
 """The evaluation loop: workers run instances, write their rows, and stop starting new ones
 when output.jsonl refuses a row or --fail-on-error's budget is spent; rows it refused are
 rescued beside it (`rescue`); `--record` turns the traces' model calls into a replay file.
+
+What the terminal shows while it runs: each instance that errors or hits a limit, one line as
+it ends (id, kind, the first line of the message: `instance_line`); and the progress: on a
+terminal rich's bar, otherwise (nohup, CI, Slurm: stderr is a file or a pipe) a plain line
+every HARNESS_PROGRESS_EVERY seconds and every 10% of the instances (`_Lines`), so a long
+run's log shows it is alive, how far it got and when it should end.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,14 +25,15 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from harness import exit_codes
+from harness.settings import settings as harness_settings
 from harness.results.layout import RunDir
 from harness.results.model import ResultRow
 from harness.results.store import RowWriter, rescue
 from harness.runner import forkserver
 from harness.runner.preflight import RunOptions
 from harness.runner.instance import RunSettings, kill_agents, run_instance
-from harness.terminal import say
-from harness.traces import ModelCall, read_trace
+from harness.terminal import first_line, say
+from harness.traces import LimitEvent, ModelCall, read_trace
 
 @dataclass
 class Outcome:
@@ -67,8 +77,8 @@ class _Workers:
     results (ok, limit) are kept: an error row then is the interrupt's doing (a killed agent),
     and an errored instance is run again on resume anyway."""
 
-    def __init__(self, out: Path, opts: RunOptions, n_selected: int, console: Console, progress: Progress, task):
-        self.out, self.console, self.progress, self.task = out, console, progress, task
+    def __init__(self, out: Path, opts: RunOptions, n_selected: int, console: Console, progress):
+        self.out, self.console, self.progress = out, console, progress
         self.writer = RowWriter(out)
         self.fail_on_error = opts.fail_on_error
         self.budget = opts.fail_on_error.threshold(n_selected) if opts.fail_on_error else None
@@ -90,6 +100,8 @@ class _Workers:
     def finish(self, row: ResultRow) -> None:
         if self.interrupted.is_set() and row.status == "error":
             return
+        if row.status != "ok":
+            say(self.console, instance_line(row, self.out.parent), style="red" if row.status == "error" else "yellow")
         with self.lock:
             written = self.writer.write(row)
             self.done += 1
@@ -101,7 +113,7 @@ class _Workers:
                 self._stop(f"cannot write {self.out}: {self.writer.failed}")
             elif self.budget is not None and self.errors >= self.budget and self.why is None:
                 self._stop(f"{self.errors} instance(s) errored (--fail-on-error {self.fail_on_error.text})")
-            self.progress.update(self.task, advance=1, errors=self.errors, rate=f"{self.correct / self.done:.0%}")
+            self.progress.update(self.done, self.correct, self.errors)
 
     def _stop(self, why: str) -> None:
         self.why = why
@@ -118,13 +130,11 @@ class _Workers:
 def evaluate(todo, settings: RunSettings, out: Path, opts: RunOptions, console: Console,
               n_selected: int) -> Outcome:
     """Run `todo`, a list of (instance, epoch)."""
-    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("pass {task.fields[rate]}  errors {task.fields[errors]}"), TimeRemainingColumn()]
+    label = "instances" if opts.epochs == 1 else "instance runs"
+    shown = _Bar if console.is_terminal else _Lines
     try:
-        with Progress(*columns, console=console, transient=False) as progress:
-            task = progress.add_task("instances" if opts.epochs == 1 else "instance runs", total=len(todo), rate="-",
-                                     errors=0)
-            workers = _Workers(out, opts, n_selected, console, progress, task)
+        with shown(console, label, len(todo)) as progress:
+            workers = _Workers(out, opts, n_selected, console, progress)
             # Leaving this block waits for every sandbox removal, on success and on Ctrl-C alike.
             # Removals run in parallel well (each waits on the engine), so the pool is as wide as the run:
             # the run's end waits for the slowest removal, not for a queue of them.
@@ -146,6 +156,92 @@ def evaluate(todo, settings: RunSettings, out: Path, opts: RunOptions, console: 
     if opts.record is not None:
         write_recording(opts.record, settings.output_dir, workers.recorded)
     return workers.outcome()
+
+
+def instance_line(row: ResultRow, output_dir: Path) -> str:
+    """One line for an instance that ended in an error or a limit: its id (and epoch), what ended
+    it and the first line of why (a limit's detail is its trace's `limit` event)."""
+    who = row.instance_id if row.epoch == 1 else f"{row.instance_id} #e{row.epoch}"
+    if row.status == "error":
+        return f"instance {first_line(who, 80)}: error ({row.error_kind}): {first_line(row.error or 'no message')}"
+    detail = ""
+    if row.trace:
+        with contextlib.suppress(OSError, ValueError):
+            details = [e.detail for e in read_trace(output_dir / row.trace) if isinstance(e, LimitEvent)]
+            detail = details[-1] if details else ""
+    return f"instance {first_line(who, 80)}: limit ({row.limit}){': ' + first_line(detail) if detail else ''}"
+
+
+class _Bar:
+    """On a terminal: rich's live bar (done/total, pass so far, errors, time left)."""
+
+    def __init__(self, console: Console, label: str, total: int):
+        columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("pass {task.fields[rate]}  errors {task.fields[errors]}"), TimeRemainingColumn()]
+        self.bar = Progress(*columns, console=console, transient=False)
+        self.task = self.bar.add_task(label, total=total, rate="-", errors=0)
+
+    def __enter__(self) -> "_Bar":
+        self.bar.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.bar.stop()
+
+    def update(self, done: int, correct: int, errors: int) -> None:
+        self.bar.update(self.task, completed=done, errors=errors, rate=f"{correct / done:.0%}")
+
+
+class _Lines:
+    """Not on a terminal: a plain line every HARNESS_PROGRESS_EVERY seconds (from a timer thread, so
+    a run whose instances are slow still shows it is alive) and whenever another 10% of the
+    instances are done: `progress: 7/18 instances (39%), pass 6 (86% of done), errors 1, elapsed
+    0:42, ETA 1:06`. No line after an interrupt: the run's last word is then the interrupt's."""
+
+    def __init__(self, console: Console, label: str, total: int):
+        self.console, self.label, self.total = console, label, total
+        self.every = harness_settings().progress_every
+        self.step = max(1, math.ceil(total / 10))
+        self.started = time.monotonic()
+        self.done = self.correct = self.errors = 0
+        self.lock = threading.Lock()
+        self.ended = threading.Event()
+        self.timer = threading.Thread(target=self._tick, name="progress", daemon=True)
+
+    def __enter__(self) -> "_Lines":
+        self.timer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.ended.set()
+        self.timer.join()
+
+    def update(self, done: int, correct: int, errors: int) -> None:
+        with self.lock:
+            self.done, self.correct, self.errors = done, correct, errors
+        if done % self.step == 0 or done == self.total:
+            self._line()
+
+    def _tick(self) -> None:
+        while not self.ended.wait(self.every):
+            self._line()
+
+    def _line(self) -> None:
+        with self.lock:
+            done, correct, errors, total = self.done, self.correct, self.errors, self.total
+            elapsed = time.monotonic() - self.started
+            share = f" ({done / total:.0%})" if total else ""
+            rate = f" ({correct / done:.0%} of done)" if done else ""
+            eta = _clock(elapsed / done * (total - done)) if done else "-"
+            say(self.console, f"progress: {done}/{total} {self.label}{share}, pass {correct}{rate}, errors {errors}, "
+                              f"elapsed {_clock(elapsed)}, ETA {eta}")
+
+
+def _clock(seconds: float) -> str:
+    """h:mm:ss, or m:ss under an hour."""
+    minutes, secs = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
 def write_recording(path: Path, output_dir: Path, recorded: list[dict]) -> None:

@@ -16,7 +16,8 @@ kill the agents and remove the run's sandboxes (harness/signals.py). The exit co
 ended without an error.
 
 The checks live in preflight.py, the worker loop and the rescue of refused rows in evaluate.py;
-this module runs them in order and writes the report.
+this module runs them in order and writes the report. The terminal gets the report's table, then
+the ids that did not end well, the run directory and the commands that open it (report/output.py).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from harness.fsutil import slug, write_atomic
 from harness.models.probe import probe_all
 from harness.report import Report, append_summary, build_report, render, write_report
 from harness.report.breakdown import task_labels
+from harness.report.output import end_lines
 from harness.results.layout import RunDir
 from harness.results.run_config import RunConfig, lock_output_dir, save_or_check
 from harness.results.store import RowKey, load, merge_rescue, pending, read_rows, repair
@@ -160,7 +162,10 @@ def _run(opts: RunOptions, provider, console: Console, loaded) -> int:
         append_summary(report, opts.summary_csv or opts.output_dir.parent / "summary.csv",
                        run_label=opts.output_dir.name, output_dir=opts.output_dir,
                        extra={"model": opts.model, "agent": opts.agent, "dataset": str(opts.dataset)})
-    Console().print(render(report))
+    stdout = Console()
+    stdout.print(render(report))
+    for line in end_lines(report, opts.output_dir):  # what did not end well, where the run is, how to open it
+        say(stdout, line)
     if outcome.stopped:
         say(console, outcome.stopped, style="yellow")
     return _exit_code(report)

@@ -101,3 +101,23 @@ def test_a_huge_max_output_is_clamped_and_pid1_survives(sandbox, reliability):
     assert result.stdout_truncated
     assert kept <= 64 * 2**20 + 200  # the service's cap, plus its truncation note
     assert alive == "alive\n"
+
+
+def test_a_conversion_that_times_out_says_timeout_and_the_limit(sandbox, reliability, tmp_path, monkeypatch):
+    """Issue 18 item 11: markitdown stuck on a file (here a FIFO nobody writes: its open never returns)
+    was reported as an `error` with an empty reason. Now a `timeout` naming the limit."""
+    from harness.environments import files
+    from harness.traces import Tracer, read_trace
+
+    monkeypatch.setattr(files, "CONVERT_TIMEOUT_S", 5.0)
+    sandbox.shell("mkfifo /workspace/stuck.pipe")
+    trace = tmp_path / "trace.jsonl"
+    t0 = time.monotonic()
+    text = files.FileEnv(sandbox, Tracer(trace)).read("stuck.pipe")
+    took = time.monotonic() - t0
+    (event,) = [e for e in read_trace(trace) if e.type == "env"]
+    reliability.record("markitdown conversion that outlasts its limit (a FIFO)",
+                       f"env outcome {event.outcome}: {text[:80]}", seconds=took)
+    assert text == "Error: timeout: converting 'stuck.pipe' took longer than the 5 s limit", text
+    assert event.outcome == "timeout" and event.error == text.removeprefix("Error: ")
+    assert took < 60

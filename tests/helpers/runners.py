@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from harness.agents.contract import AgentContext, AgentRunner
+from harness.agents.plain.runner import PlainRunner
 from harness.errors import InfraError
 from harness.sandbox.contract import SandboxSpec
 from harness.sandbox.docker.provider import DockerProvider
@@ -25,6 +26,17 @@ class CrashingRunner(AgentRunner):
 
     async def turn(self, message: str) -> str:
         raise RuntimeError("the agent under test tripped over its own code")
+
+
+class CrashesOnSome(PlainRunner):
+    """The plain runner, except on instances whose id starts with "crash": there its own code
+    raises, with a message of several lines and a terminal escape in it (as a traceback or a
+    framework's error may be)."""
+
+    async def turn(self, message: str) -> str:
+        if self.ctx.instance.instance_id.startswith("crash"):
+            raise RuntimeError("the agent tripped \x1b[31mover its own code\nsecond line of the message")
+        return await super().turn(message)
 
 
 class CountingProvider(DockerProvider):
