@@ -7,7 +7,11 @@ Rules:
   verdicts.
 - A missing answer (no final message, killed at a limit) is never correct, whatever the
   scorer: it is not even asked (GAIA's own rule would compare the string "None").
-- A scorer that raises costs only its own verdict: correct=None, the error explained.
+- A scorer that raises, or returns anything but a Score, costs only its own verdict: correct=None
+  (no verdict, never a 0 counted as wrong), the explanation "scorer error: <type>: <message>" on one
+  line (at most MAX_ERROR characters). The row keeps its status; the report counts each scorer's
+  verdicts missing ("no verdict: N", the first one's explanation) and `harness run`/`harness score`
+  exit 3 (harness/report/build.py `Report.missing_verdicts`).
 - The first scorer's verdict is the row's `correct`.
 """
 
@@ -15,7 +19,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from harness.scoring.base import Score, ScoreContext, Scorer, make_score
+from harness.scoring.base import Score, ScoreContext, Scorer, ScorerError, make_score
+
+MAX_ERROR = 500  # characters of a scorer error kept in its verdict's explanation
 
 
 def context_for(*, tool_calls: list[str], total_tokens: int, steps: int, limits, question: str,
@@ -29,9 +35,21 @@ def score_one(scorer: Scorer, answer: str | None, target: str, context: ScoreCon
     if answer is None:
         return make_score(scorer.name, False, "no answer: the agent gave no final message")
     try:
-        return scorer.score(answer, target, context=context)
+        out = scorer.score(answer, target, context=context)
+        if not isinstance(out, Score):
+            raise ScorerError(f"{scorer.name}.score returned {type(out).__name__}, not a Score")
+        return out
     except Exception as exc:  # noqa: BLE001 - a scorer's failure never costs the agent's result
-        return Score(scorer=scorer.name, correct=None, value=0.0, explanation=f"scorer error: {type(exc).__name__}: {exc}")
+        return scorer_error(scorer.name, exc)
+
+
+def scorer_error(name: str, exc: BaseException) -> Score:
+    """No verdict; the explanation names the error's type and its message on one line (bounded)."""
+    message = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    text = f"scorer error: {type(exc).__name__}" + (f": {message}" if message else "")
+    if len(text) > MAX_ERROR:
+        text = text[:MAX_ERROR - 1] + "…"
+    return Score(scorer=name, correct=None, value=0.0, explanation=text)
 
 
 def score_row(answer: str | None, target: str | None, scorers: Sequence[Scorer],
