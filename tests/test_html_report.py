@@ -163,7 +163,9 @@ def test_summary_and_compare_numbers(tmp_path):
     run_json = json.loads((b / "run.json").read_text())
     (b / "run.json").write_text(json.dumps({**run_json, "dataset_fingerprint": "other"}))
     (a / "run.json").write_text(json.dumps({**run_json, "dataset_fingerprint": "one"}))
-    assert pages.build_data([a, b], with_traces=False)["comparisons"][0]["same_dataset"] is False
+    other = pages.build_data([a, b], with_traces=False)["comparisons"][0]
+    assert other["same_dataset"] is False
+    assert other["delta"] is None and not other["compared"]  # another dataset: not compared unless asked
 
 
 def test_embedded_traces_are_packed_and_cut(tmp_path):
