@@ -1,7 +1,7 @@
 """What a run is asked to do (`RunOptions`), and every check before any container starts.
 
 The dataset, selection, config, agent, simulated user, provider, website, memory floor,
-scorers, replay coverage and the output dir are checked here (InputError, exit 2); the
+scorers, prompt template, replay coverage and the output dir are checked here (InputError, exit 2); the
 model preflight and the capacity check follow in run.py once the engine answers.
 """
 
@@ -24,6 +24,7 @@ from harness.models.config import ModelSection, load_config, model_section
 from harness.models.replay import has_turns, load_turns
 from harness.scoring.reducers import parse_reducer
 from harness.results.layout import RunDir
+from harness.runner.prompt import DEFAULT as DEFAULT_PROMPT, PromptTemplate, load_template
 from harness.runner.scorers import build_scorers, judge_section
 from harness.sandbox.contract import parse_size
 from harness.sandbox.registry import DEFAULT, get_provider
@@ -87,6 +88,7 @@ class RunOptions:
     summary_csv: Path | None = None
     judge_model: str | None = None
     website: Path | None = None  # an offline site folder (harness/sandbox/site.py)
+    prompt_template: Path | None = None  # --prompt-template FILE (runner/prompt.py); None: the default
     fail_on_error: ErrorBudget | None = None
     all_instances: list = field(default_factory=list)  # filled by validation: the whole dataset
 
@@ -101,6 +103,7 @@ class Prepared:
     scorers: list
     replay: dict | None
     models: list[tuple[str, ModelSection]]  # (flag, section) of every model the run calls
+    prompt: PromptTemplate = DEFAULT_PROMPT  # the task's instruction (--prompt-template)
 
 
 def prepare(opts: RunOptions) -> Prepared:
@@ -116,6 +119,7 @@ def prepare(opts: RunOptions) -> Prepared:
     opts.reducers = [parse_reducer(name, opts.epochs) for name in opts.reducers] or ["mean"]
     if opts.epochs == 1 and opts.reducers != ["mean"]:
         raise InputError("--reducer needs --epochs K > 1 (one epoch has nothing to reduce)")
+    prompt = load_template(opts.prompt_template)
     instances = load_dataset(opts.dataset, opts.split)
     selected = select(instances, **opts.selection)
     opts.all_instances = instances
@@ -143,7 +147,7 @@ def prepare(opts: RunOptions) -> Prepared:
             raise InputError(f"replay file {section.path} has no turns for: {', '.join(missing[:10])}")
     check_output_outside(selected, opts.output_dir, opts.website)  # never packed into a container
     _check_output_dir(opts.output_dir)
-    return Prepared(instances, selected, section, scorers, replay, models)
+    return Prepared(instances, selected, section, scorers, replay, models, prompt)
 
 
 def _check_memory_floor(sandbox: dict) -> None:
