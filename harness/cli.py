@@ -154,7 +154,12 @@ def smoke(
 @app.command("run")
 def run_cmd(
     dataset: Path = typer.Option(..., help="GAIA folder (metadata.jsonl/.parquet) or a .jsonl/.csv file."),
-    model: str = typer.Option(..., help="A \\[llm.NAME] section of --config, or 'replay'."),
+    model: str = typer.Option(..., help="A \\[llm.NAME] section of --config, 'replay', or "
+                                        "openai-compatible/NAME with --model-base-url (no config needed)."),
+    model_base_url: Optional[str] = typer.Option(None, help="With --model openai-compatible/NAME: the server's "
+                                                            "OpenAI-compatible address (http://HOST:PORT/v1)."),
+    model_key_env: Optional[str] = typer.Option(None, help="With --model openai-compatible/NAME: the variable "
+                                                           "holding the key (default: OPENAI_API_KEY if set)."),
     output_dir: Optional[Path] = typer.Option(None, help="Results go to DIR/output.jsonl; re-running resumes. "
                                                          "Default: runs/<dataset>-<YYYYmmdd-HHMMSS>."),
     split: Optional[str] = typer.Option(None, help="With a GAIA root: use 2023/SPLIT/."),
@@ -239,7 +244,8 @@ def run_cmd(
         output_dir = default_run_dir(dataset, split)
         log(f"output directory: {output_dir} (to resume this run: --output-dir {output_dir})")
     opts = RunOptions(
-        dataset=dataset, model=model, output_dir=output_dir, split=split, agent=agent, workers=workers,
+        dataset=dataset, model=model, model_base_url=model_base_url, model_key_env=model_key_env,
+        output_dir=output_dir, split=split, agent=agent, workers=workers,
         config=config, max_retries=max_retries, scorers=scorer, force=force, epochs=epochs, reducers=reducer, warm_pool=warm_pool, record=record, judge_model=judge_model, website=website,
         prompt_template=prompt_template,
         limits=Limits(max_steps=max_steps, max_tokens=max_tokens, instance_timeout=instance_timeout,
