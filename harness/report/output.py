@@ -17,6 +17,7 @@ from typing import Any
 
 from filelock import FileLock
 from rich.table import Table
+from rich.text import Text
 
 from harness.fsutil import write_atomic
 from harness.report.build import Report
@@ -114,6 +115,14 @@ def _secs(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f}s"
 
 
+def _over_judged(s) -> str:
+    """A rate (LevelStats, ScorerStats) over its judged, `correct/judged = p%  [CI]`, and what it leaves
+    out said beside it; with nothing judged, no percentage at all."""
+    judged = s.n - s.no_verdict
+    rate = "none judged" if s.no_verdict and not judged else f"{s.correct}/{judged} = {_pct(s.accuracy)}  {_ci(s.ci95)}"
+    return rate + (f"  ({s.no_verdict} not judged: no verdict)" if s.no_verdict else "")
+
+
 def render(report: Report) -> Table:
     """A compact two-column table: overall, per level, failures, usage, time, leaks."""
     table = Table(title="Run report", show_header=False, title_justify="left")
@@ -122,7 +131,11 @@ def render(report: Report) -> Table:
     r = report
     head = next(iter(r.scorers.values()), None)
     mean_score = f", mean score {head.mean_score:.3f}" if head and not r.epochs else ""
-    table.add_row("accuracy", f"{r.n_correct}/{r.n_selected} = {_pct(r.accuracy)} (stderr {_pct(r.stderr)}){mean_score}")
+    judged = r.n_selected if r.n_judged is None else r.n_judged  # the denominator: ids with a verdict
+    table.add_row(f"accuracy ({r.headline})" if r.headline else "accuracy",
+                  ("none judged" if r.n_no_verdict and not judged
+                   else f"{r.n_correct}/{judged} = {_pct(r.accuracy)} (stderr {_pct(r.stderr)}){mean_score}")
+                  + (f"  ({r.n_no_verdict} of {r.n_selected} not judged: no verdict)" if r.n_no_verdict else ""))
     table.add_row("95% CI (Wilson)", _ci(r.ci95))
     if r.epochs:
         e = r.epochs
@@ -132,19 +145,26 @@ def render(report: Report) -> Table:
             ties = f"  ({len(red.ties)} tied majority)" if red.ties else ""
             table.add_row(f"reducer {name}", f"{_pct(red.value)}  {_ci(red.ci95)}  passes {red.passed}{ties}")
         for epoch, s in e.per_epoch.items():
-            table.add_row(f"epoch {epoch}", f"{s.correct}/{s.n} = {_pct(s.accuracy)}  {_ci(s.ci95)}")
+            table.add_row(f"epoch {epoch}", _over_judged(s))
     for name, sc in list(r.scorers.items())[1:]:  # pass rate beside mean score (graded: at their threshold)
-        table.add_row(f"scorer {name}", f"{sc.correct}/{sc.n} = {_pct(sc.accuracy)}  {_ci(sc.ci95)}  "
-                                        f"mean score {sc.mean_score:.3f}")
+        table.add_row(f"scorer {name}", f"{_over_judged(sc)}  mean score {sc.mean_score:.3f}")
+    for name, sc in r.scorers.items():  # a scorer that raised or gave nonsense: counted, its first error shown
+        if sc.no_verdict:
+            table.add_row(f"[bold red]no verdict ({name})[/bold red]", Text(
+                f"{sc.no_verdict} of {sc.n}; first: {sc.first_error or '-'}", style="red"))
     for field, groups in r.breakdowns.items():
-        table.add_row(field, "; ".join(f"{k} {g['correct']}/{g['n']} = {_pct(g['accuracy'])}" for k, g in groups.items()))
+        table.add_row(field, "; ".join(f"{k} {g['correct']}/{g['n'] - g.get('no_verdict', 0)} = {_pct(g['accuracy'])}"
+                                       + (f" ({g['no_verdict']} not judged)" if g.get("no_verdict") else "")
+                                       for k, g in groups.items()))
     if r.retrieval and r.retrieval.get("mean") is not None:
         table.add_row("evidence recall", f"{_pct(r.retrieval['mean'])} over {r.retrieval['n']} rows with evidence")
     table.add_section()
     for level, s in r.per_level.items():
-        table.add_row(f"level {level}", f"{s.correct}/{s.n} = {_pct(s.accuracy)}  {_ci(s.ci95)}")
+        table.add_row(f"level {level}", _over_judged(s))
     table.add_section()
-    table.add_row("errors", f"{r.n_errors} ({_counts(r.errors_by_kind)})")
+    missing = sum(sc.no_verdict for sc in r.scorers.values())
+    table.add_row("errors", f"{r.n_errors} ({_counts(r.errors_by_kind)})"
+                            + (f"; scorer: {missing} verdict(s) missing" if missing else ""))
     table.add_row("missing", str(r.n_missing))
     table.add_row("limits hit", _counts(r.n_limit))
     table.add_row("answer sources", _counts(r.answer_sources))
