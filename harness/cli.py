@@ -13,10 +13,28 @@ from harness import exit_codes
 from harness.errors import HarnessError, InputError, validation_problems
 from harness.terminal import flat, say, stderr_console
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
-images_app = typer.Typer(no_args_is_help=True, help="Build and list sandbox images.")
+HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}  # every command, subcommands inherit it
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, context_settings=HELP_OPTIONS)
+images_app = typer.Typer(no_args_is_help=True, help="Build and list sandbox images.", context_settings=HELP_OPTIONS)
 app.add_typer(images_app, name="images")
 console = stderr_console()
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            print(f"harness {version('harness')}")
+        except PackageNotFoundError:
+            print("harness (version unknown: the package is not installed)")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(_version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                       help="Print the harness version and exit.")) -> None:
+    """The `harness` command line."""
 
 
 SANDBOX_HELP = "Sandbox provider: docker (default), swarm, or module:Class."
@@ -136,8 +154,14 @@ def smoke(
 @app.command("run")
 def run_cmd(
     dataset: Path = typer.Option(..., help="GAIA folder (metadata.jsonl/.parquet) or a .jsonl/.csv file."),
-    model: str = typer.Option(..., help="A \\[llm.NAME] section of --config, or 'replay'."),
-    output_dir: Path = typer.Option(..., help="Results go to DIR/output.jsonl; re-running resumes."),
+    model: str = typer.Option(..., help="A \\[llm.NAME] section of --config, 'replay', or "
+                                        "openai-compatible/NAME with --model-base-url (no config needed)."),
+    model_base_url: Optional[str] = typer.Option(None, help="With --model openai-compatible/NAME: the server's "
+                                                            "OpenAI-compatible address (http://HOST:PORT/v1)."),
+    model_key_env: Optional[str] = typer.Option(None, help="With --model openai-compatible/NAME: the variable "
+                                                           "holding the key (default: OPENAI_API_KEY if set)."),
+    output_dir: Optional[Path] = typer.Option(None, help="Results go to DIR/output.jsonl; re-running resumes. "
+                                                         "Default: runs/<dataset>-<YYYYmmdd-HHMMSS>."),
     split: Optional[str] = typer.Option(None, help="With a GAIA root: use 2023/SPLIT/."),
     agent: str = typer.Option("assistant", help="Built-in agent name or module:function."),
     workers: int = typer.Option(2, help="Instances run in parallel."),
@@ -169,6 +193,9 @@ def run_cmd(
     record: Optional[Path] = typer.Option(None, help="Append the model's turns to this replay file."),
     judge_model: Optional[str] = typer.Option(None, help="\\[llm.NAME] section for --scorer llm_judge."),
     website: Optional[Path] = typer.Option(None, help="Offline site folder to serve on an internal network."),
+    prompt_template: Optional[Path] = typer.Option(None, help="The task's instruction, a text file with {question}, "
+                                                              "{files}, {conventions}, {instance_id} (default: the "
+                                                              "question, its files, the benchmark's answer rules)."),
     sandbox: str = typer.Option("docker", help=SANDBOX_HELP),
     docker_host: Optional[str] = _docker_host_option(),
     user_reply: Optional[str] = typer.Option(None, help="What the simulated user says to a turn that ends "
@@ -211,9 +238,16 @@ def run_cmd(
         fail(InputError(f"--max-user-replies must be >= 0, not {max_user_replies}"))
     user = UserSimulation(max_replies=max_user_replies, function=user_function,
                           **({"reply": user_reply} if user_reply else {}))
+    if output_dir is None:
+        from harness.results.layout import default_run_dir
+
+        output_dir = default_run_dir(dataset, split)
+        log(f"output directory: {output_dir} (to resume this run: --output-dir {output_dir})")
     opts = RunOptions(
-        dataset=dataset, model=model, output_dir=output_dir, split=split, agent=agent, workers=workers,
+        dataset=dataset, model=model, model_base_url=model_base_url, model_key_env=model_key_env,
+        output_dir=output_dir, split=split, agent=agent, workers=workers,
         config=config, max_retries=max_retries, scorers=scorer, force=force, epochs=epochs, reducers=reducer, warm_pool=warm_pool, record=record, judge_model=judge_model, website=website,
+        prompt_template=prompt_template,
         limits=Limits(max_steps=max_steps, max_tokens=max_tokens, instance_timeout=instance_timeout,
                       command_timeout=command_timeout, page_size=page_size),
         selection={"ids": split_list(ids), "skip": split_list(skip), "offset": offset, "stride": stride,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import abc
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -121,6 +121,16 @@ class AgentRunner(abc.ABC):
 
     def __init__(self, target: Any = None):
         self.target = target  # what the registry resolved (e.g. an AutoGen agent factory), if any
+
+    @classmethod
+    def preflight(cls, target: Any, model: ModelSection, instance: Instance,
+                  limits: Limits) -> Callable[[], Any] | None:
+        """Checked once in the harness's process, before any container: build what `setup` builds
+        where that needs no sandbox (harness/agents/dry.py), raising on what cannot work, and return
+        this runner's first model call, to be made once for real by the model preflight
+        (models/probe.py; not for replay models). `model` is the section as the preflight calls it.
+        None (the default): a plain chat completion stands for the runner's calls."""
+        return None
 
     @abc.abstractmethod
     async def setup(self, ctx: AgentContext) -> None:

@@ -22,6 +22,15 @@
     path = "datasets/gaia-smoke/replay.jsonl"  # recorded turns per instance (see models/replay.py)
 
 `--model replay` works without a config: it plays `replay.jsonl` beside the dataset.
+`--model openai-compatible/NAME --model-base-url URL` works without a config too: a section
+made from the flags (`flag_section`), model NAME at URL, its key read from `--model-key-env VAR`,
+else from OPENAI_API_KEY when that is set, else none (local servers ignore it).
+
+`model_info` tells the AutoGen client what a model it does not know by name can do; three lines
+(model, base_url, api_key_env) are enough for an OpenAI-compatible server: the AutoGen runner
+assumes function calling and nothing else (agents/autogen/models.py, `DEFAULT_MODEL_INFO`),
+and fields given here override that. Only AutoGen's fields are accepted (`MODEL_INFO_FIELDS`).
+Every section is then checked by one real request before any container (models/probe.py).
 
 `timeout` and `max_retries` are the client's own, per request. Inside an instance one
 model call, its retries included, may take at most half the instance's wall-clock limit
@@ -45,7 +54,7 @@ import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictInt, ValidationError, field_validator
 
 from harness.errors import InputError, validation_problems
 
@@ -58,6 +67,10 @@ MODEL_SHARE = 0.5  # of an instance's wall-clock limit, the most one model call 
 # many workers stays within what hosted APIs' lower tiers and a single local server take
 # without 429s or queueing; raise it for a provider that allows more.
 DEFAULT_MAX_CONNECTIONS = 8
+QUICK_PREFIX = "openai-compatible/"  # --model openai-compatible/NAME: a section made from flags
+# AutoGen's ModelInfo fields and their types (a typo such as `function_call` is refused, not ignored).
+MODEL_INFO_FIELDS = {"vision": bool, "function_calling": bool, "json_output": bool, "family": str,
+                     "structured_output": bool, "multiple_system_messages": bool}
 
 
 class ModelSection(BaseModel):
@@ -80,6 +93,22 @@ class ModelSection(BaseModel):
     # Where this run keeps the model's call slots (set by AgentRequest from its slots_dir; never
     # read from the config): None, no cap.
     _slots_dir: str | None = PrivateAttr(None)
+    # How a message names this section: None, its [llm.NAME] in the config; else the flags it came from.
+    _origin: str | None = PrivateAttr(None)
+
+    @field_validator("model_info")
+    @classmethod
+    def _known_fields(cls, info: dict | None) -> dict | None:
+        for key, value in (info or {}).items():
+            if key not in MODEL_INFO_FIELDS:
+                raise ValueError(f"unknown field {key!r} (known: {', '.join(MODEL_INFO_FIELDS)})")
+            if not isinstance(value, MODEL_INFO_FIELDS[key]):
+                raise ValueError(f"{key} must be a {MODEL_INFO_FIELDS[key].__name__}, not {value!r}")
+        return info
+
+    def where(self, flag: str = "--model") -> str:
+        """This section as messages name it: `--model NAME [llm.NAME]`, or the flags that made it."""
+        return self._origin or f"{flag} {self.name} [llm.{self.name}]"
 
     def public(self) -> dict:
         """Settings that define results (for the resume fingerprint); no secrets in here.
@@ -158,3 +187,33 @@ def model_section(config: dict, name: str, *, dataset_root: Path | None = None) 
     if section.kind == "openai":
         section.api_key()  # a missing key variable is an input error now, before any container starts
     return section
+
+
+def flag_section(model: str, base_url: str | None, key_env: str | None) -> ModelSection | None:
+    """The section `--model openai-compatible/NAME --model-base-url URL [--model-key-env VAR]` makes;
+    None when --model names a config section (then the other two flags are refused)."""
+    if not model.startswith(QUICK_PREFIX):
+        if base_url is not None or key_env is not None:
+            raise InputError(f"--model-base-url and --model-key-env go with --model {QUICK_PREFIX}NAME, "
+                             f"not --model {model}")
+        return None
+    name = model[len(QUICK_PREFIX):]
+    if not name.strip():
+        raise InputError(f"--model {model}: name the model after {QUICK_PREFIX!r}, e.g. {QUICK_PREFIX}qwen2.5-7b")
+    if not base_url:
+        raise InputError(f"--model {model} needs --model-base-url URL (the server's OpenAI-compatible /v1 address)")
+    if not base_url.startswith(("http://", "https://")) or len(base_url.split("://", 1)[1].strip("/")) == 0:
+        raise InputError(f"--model-base-url {base_url!r}: expected http(s)://HOST[:PORT]/PATH")
+    if key_env is None and os.environ.get("OPENAI_API_KEY"):
+        key_env = "OPENAI_API_KEY"
+    section = ModelSection(name=model, model=name, base_url=base_url, api_key_env=key_env)
+    section._origin = f"--model {model} --model-base-url {base_url}"
+    if key_env and not os.environ.get(key_env):
+        raise InputError(f"--model-key-env {key_env}: that environment variable is not set")
+    return section
+
+
+def one_line(exc: ValidationError) -> str:
+    """A pydantic error as one line: `field: message` for each problem."""
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'section'}: {e['msg'].removeprefix('Value error, ')}"
+                     for e in exc.errors())

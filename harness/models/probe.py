@@ -1,18 +1,29 @@
-"""Preflight of the model sections a run uses: one small chat completion each, before any container.
+"""Preflight of the model sections a run uses: one real request each, before any container.
 
-Rules: a section that cannot work for any instance is an InputError (exit 2) with the
-server's own words: the base_url does not answer (refused, unresolvable, no answer within
-PROBE_TIMEOUT), the server refuses the request (a bad key, an unknown model id, a
-parameter it does not take: any 4xx but 429), or what answers is not an OpenAI-compatible
-chat completion (not JSON, no choices). A busy or failing server (429, 5xx) is only a
-warning: it may recover, and instances that meet it record model errors. Replay sections
-need no probe. The probe carries the header `X-Harness-Preflight: 1`, so a server's logs
-(and the tests' fake server) can tell it from an agent's call.
+Each request is made the way the run will make its calls: the agent runner says how
+(`AgentRunner.preflight` returns its first call: the AutoGen runner sends it through the AutoGen
+client it will use, with the agent's tools and system message; the plain runner with its tool
+schemas); without one, and for the judge, a plain chat completion stands for it.
+
+Rules: a section that cannot work for any instance is an InputError (exit 2) naming the section
+(`ModelSection.where`: `--model NAME [llm.NAME]`, or the flags that made it) with the server's own
+words, on one line, control characters dropped, at most WORDS characters: the base_url does not
+answer (refused, unresolvable, no answer within PROBE_TIMEOUT), the server refuses the request (a
+bad key, an unknown model id, tools it will not take, a parameter it does not know: any 4xx but
+429), the client refuses it (e.g. a model_info without function calling for an agent with tools),
+or what answers is not an OpenAI-compatible chat completion (not JSON, no choices). A busy or
+failing server (429, 5xx) is only a warning: it may recover, and instances that meet it record
+model errors. Replay sections need no probe. The probe carries the header `X-Harness-Preflight: 1`,
+so a server's logs (and the tests' fake server) can tell it from an agent's call.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import os
+import unicodedata
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from harness.errors import InputError
 from harness.models.config import ModelSection
@@ -20,59 +31,114 @@ from harness.models.config import ModelSection
 PROBE_HEADER = "X-Harness-Preflight"
 PROBE_TIMEOUT = 30.0  # seconds per request; one retry
 PROBE_PROMPT = "This is a connectivity check. Reply with the single word OK."
+WORDS = 300  # characters of the server's words kept in a message
 
 
-def probe_all(sections: list[tuple[str, ModelSection]]) -> list[str]:
-    """Probe each (flag, section) once, by section name; return the warnings."""
+class NotACompletion(Exception):
+    """What answered is not an OpenAI chat completion (raised by a runner's preflight call)."""
+
+
+@dataclass(frozen=True)
+class ModelCheck:
+    """One model the run calls: the flag naming it, its section, and the runner's first call made for
+    real (None: a plain chat completion stands for it)."""
+
+    flag: str
+    section: ModelSection
+    request: Callable[[], Any] | None = None
+
+
+def probe_section(section: ModelSection) -> ModelSection:
+    """The section as the preflight calls it: at most PROBE_TIMEOUT per request, one retry."""
+    return section.model_copy(update={"timeout": min(section.timeout, PROBE_TIMEOUT), "max_retries": 1})
+
+
+def probe_all(checks: list[ModelCheck]) -> list[str]:
+    """Probe each model once, by section name; return the warnings."""
     warnings, seen = [], set()
-    for flag, section in sections:
-        if section.kind == "replay" or section.name in seen:
+    for check in checks:
+        if check.section.kind == "replay" or check.section.name in seen:
             continue
-        seen.add(section.name)
-        warning = probe(section, flag)
+        seen.add(check.section.name)
+        warning = probe(check)
         if warning:
             warnings.append(warning)
     return warnings
 
 
-def probe(section: ModelSection, flag: str = "--model") -> str | None:
-    """One completion with this section's model and settings; a warning, None, or InputError."""
+def probe(check: ModelCheck) -> str | None:
+    """Make the check's request; a warning, None, or InputError."""
     import openai
-    from openai.types.chat import ChatCompletion
 
-    where = f"{flag} {section.name} ({section.model} at {section.base_url or 'the OpenAI API'})"
-    client = openai.OpenAI(api_key=section.api_key(), base_url=section.base_url, max_retries=1,
-                           timeout=min(section.timeout, PROBE_TIMEOUT))
-    kwargs: dict[str, Any] = {"temperature": section.temperature} if section.temperature is not None else {}
-    if section.max_tokens is not None:
-        kwargs["max_tokens"] = section.max_tokens
+    section = check.section
+    where = f"{section.where(check.flag)} ({section.model} at {section.base_url or 'the OpenAI API'})"
     try:
-        reply = client.chat.completions.create(model=section.model, messages=[{"role": "user", "content": PROBE_PROMPT}],
-                                               extra_headers={PROBE_HEADER: "1"}, **kwargs)
+        (check.request or (lambda: chat_request(probe_section(section))))()
     except openai.APITimeoutError:
-        raise InputError(f"{where}: no answer within {client.timeout} s (preflight)") from None
+        raise InputError(f"{where}: no answer within {min(section.timeout, PROBE_TIMEOUT):g} s (preflight)") from None
     except openai.APIConnectionError as exc:
-        raise InputError(f"{where}: cannot connect ({_cause(exc)})") from None
+        raise InputError(f"{where}: cannot connect ({clean(_cause(exc))})") from None
     except openai.APIStatusError as exc:
-        words = f"{exc.status_code} {_server_words(exc)}"
+        words = f"{exc.status_code} {clean(_server_words(exc))}"
         if exc.status_code == 429 or exc.status_code >= 500:
             return f"warning: {where} answered the preflight with {words}; going on"
         raise InputError(f"{where}: the server refused the preflight call: {words}") from None
+    except (NotACompletion, openai.APIResponseValidationError, json.JSONDecodeError) as exc:
+        raise InputError(f"{where}: the reply is not a chat completion ({clean(exc)})") from None
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the client refused the call before or after sending it
+        raise InputError(f"{where}: the preflight call failed: {type(exc).__name__}: {clean(exc)}") from None
+    return None
+
+
+def chat_request(section: ModelSection, tools: list[dict] | None = None, system: str | None = None) -> None:
+    """One chat completion with this section's model and settings (and `tools`, OpenAI-format, and a
+    system message when the runner sends them), through the official client. NotACompletion when the
+    reply is not one."""
+    import openai
+    from openai.types.chat import ChatCompletion
+
+    kwargs: dict[str, Any] = {"temperature": section.temperature} if section.temperature is not None else {}
+    if section.max_tokens is not None:
+        kwargs["max_tokens"] = section.max_tokens
+    if tools:
+        kwargs["tools"] = tools
+    messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": PROBE_PROMPT}]
+    client = openai.OpenAI(api_key=section.api_key(), base_url=section.base_url, max_retries=section.max_retries,
+                           timeout=section.timeout)
+    try:
+        reply = client.chat.completions.create(model=section.model, messages=messages,
+                                               extra_headers={PROBE_HEADER: "1"}, **kwargs)
+    except (openai.APIStatusError, openai.APIConnectionError):  # timeouts included: probe() words them
+        raise
     except (openai.OpenAIError, ValueError) as exc:  # e.g. a JSON content type with a body that is not JSON
-        raise InputError(f"{where}: the reply is not a chat completion ({type(exc).__name__}: {exc})") from None
+        raise NotACompletion(f"{type(exc).__name__}: {exc}") from None
     finally:
         client.close()
     if not isinstance(reply, ChatCompletion) or not reply.choices:
         text = reply if isinstance(reply, str) else reply.model_dump_json()
-        raise InputError(f"{where}: the reply is not a chat completion: {text[:300]!r}")
-    return None
+        raise NotACompletion(repr(text[:WORDS]))
+
+
+def clean(text: object, limit: int = WORDS) -> str:
+    """Words for a one-line message: control characters (newlines, escapes) dropped, spaces collapsed,
+    at most `limit` characters."""
+    kept = "".join(" " if unicodedata.category(c).startswith("C") else c for c in str(text))
+    words = " ".join(kept.split())
+    return words if len(words) <= limit else words[:limit - 1] + "…"
 
 
 def _cause(exc: BaseException) -> str:
-    """The innermost cause's words (e.g. '[Errno 111] Connection refused')."""
-    while exc.__cause__ is not None:
-        exc = exc.__cause__
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    """The innermost cause's words (e.g. 'ConnectionRefusedError: [Errno 111] Connection refused'),
+    following the chain an async client leaves too (its OS error is the context, not the cause)."""
+    while (inner := exc.__cause__ or exc.__context__) is not None:
+        exc = inner
+    words = str(exc)
+    reason = os.strerror(exc.errno) if isinstance(exc, OSError) and exc.errno else ""
+    if reason and reason not in words:
+        words = f"{reason}: {words}"
+    return f"{type(exc).__name__}: {words}" if words else type(exc).__name__
 
 
 def _server_words(exc) -> str:

@@ -6,6 +6,8 @@
     run.json.prev    the previous run.json, kept when --force resumed with another configuration
     selected.json    the selected instance ids and their levels (what the report divides by)
     questions.json   the selected instances' questions (what a rescore's judge reads)
+    metadata.json    per selected instance with any, its dataset row's metadata (what a rescore's scorers
+                 are told in ScoreContext.metadata, as the run's were)
     tasks.json       per selected instance, where set: its own expected_tool_calls / max_steps / max_tokens
                  (what a rescore's tool_calls and budget scorers read), its breakdown labels
                  (question_type, subject) and evidence (what the report's breakdowns read)
@@ -26,10 +28,34 @@
 from __future__ import annotations
 
 import hashlib
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.fsutil import slug
+
+
+# File names too generic to name a run by (datasets/math500-sample/test.jsonl: "math500-sample-test").
+GENERIC_STEMS = ("metadata", "data", "dataset", "tasks", "test", "train", "validation", "dev")
+
+
+def default_run_dir(dataset: Path, split: str | None = None, now: float | None = None) -> Path:
+    """Where a run without --output-dir writes: runs/<dataset>-<YYYYmmdd-HHMMSS> under the working
+    directory. <dataset> is a folder's name, or a file's stem (after its folder's name when the stem
+    is generic), then the --split; a directory already there gets -2, -3, ... after it."""
+    dataset = Path(dataset)
+    is_file = not dataset.is_dir()
+    name = dataset.stem if is_file else dataset.name
+    if is_file and name.lower() in GENERIC_STEMS and dataset.parent.name:
+        name = f"{dataset.parent.name}-{name}"
+    if split:
+        name = f"{name}-{split}"
+    base = Path("runs") / f"{slug(name, 60)}-{time.strftime('%Y%m%d-%H%M%S', time.localtime(now))}"
+    candidate, n = base, 1
+    while candidate.exists():
+        n += 1
+        candidate = base.with_name(f"{base.name}-{n}")
+    return candidate
 
 
 @dataclass(frozen=True)
@@ -55,6 +81,10 @@ class RunDir:
     @property
     def questions(self) -> Path:
         return self.root / "questions.json"
+
+    @property
+    def metadata(self) -> Path:
+        return self.root / "metadata.json"
 
     @property
     def tasks(self) -> Path:

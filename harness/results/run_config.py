@@ -18,7 +18,7 @@ from harness.results.layout import RunDir
 # Fields that change results; `selection` and the dataset path are left out on purpose
 # (a resume may widen --limit; a moved dataset with the same content is the same dataset).
 FINGERPRINTED = ("dataset_fingerprint", "model", "model_settings", "agent", "image", "limits", "scorers",
-                 "environment", "user", "epochs")
+                 "environment", "user", "epochs", "prompt_template")
 
 
 class RunConfig(BaseModel):
@@ -36,6 +36,7 @@ class RunConfig(BaseModel):
     environment: dict[str, Any] = Field(default_factory=dict)  # provider, sandbox limits, network, website hash
     user: dict[str, Any] = Field(default_factory=dict)  # the simulated user (UserSimulation)
     epochs: int = 1  # --epochs: runs of each instance
+    prompt_template: str = "default"  # --prompt-template: "default", or the sha256 of the file's text
     # --reducer: how the report reduces the epochs (the first is the headline); a resume may change
     # them, as a rescore may change its scorers' report: not fingerprinted.
     reducers: list[str] = Field(default_factory=list)

@@ -34,7 +34,7 @@ from harness.models.replay import turns_for
 from harness.results.layout import RunDir
 from harness.results.model import ResultRow, Usage
 from harness.runner import forkserver
-from harness.runner.prompt import instruction
+from harness.runner.prompt import DEFAULT as DEFAULT_PROMPT, PromptTemplate, instruction
 from harness.sandbox.contract import Sandbox, SandboxProvider, SandboxSpec
 from harness.scoring.apply import context_for, score_row
 from harness.settings import settings
@@ -63,6 +63,7 @@ class RunSettings:
     # and waits for it before its leak audit; None removes them in the worker itself.
     reaper: Executor | None = None
     pool: Any = None  # --warm-pool: started sandboxes to take before starting one (runner/pool.py WarmPool)
+    prompt: PromptTemplate = DEFAULT_PROMPT  # --prompt-template: the task's instruction (runner/prompt.py)
 
 
 @contextmanager
@@ -235,7 +236,7 @@ def run_instance(instance: Instance, settings_: RunSettings, epoch: int = 1) -> 
 def _request(instance: Instance, settings_: RunSettings, sandbox: Sandbox, trace_path: Path,
              epoch: int) -> AgentRequest:
     turns = None if settings_.replay is None else (turns_for(settings_.replay, instance.instance_id, epoch) or [])
-    return AgentRequest(instance=instance, task=instruction(instance), agent=settings_.agent, model=settings_.model,
+    return AgentRequest(instance=instance, task=instruction(instance, settings_.prompt), agent=settings_.agent, model=settings_.model,
                         limits=instance.limited(settings_.limits), user=settings_.user, sandbox=sandbox.handle(),
                         trace_path=str(trace_path), replay_turns=turns,
                         slots_dir=str(RunDir(settings_.output_dir).scratch / "model-slots"))
@@ -309,7 +310,8 @@ def _finish(instance, settings_: RunSettings, result: AgentResult, attempt, star
     if status != "error":
         context = context_for(tool_calls=result.tool_calls, total_tokens=result.usage.total_tokens,
                               steps=result.usage.llm_calls, limits=instance.limited(settings_.limits),
-                              question=instance.question, expected_tool_calls=instance.expected_tool_calls)
+                              question=instance.question, expected_tool_calls=instance.expected_tool_calls,
+                              instance_id=instance.instance_id, metadata=instance.metadata)
         scores, correct = score_row(answer, instance.answer, settings_.scorers, context)
     row = ResultRow(
         instance_id=instance.instance_id, epoch=epoch, attempt=attempt, status=status, error_kind=result.error_kind,

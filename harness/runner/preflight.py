@@ -1,8 +1,12 @@
 """What a run is asked to do (`RunOptions`), and every check before any container starts.
 
 The dataset, selection, config, agent, simulated user, provider, website, memory floor,
-scorers, replay coverage and the output dir are checked here (InputError, exit 2); the
+scorers, prompt template, replay coverage and the output dir are checked here (InputError, exit 2); the
 model preflight and the capacity check follow in run.py once the engine answers.
+
+The agent is checked at load (harness/agents/registry.py) and then built once without a
+sandbox (`AgentRunner.preflight`), which also gives the model preflight its first request,
+made the way the runner makes its calls (models/probe.py).
 """
 
 from __future__ import annotations
@@ -15,15 +19,17 @@ from pathlib import Path
 
 
 from harness.agents.contract import Limits, UserSimulation
-from harness.agents.registry import resolve
+from harness.agents.registry import load_runner
 from harness.agents.user import reply_function
 from harness.datasets import load_dataset, select
 from harness.datasets.packed import check_output_outside
-from harness.errors import InputError
-from harness.models.config import ModelSection, load_config, model_section
+from harness.errors import HarnessError, InputError
+from harness.models.config import ModelSection, flag_section, load_config, model_section
+from harness.models.probe import ModelCheck, clean, probe_section
 from harness.models.replay import has_turns, load_turns
 from harness.scoring.reducers import parse_reducer
 from harness.results.layout import RunDir
+from harness.runner.prompt import DEFAULT as DEFAULT_PROMPT, PromptTemplate, load_template
 from harness.runner.scorers import build_scorers, judge_section
 from harness.sandbox.contract import parse_size
 from harness.sandbox.registry import DEFAULT, get_provider
@@ -68,6 +74,8 @@ class RunOptions:
     dataset: Path
     model: str
     output_dir: Path
+    model_base_url: str | None = None  # with --model openai-compatible/NAME (models/config.py flag_section)
+    model_key_env: str | None = None
     split: str | None = None
     agent: str = "assistant"
     workers: int = 2
@@ -87,6 +95,7 @@ class RunOptions:
     summary_csv: Path | None = None
     judge_model: str | None = None
     website: Path | None = None  # an offline site folder (harness/sandbox/site.py)
+    prompt_template: Path | None = None  # --prompt-template FILE (runner/prompt.py); None: the default
     fail_on_error: ErrorBudget | None = None
     all_instances: list = field(default_factory=list)  # filled by validation: the whole dataset
 
@@ -100,7 +109,8 @@ class Prepared:
     section: ModelSection
     scorers: list
     replay: dict | None
-    models: list[tuple[str, ModelSection]]  # (flag, section) of every model the run calls
+    models: list[ModelCheck]  # every model the run calls, with the agent's first request (models/probe.py)
+    prompt: PromptTemplate = DEFAULT_PROMPT  # the task's instruction (--prompt-template)
 
 
 def prepare(opts: RunOptions) -> Prepared:
@@ -116,13 +126,15 @@ def prepare(opts: RunOptions) -> Prepared:
     opts.reducers = [parse_reducer(name, opts.epochs) for name in opts.reducers] or ["mean"]
     if opts.epochs == 1 and opts.reducers != ["mean"]:
         raise InputError("--reducer needs --epochs K > 1 (one epoch has nothing to reduce)")
+    prompt = load_template(opts.prompt_template)
     instances = load_dataset(opts.dataset, opts.split)
     selected = select(instances, **opts.selection)
     opts.all_instances = instances
     config = load_config(opts.config)
     root = Path(opts.dataset) if Path(opts.dataset).is_dir() else Path(opts.dataset).parent
-    section = model_section(config, opts.model, dataset_root=root)
-    resolve(opts.agent)
+    section = (flag_section(opts.model, opts.model_base_url, opts.model_key_env)
+               or model_section(config, opts.model, dataset_root=root))
+    first_request = _check_agent(opts, section, (selected or instances)[0])
     reply_function(opts.user)
     get_provider(opts.provider)
     if opts.website is not None:
@@ -131,9 +143,9 @@ def prepare(opts: RunOptions) -> Prepared:
             raise InputError("--website gives sandboxes the site's internal network; drop --network")
     _check_memory_floor(opts.sandbox)
     scorers = build_scorers(opts.scorers, config, opts.judge_model)
-    models = [("--model", section)]
+    models = [ModelCheck("--model", section, first_request)]
     if any(name.partition(":")[0] == "llm_judge" for name in opts.scorers):
-        models.append(("--judge-model", judge_section(config, opts.judge_model)))
+        models.append(ModelCheck("--judge-model", judge_section(config, opts.judge_model)))
     replay = None
     if section.kind == "replay":
         replay = load_turns(Path(section.path))
@@ -143,7 +155,19 @@ def prepare(opts: RunOptions) -> Prepared:
             raise InputError(f"replay file {section.path} has no turns for: {', '.join(missing[:10])}")
     check_output_outside(selected, opts.output_dir, opts.website)  # never packed into a container
     _check_output_dir(opts.output_dir)
-    return Prepared(instances, selected, section, scorers, replay, models)
+    return Prepared(instances, selected, section, scorers, replay, models, prompt)
+
+
+def _check_agent(opts: RunOptions, section: ModelSection, instance):
+    """The agent loaded and built once without a sandbox, with the run's model; its first model request."""
+    runner_cls, target = load_runner(opts.agent)
+    try:
+        return runner_cls.preflight(target, probe_section(section), instance, opts.limits)
+    except HarnessError as exc:
+        raise InputError(f"--agent {opts.agent}: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - whatever the agent's code raised, it would raise in every instance
+        raise InputError(f"--agent {opts.agent} with {section.where()}: building the agent (before any sandbox) "
+                         f"failed: {type(exc).__name__}: {clean(exc)}") from None
 
 
 def _check_memory_floor(sandbox: dict) -> None:

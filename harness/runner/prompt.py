@@ -1,8 +1,33 @@
-"""The instruction given to the agent for one instance."""
+"""The instruction given to the agent for one instance: a prompt template filled per instance.
+
+Rules:
+- The template is `--prompt-template FILE` (UTF-8 text, used as it is), else DEFAULT_TEMPLATE:
+  the question, the task's files, and the answer conventions of the instance's benchmark.
+- Placeholders, in Python's format syntax (a literal brace is doubled: `{{`, `}}`):
+    {question}      the task's question, stripped of surrounding whitespace
+    {files}         "The file(s) for this task are in the sandbox at: /workspace/a.csv, ..." (empty without files)
+    {conventions}   the answer conventions of the instance's benchmark (metadata["benchmark"] set by the
+                    dataset adapter: MATH-500's, MultiHop-RAG's), else GAIA's
+    {instance_id}   the instance's id
+- For a task without files, a line holding nothing but {files} is dropped, with one blank line
+  after it (so the default template leaves no gap).
+- A template must use {question}. Any other name, a conversion or format spec ({question!r},
+  {question:>9}), an attribute or index ({question.x}), a lone brace, or a file that cannot be
+  read as UTF-8 is an InputError naming --prompt-template (exit 2, before any container).
+- The run's configuration records the template (`PromptTemplate.fingerprint`): "default", or the
+  sha256 of the file's text; a resume with another template is refused without --force.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import re
+import string
+from dataclasses import dataclass
+from pathlib import Path
+
 from harness.datasets.model import Instance
+from harness.errors import InputError
 from harness.sandbox.contract import WORKSPACE
 
 FORMAT_RULES = """\
@@ -25,12 +50,84 @@ Answer format (MultiHop-RAG conventions):
 - If the articles do not say, answer <solution>Insufficient information.</solution>""",
 }
 
+PLACEHOLDERS = ("question", "files", "conventions", "instance_id")
+DEFAULT_TEMPLATE = "{question}\n\n{files}\n\n{conventions}"
+_FILES_ALONE = re.compile(r"^\s*\{files\}\s*$")
 
-def instruction(instance: Instance) -> str:
-    lines = [instance.question.strip(), ""]
+
+def conventions(instance: Instance) -> str:
+    """The answer rules for this instance's benchmark (GAIA's unless it has its own)."""
+    return BENCHMARK_RULES.get(str(instance.metadata.get("benchmark")), FORMAT_RULES)
+
+
+def _values(instance: Instance) -> dict[str, str]:
+    files = ""
     if instance.files:
         paths = ", ".join(f"{WORKSPACE}/{name}" for name in instance.files)
-        lines.append(f"The file(s) for this task are in the sandbox at: {paths}")
-        lines.append("")
-    lines.append(BENCHMARK_RULES.get(str(instance.metadata.get("benchmark")), FORMAT_RULES))
-    return "\n".join(lines)
+        files = f"The file(s) for this task are in the sandbox at: {paths}"
+    return {"question": instance.question.strip(), "files": files, "conventions": conventions(instance),
+            "instance_id": instance.instance_id}
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    text: str = DEFAULT_TEMPLATE
+
+    @property
+    def fingerprint(self) -> str:
+        """What run.json records: "default", or the sha256 of the template's text."""
+        if self.text == DEFAULT_TEMPLATE:
+            return "default"
+        return "sha256:" + hashlib.sha256(self.text.encode()).hexdigest()[:16]
+
+    def render(self, instance: Instance) -> str:
+        values = _values(instance)
+        lines: list[str] = []
+        after_dropped = False
+        for line in self.text.split("\n"):
+            if not values["files"] and _FILES_ALONE.match(line):
+                after_dropped = True
+                continue
+            if not (after_dropped and not line.strip()):
+                lines.append(line.format_map(values))
+            after_dropped = False
+        return "\n".join(lines)
+
+
+DEFAULT = PromptTemplate()
+
+
+def check_template(text: str, where: str) -> PromptTemplate:
+    """The template in `text`, checked (rules above); `where` names it in the error."""
+    names = []
+    try:
+        for _, name, spec, conversion in string.Formatter().parse(text):
+            if name is None:
+                continue
+            if name not in PLACEHOLDERS:
+                raise InputError(f"{where}: unknown placeholder {{{name}}}; known: "
+                                 + ", ".join(f"{{{p}}}" for p in PLACEHOLDERS) + " (a literal brace is doubled: {{ }})")
+            if spec or conversion:
+                raise InputError(f"{where}: placeholder {{{name}}} takes no conversion or format spec")
+            names.append(name)
+    except ValueError as exc:
+        raise InputError(f"{where}: {exc} (a literal brace is doubled: {{{{ }}}})") from None
+    if "question" not in names:
+        raise InputError(f"{where}: the template never uses {{question}}, so the agent would not see the task")
+    return PromptTemplate(text)
+
+
+def load_template(path: Path | None) -> PromptTemplate:
+    """--prompt-template FILE, checked; the default without one."""
+    if path is None:
+        return DEFAULT
+    where = f"--prompt-template {path}"
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{where}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
+    return check_template(text, where)
+
+
+def instruction(instance: Instance, template: PromptTemplate = DEFAULT) -> str:
+    return template.render(instance)

@@ -1,8 +1,9 @@
 """`harness score DIR`: recompute scores from recorded answers, without re-running agents.
 
 Scores go through the same path as `harness run` (scoring/apply.py), with the context
-rebuilt from the rows and run.json (limits) and questions.json (questions), so the
-same scorer gives the same verdict on the same row.
+rebuilt from the rows and run.json (limits), questions.json (questions), tasks.json (expectations)
+and metadata.json (each instance's dataset metadata), so the same scorer gives the same verdict on
+the same row.
 
 What it rewrites: output.jsonl's rows (scores and correct), report.json (wall time and leaked
 containers kept from the run's report), this directory's row of DIR/../summary.csv (replaced), and
@@ -38,6 +39,7 @@ def rescore(output_dir: Path, scorer_names: list[str], *, config: Path | None = 
     selected = json.loads(layout.selected.read_text())
     questions = json.loads(layout.questions.read_text()) if layout.questions.exists() else {}
     expected = json.loads(layout.tasks.read_text()) if layout.tasks.exists() else {}
+    metadata = json.loads(layout.metadata.read_text()) if layout.metadata.exists() else {}
     run_config = load_run_config(layout.root)
     limits = Limits(**run_config.limits) if run_config else Limits()
     with lock_output_dir(layout.root):
@@ -49,7 +51,8 @@ def rescore(output_dir: Path, scorer_names: list[str], *, config: Path | None = 
             context = context_for(tool_calls=row.tool_calls, total_tokens=row.usage.total_tokens, steps=row.steps,
                                   limits=limits.tightened(task.get("max_steps"), task.get("max_tokens")),
                                   question=questions.get(row.instance_id, ""),
-                                  expected_tool_calls=task.get("expected_tool_calls"))
+                                  expected_tool_calls=task.get("expected_tool_calls"),
+                                  instance_id=row.instance_id, metadata=metadata.get(row.instance_id))
             row.scores, row.correct = score_row(row.answer, row.target, scorers, context)
         write_atomic(layout.output, "".join(row.model_dump_json() + "\n" for row in rows))
         scored = {id(row) for row in latest_by_key(rows).values()}

@@ -90,16 +90,18 @@ def _run(opts: RunOptions, provider, console: Console, loaded) -> int:
             model_settings=section.public(), agent=opts.agent, image=image, limits=opts.limits.model_dump(),
             scorers=opts.scorers + ([f"judge={opts.judge_model}"] if opts.judge_model else []),
             selection=opts.selection, environment=environment, user=opts.user.model_dump(),
-            epochs=opts.epochs, reducers=opts.reducers, run_ids=[run_id]), force=opts.force)
+            epochs=opts.epochs, reducers=opts.reducers, prompt_template=prepared.prompt.fingerprint,
+            run_ids=[run_id]), force=opts.force)
         tasks = {i.instance_id: t for i in selected if (t := {**i.expectations(), **task_labels(i.metadata)})}
         tasks_json = json.dumps(tasks)
         basis = _report_basis(fingerprint, tasks_json, opts)
-        # selected.json and questions.json follow from the dataset and the selection: unchanged since
-        # the run before (the same dataset fingerprint and selection), they are not written again.
+        # selected.json, questions.json and metadata.json follow from the dataset and the selection:
+        # unchanged since the run before (the same dataset fingerprint and selection), they are not written again.
         if not (earlier is not None and earlier.dataset_fingerprint == fingerprint and earlier.selection == opts.selection
-                and layout.selected.exists() and layout.questions.exists()):
+                and layout.selected.exists() and layout.questions.exists() and layout.metadata.exists()):
             write_atomic(layout.selected, json.dumps({i.instance_id: i.level for i in selected}))
             write_atomic(layout.questions, json.dumps({i.instance_id: i.question for i in selected}))
+            write_atomic(layout.metadata, json.dumps({i.instance_id: i.metadata for i in selected if i.metadata}))
         write_atomic(layout.tasks, tasks_json)
         scanned = load(out, RowKey)  # what resuming needs of each row; the full rows only for a new report
         if repair(out, scanned):
@@ -136,7 +138,7 @@ def _run(opts: RunOptions, provider, console: Console, loaded) -> int:
             settings = RunSettings(run_id=run_id, image=image, agent=opts.agent, model=section,
                                    limits=opts.limits, output_dir=opts.output_dir, provider=provider,
                                    scorers=prepared.scorers, max_retries=opts.max_retries, sandbox=sandbox,
-                                   user=opts.user, replay=prepared.replay, pool=pool)
+                                   user=opts.user, replay=prepared.replay, pool=pool, prompt=prepared.prompt)
             try:
                 outcome = evaluate([(by_id[i], e) for i, e in to_run], settings, out, opts, console,
                                    len(selected) * opts.epochs)

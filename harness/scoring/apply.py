@@ -1,10 +1,10 @@
 """The one scoring path: `harness run` and `harness score` both call `score_row`.
 
 Rules:
-- Every scorer sees the same ScoreContext, rebuilt from what the row, run.json and
-  expectations.json keep (tool calls, tokens, steps, the run's limits made stricter by the
-  task's own, the task's expected tool calls, the question), so a rescore reaches the run's
-  verdicts.
+- Every scorer sees the same ScoreContext, rebuilt from what the row, run.json, tasks.json,
+  questions.json and metadata.json keep (tool calls, tokens, steps, the run's limits made stricter
+  by the task's own, the task's expected tool calls, the question, the instance's id and its
+  dataset metadata), so a rescore reaches the run's verdicts.
 - A missing answer (no final message, killed at a limit) is never correct, whatever the
   scorer: it is not even asked (GAIA's own rule would compare the string "None").
 - A scorer that raises, or returns anything but a Score, costs only its own verdict: correct=None
@@ -25,10 +25,13 @@ MAX_ERROR = 500  # characters of a scorer error kept in its verdict's explanatio
 
 
 def context_for(*, tool_calls: list[str], total_tokens: int, steps: int, limits, question: str,
-                expected_tool_calls: list[str] | None = None) -> ScoreContext:
-    """`limits`: the instance's effective Limits (the run's, made stricter by the task's own)."""
+                expected_tool_calls: list[str] | None = None, instance_id: str = "",
+                metadata: dict | None = None) -> ScoreContext:
+    """`limits`: the instance's effective Limits (the run's, made stricter by the task's own);
+    `metadata`: the dataset row's (Instance.metadata; metadata.json of the run directory on a rescore)."""
     return ScoreContext(tool_calls=tool_calls, total_tokens=total_tokens, max_tokens=limits.max_tokens, steps=steps,
-                        max_steps=limits.max_steps, question=question, expected_tool_calls=expected_tool_calls)
+                        max_steps=limits.max_steps, question=question, expected_tool_calls=expected_tool_calls,
+                        instance_id=instance_id, metadata=metadata or {})
 
 
 def score_one(scorer: Scorer, answer: str | None, target: str, context: ScoreContext) -> Score:

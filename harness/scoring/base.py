@@ -21,6 +21,8 @@ class ScoreContext(BaseModel):
     max_steps: int | None = None
     question: str = ""
     expected_tool_calls: list[str] | None = None  # the task's own (the dataset's expected_tool_calls)
+    instance_id: str = ""  # the instance scored
+    metadata: dict[str, Any] = Field(default_factory=dict)  # its dataset row's other fields (Instance.metadata)
 
 
 class Score(BaseModel):

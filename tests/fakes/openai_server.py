@@ -39,6 +39,13 @@ Load, for tests of the harness's cap on calls in flight and of 429 handling:
 - ``rate_limited=K, retry_after="1"``: the first K chat completion requests are answered 429
   with that ``Retry-After`` header (seconds or an HTTP date), without taking script items.
 
+Servers that refuse, as real ones do (probes included, before any script item is taken):
+
+- ``refuse_tools=True``: a request carrying ``tools`` is answered 400 with vLLM's words for a
+  server started without ``--enable-auto-tool-choice`` (``REFUSE_TOOLS``);
+- ``strict_model=True``: a request naming another model than ``model`` is answered 404, as vLLM
+  and OpenAI answer an unknown model id.
+
 Each recorded request has ``at`` (time.monotonic() on arrival), and ``status`` once answered.
 """
 
@@ -80,6 +87,7 @@ def raw(body: str | bytes, status: int = 200, content_type: str = "application/j
 
 
 PROBE_HEADER = "x-harness-preflight"
+REFUSE_TOOLS = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
 KINDS = ("error", "tool_calls", "text", "hang", "raw")
 
 
@@ -90,7 +98,8 @@ def _usage(usage: tuple[int, int]) -> dict:
 
 class FakeOpenAI:
     def __init__(self, script: Sequence[Item], *, default: Item | None = None, model: str = "fake-model-1",
-                 probe: Item | None = None, delay: float = 0.0, rate_limited: int = 0, retry_after: str = "1"):
+                 probe: Item | None = None, delay: float = 0.0, rate_limited: int = 0, retry_after: str = "1",
+                 refuse_tools: bool = False, strict_model: bool = False):
         probe = probe or text("OK")
         for item in list(script) + ([default] if default else []) + [probe]:
             if not (isinstance(item, tuple) and item and item[0] in KINDS):
@@ -105,6 +114,7 @@ class FakeOpenAI:
         self.responses: list[tuple[int, Any]] = []  # (status, JSON body) of every chat completion answer
         self.exhausted = 0
         self.delay, self.rate_limited, self.retry_after = delay, rate_limited, retry_after
+        self.refuse_tools, self.strict_model = refuse_tools, strict_model
         self.in_flight = self.max_in_flight = 0
         self._throttled = 0  # 429s answered so far for `rate_limited`
         self._next = 0
@@ -205,6 +215,17 @@ class FakeOpenAI:
             "usage": _usage(usage),
         }, {}
 
+    def refusal(self, body: Any) -> Item | None:
+        """The error a refusing server answers this request with (vLLM's body: no "error" wrapper), or None."""
+        body = body if isinstance(body, dict) else {}
+        if self.strict_model and body.get("model") != self.model:
+            return error(404, {"object": "error", "message": f"The model `{body.get('model')}` does not exist.",
+                               "type": "NotFoundError", "param": None, "code": 404})
+        if self.refuse_tools and body.get("tools"):
+            return error(400, {"object": "error", "message": REFUSE_TOOLS, "type": "BadRequestError",
+                               "param": None, "code": 400})
+        return None
+
     def record(self, method: str, path: str, headers, body: Any) -> dict[str, Any]:
         entry = {"method": method, "path": path, "headers": {k.lower(): v for k, v in headers.items()},
                  "json": body, "at": time.monotonic()}
@@ -278,10 +299,10 @@ def _handler_for(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             if probing:
                 with fake._lock:
                     fake.probes.append({"path": self.path, "json": body})
-                self._answer(fake.probe, body, entry, probing=True)
+                self._answer(fake.refusal(body) or fake.probe, body, entry, probing=True)
                 return
             try:
-                self._answer(fake.arrive(), body, entry, probing=False)
+                self._answer(fake.arrive() or fake.refusal(body), body, entry, probing=False)
             finally:
                 fake.leave()
 

@@ -20,11 +20,12 @@ FAKE_KEY_ENV = "FAKE_OPENAI_KEY"
 FAKE_KEY = "sk-fake-e2e-0123456789"
 
 
-def harness(*args, env: dict | None = None, timeout: float = 300, script: bool = False) -> subprocess.CompletedProcess:
-    """The CLI from the repository root: `python -m harness`, or the installed `harness` script."""
+def harness(*args, env: dict | None = None, timeout: float = 300, script: bool = False,
+            cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """The CLI from the repository root (or `cwd`): `python -m harness`, or the installed `harness` script."""
     full_env = {**os.environ, "HARNESS_RETRY_BACKOFF": "0", FAKE_KEY_ENV: FAKE_KEY, **(env or {})}
     command = [str(Path(sys.executable).with_name("harness"))] if script else [sys.executable, "-m", "harness"]
-    return subprocess.run([*command, *map(str, args)], capture_output=True, text=True, timeout=timeout, cwd=REPO,
+    return subprocess.run([*command, *map(str, args)], capture_output=True, text=True, timeout=timeout, cwd=cwd or REPO,
                           env=full_env)
 
 

@@ -16,6 +16,12 @@ def said_six(answer, target, *, context) -> bool:
     return (answer or "").strip() == "6"
 
 
+def echo_context(answer, target, *, context: ScoreContext) -> Score:
+    """Passes, and keeps what the context said of the instance in its details."""
+    return Score(scorer="echo_context", correct=True, value=1.0,
+                 details={"instance_id": context.instance_id, "metadata": context.metadata})
+
+
 def broken(answer, target, *, context):
     return "not a verdict"
 

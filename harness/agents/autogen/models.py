@@ -5,6 +5,11 @@ deadline, and one rule for failures: anything the inner client raises (the provi
 error, a reply that is not a chat completion, no choices) is a ModelError. An OpenAI
 client's calls each hold one of the run's slots for the model (`max_connections`,
 models/slots.py); replayed ones do not.
+
+model_info: AutoGen's own for a model name it knows, unless the section gives one; for any
+other name (a local or vLLM server's), DEFAULT_MODEL_INFO: function calling assumed (the agents
+call tools; the preflight's real request with the tools tells a server that refuses them), vision,
+JSON output and structured output off, family "unknown". Fields in the section override these.
 """
 
 from __future__ import annotations
@@ -22,30 +27,39 @@ from harness.models.config import ModelSection
 from harness.models.meter import Meter
 from harness.models.slots import Slots
 
-TOOL_CAPABLE = {"vision": False, "function_calling": True, "json_output": True,
-                "family": "unknown", "structured_output": False}
+DEFAULT_MODEL_INFO = {"vision": False, "function_calling": True, "json_output": False,
+                      "family": "unknown", "structured_output": False}
 
 
 def build_client(section: ModelSection, meter: Meter, replay_turns: list[dict] | None) -> "MeteredClient":
+    return MeteredClient(inner_client(section, replay_turns), meter, label=section.name, slots=section.slots())
+
+
+def inner_client(section: ModelSection, replay_turns: list[dict] | None = None,
+                 headers: dict[str, str] | None = None) -> ChatCompletionClient:
+    """The AutoGen client of a section, unmetered (`headers`: sent with every request)."""
     if section.kind == "replay":
         from autogen_ext.models.replay import ReplayChatCompletionClient
 
-        inner = ReplayChatCompletionClient(to_create_results(replay_turns or []), model_info=TOOL_CAPABLE)
-    else:
-        from autogen_ext.models.openai import OpenAIChatCompletionClient
+        return ReplayChatCompletionClient(to_create_results(replay_turns or []), model_info=DEFAULT_MODEL_INFO)
+    from autogen_ext.models.openai import OpenAIChatCompletionClient
 
-        kwargs: dict = {"model": section.model, "api_key": section.api_key(),
-                        "max_retries": section.max_retries, "timeout": section.timeout}
-        if section.base_url:
-            kwargs["base_url"] = section.base_url
-        if section.temperature is not None:
-            kwargs["temperature"] = section.temperature
-        if section.max_tokens is not None:
-            kwargs["max_tokens"] = section.max_tokens
-        if section.model_info is not None:
-            kwargs["model_info"] = {**TOOL_CAPABLE, **section.model_info}
-        inner = OpenAIChatCompletionClient(**kwargs)
-    return MeteredClient(inner, meter, label=section.name, slots=section.slots())
+    kwargs: dict = {"model": section.model, "api_key": section.api_key(),
+                    "max_retries": section.max_retries, "timeout": section.timeout}
+    if section.base_url:
+        kwargs["base_url"] = section.base_url
+    if section.temperature is not None:
+        kwargs["temperature"] = section.temperature
+    if section.max_tokens is not None:
+        kwargs["max_tokens"] = section.max_tokens
+    if headers:
+        kwargs["default_headers"] = headers
+    if section.model_info is not None:
+        return OpenAIChatCompletionClient(**kwargs, model_info={**DEFAULT_MODEL_INFO, **section.model_info})
+    try:
+        return OpenAIChatCompletionClient(**kwargs)  # a name AutoGen knows: its own model_info
+    except ValueError:  # "model_info is required when model name is not a valid OpenAI model"
+        return OpenAIChatCompletionClient(**kwargs, model_info=dict(DEFAULT_MODEL_INFO))
 
 
 def to_create_results(turns: list[dict]) -> list[CreateResult]:

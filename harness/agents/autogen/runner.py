@@ -42,6 +42,14 @@ def _system_prompts(agent) -> list[tuple[str, str]]:
 class AutoGenRunner(AgentRunner):
     preload = ("autogen_ext.models.openai", "autogen_ext.models.replay", "autogen_agentchat.agents",
                "autogen_agentchat.teams", "harness.agents.autogen.builtin", "harness.agents.autogen.tools")
+
+    @classmethod
+    def preflight(cls, target, model, instance, limits):
+        """The factory built dry, and its first call (harness/agents/autogen/check.py)."""
+        from harness.agents.autogen.check import preflight
+
+        return preflight(target, model, instance, limits)
+
     async def setup(self, ctx: AgentContext) -> None:
         self.ctx = ctx
         self.client = build_client(ctx.model, ctx.meter, ctx.replay_turns)

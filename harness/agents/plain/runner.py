@@ -33,6 +33,17 @@ SOURCE = "plain"
 
 class PlainRunner(AgentRunner):
     preload = ("openai",)
+
+    @classmethod
+    def preflight(cls, target, model, instance, limits):
+        """The first call as setup makes it: the system message and the tools' schemas."""
+        from harness.agents.dry import dry_environments
+        from harness.models.probe import chat_request
+
+        envs = dry_environments(limits)
+        schemas = [schema(fn) for fn in sandbox_tools(envs, instance) + web_tools(envs)]
+        return lambda: chat_request(model, tools=schemas, system=SYSTEM)
+
     async def setup(self, ctx: AgentContext) -> None:
         self.ctx = ctx
         self.model = chat_model(ctx.model, ctx.meter, ctx.replay_turns)

@@ -1,0 +1,44 @@
+"""Environments without a sandbox, to build an agent before any container exists.
+
+The preflight (`AgentRunner.preflight`) builds the run's agent once over these: a factory that
+cannot build an agent, or builds one its model cannot serve, is then an input error before any
+sandbox starts. Tools can be made over them; any use of the sandbox (its methods, or a provider's own
+attribute such as a Docker sandbox's `id`) raises `SandboxNeeded`, which says only that the agent
+needs a live sandbox to be built: such an agent is not checked this way, and that is not a failure.
+A factory is therefore called once more than there are instances, first in the harness's own
+process: one with side effects should make them after it has touched its sandbox.
+"""
+
+from __future__ import annotations
+
+from harness.agents.contract import Limits
+from harness.environments import CodeEnv, Environments, FileEnv, WebEnv
+from harness.sandbox.contract import Sandbox
+from harness.traces import Tracer
+
+
+class SandboxNeeded(Exception):
+    """The agent used its sandbox while it was being built (dry: there is none)."""
+
+
+class DrySandbox(Sandbox):
+    name = "dry"
+
+    def _none(self, *args, **kwargs):
+        raise SandboxNeeded("a dry construction has no sandbox")
+
+    exec = copy_in = read_file = connection = handle = start_browser = _none
+
+    def __getattr__(self, name: str):
+        """A provider's own attribute (e.g. a Docker sandbox's `id`): there is none either."""
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise SandboxNeeded(f"a dry construction has no sandbox (asked for its {name!r})")
+
+
+def dry_environments(limits: Limits) -> Environments:
+    """Environments like an agent process's (code, files, browser) over a DrySandbox, tracing nothing."""
+    sandbox, tracer = DrySandbox(), Tracer(None)
+    return Environments(code=CodeEnv(sandbox, tracer, timeout=limits.command_timeout),
+                        file=FileEnv(sandbox, tracer, page_size=limits.page_size),
+                        web=WebEnv(sandbox, tracer, page_size=limits.page_size))
