@@ -304,5 +304,6 @@ def test_report_without_html_prints_the_numbers(tmp_path):
     b = make_run_dir(tmp_path / "b", 12, flip=frozenset({0, 1, 2, 3}))
     result = CliRunner().invoke(app, ["report", str(a), str(b)])
     assert result.exit_code == 0, result.output
-    assert "a: accuracy 33.3% (4/12)" in result.output
+    assert "4/12 = 33.3%" in result.output  # each run's table, as the run printed it
+    assert "b vs a: 33.3% -> 33.3% over 12 paired instances, delta +0.0% [" in result.output
     assert "fixed 2, broken 2" in result.output

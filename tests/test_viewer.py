@@ -267,7 +267,7 @@ def test_view_of_a_real_run_while_it_runs(tmp_path, image, out, page):
         assert done and done[0].returncode == 3, explain(done[0]) if done else "the run did not end"
         page.wait_for_selector("#rows tbody tr[data-id='live-3'] td.st-error", timeout=20_000)
         page.wait_for_function("() => document.querySelector('.run-state').innerText === 'finished'", timeout=20_000)
-        assert page.inner_text("#progress").startswith("2/3 correct so far, 3 of 3 finished")
+        assert page.inner_text("#progress").startswith("2/3 correct, 3 of 3 finished")
         assert not page.errors
         assert local_only(page.requests, url)
     finally:

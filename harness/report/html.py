@@ -223,6 +223,13 @@ def load_run(root: Path, *, with_traces: bool, watcher: Watcher | None = None) -
     live = is_live(rd.root)
     flying = (watcher or Watcher(rd.root)).in_flight(ids, live)
     summary = summarize(rows, selected, report) if epochs == 1 else epoch_summary(raw, selected, report, run)
+    outcomes = summary.get("outcomes") or {}
+    for f in flying:  # an instance not run before and running now is running, not missing
+        if verdicts.get(f.instance_id, ("",))[0] == "missing" and outcomes.get("missing"):
+            outcomes["missing"] -= 1
+            outcomes["running"] = outcomes.get("running", 0) + 1
+    if outcomes.get("missing") == 0:
+        del outcomes["missing"]
     data = {
         "name": rd.root.name,
         "path": str(rd.root),
