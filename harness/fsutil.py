@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -12,15 +13,21 @@ def write_atomic(path: Path, data: str | bytes, *, durable: bool = True) -> None
     """Replace `path` with `data` all at once: readers see the old file or the new one, never a
     part; a crash leaves at worst a stray temporary file beside it, never a torn target.
     durable=False skips the fsync, for files no one reads after a machine crash (a scratch file
-    one process hands another): still atomic, without the wait on the disk."""
+    one process hands another): still atomic, without the wait on the disk. A write that fails
+    (a full disk) removes its temporary file, so it takes no space."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data.encode("utf-8") if isinstance(data, str) else data)
-        if durable:
-            fh.flush()
-            os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+            if durable:
+                fh.flush()
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise
 
 
 def inside(root: str | Path, path: str | Path) -> bool:

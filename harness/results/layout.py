@@ -21,6 +21,8 @@
     .harness.lock    held while a run or rescore writes here (a second one is refused)
     report.html      `harness report DIR --html` (harness/report/html.py): one self-contained page, opens offline
     output.rescue.jsonl  rows output.jsonl would not take (it became unwritable); the next run merges them
+    output.set-aside.jsonl  lines a run took out of output.jsonl before resuming (harness/results/integrity.py):
+                     damaged lines (cut short, glued) and, with --force, rows made from other instances
     .harness-tmp/    the agent processes' request files (they hold sandbox tokens), mode 0700; emptied
                      when a run starts here, so a killed run's are gone after the next one
 """
@@ -101,6 +103,10 @@ class RunDir:
     @property
     def rescue(self) -> Path:
         return self.root / "output.rescue.jsonl"
+
+    @property
+    def set_aside(self) -> Path:
+        return self.root / "output.set-aside.jsonl"
 
     @property
     def scratch(self) -> Path:

@@ -26,6 +26,10 @@ class ResultRow(BaseModel):
     attempt: int = 1  # how many sandboxes this instance used (infra retries add attempts)
     # ok: the agent finished; limit: it hit a limit (still scored); error: it could not finish
     status: Literal["ok", "limit", "error"]
+    # What the row was made from (harness/results/integrity.py): the instance's content hash and the
+    # dataset's fingerprint, so rows copied into another dataset's run are refused (None: older rows)
+    instance_hash: str | None = None
+    dataset: str | None = None
     error_kind: ErrorKind | None = None  # a closed set (harness.errors); set when status is "error"
     error: str | None = None
     limit: str | None = None  # wall_time / max_steps / max_tokens

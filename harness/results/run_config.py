@@ -84,6 +84,16 @@ def load_run_config(output_dir: Path) -> RunConfig | None:
         raise InputError(f"{path} is unreadable ({str(exc).splitlines()[0]})") from exc
 
 
+def vouches(output_dir: Path, dataset_fingerprint: str) -> bool:
+    """True when DIR/run.json was written for this dataset (its rows need no check of their own:
+    harness/results/integrity.py); read before a run replaces it."""
+    try:
+        old = load_run_config(output_dir)
+    except InputError:
+        return False
+    return old is not None and old.dataset_fingerprint == dataset_fingerprint
+
+
 def save_or_check(output_dir: Path, config: RunConfig, *, force: bool) -> RunConfig | None:
     """Write DIR/run.json, or refuse to resume into DIR when the fingerprint differs; return the
     configuration of the run before (None: none, or unreadable)."""
@@ -108,7 +118,10 @@ def save_or_check(output_dir: Path, config: RunConfig, *, force: bool) -> RunCon
             )
     elif path.exists():  # force: keep the previous config next to the new one (the files beside
         os.replace(path, layout.run_json_prev)  # it may not match it: no earlier config is returned)
-    write_atomic(path, text)
+    try:
+        write_atomic(path, text)
+    except OSError as exc:  # a full disk, a read-only mount: before any container, the output dir's fault
+        raise InputError(f"cannot write {path}: {exc}") from None
     return old
 
 

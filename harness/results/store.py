@@ -13,6 +13,8 @@ before it decides what is left to run, so a resume loses none of them.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import logging
 import os
@@ -39,50 +41,72 @@ class Loaded:
     rows: list = field(default_factory=list)  # ResultRow, or RowKey when scanned for resuming
     torn: bool = False  # the file ends with a partial or unparsable line (ignored)
     good_size: int = 0  # bytes up to the end of the last intact line
+    # (line number, bytes) of lines before the last that are cut short or not rows (load(damaged_ok=True))
+    damaged: list[tuple[int, bytes]] = field(default_factory=list)
 
 
 def append_row(path: Path, row: ResultRow) -> None:
-    """Append `row` as one line: one write on an O_APPEND fd, then fsync."""
+    """Append `row` as one line: one write on an O_APPEND fd, then fsync.
+
+    A write that fails or is cut short (a full disk) is truncated back to the file's size before
+    it, so a retry starts on a fresh line: never a partial row and a whole one on one line. A file
+    that already ends mid-line (that truncation failed too) takes no more rows."""
     path = Path(path)
     data = (row.model_dump_json() + "\n").encode()
     with _lock:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            written = os.write(fd, data)
-            if written != len(data):  # disk full or similar: the line is torn
-                raise OSError(f"short write to {path}: {written} of {len(data)} bytes")
-            os.fsync(fd)
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                raise OSError(errno.EIO, f"{path} ends with a partial line that could not be removed")
+            try:
+                written = os.write(fd, data)
+                if written != len(data):  # disk full or similar: the line would be torn
+                    raise OSError(errno.ENOSPC, f"short write to {path}: {written} of {len(data)} bytes, "
+                                                "truncated back")
+                os.fsync(fd)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, size)
+                raise
         finally:
             os.close(fd)
 
 
-def load(path: Path, model: type[BaseModel] = ResultRow) -> Loaded:
+def load(path: Path, model: type[BaseModel] = ResultRow, *, damaged_ok: bool = False) -> Loaded:
     """Parse the file line by line (never whole in memory) into `model` (RowKey: only what resume
-    needs, several times faster); a torn last line is flagged, a corrupt earlier line is an InputError."""
+    needs, several times faster); a torn last line is flagged. A damaged earlier line (cut short, two
+    rows glued on one line, not a row) is an InputError naming its line and the fix, or with
+    `damaged_ok` listed in `damaged` and skipped (what a run sets aside: harness/results/integrity.py)."""
     path = Path(path)
     out = Loaded()
     if not path.exists():
         return out
     with open(path, "rb") as fh:
-        number, pending_error = 0, None
+        number, offset, bad = 0, 0, None
         for raw in fh:
             number += 1
-            if pending_error is not None:  # a bad line followed by more lines: corrupt, not torn
-                raise pending_error
+            if bad is not None:  # a bad line followed by more lines: damaged, not torn
+                if not damaged_ok:
+                    first = str(bad[2]).splitlines()[0]
+                    raise InputError(f"{path}:{bad[0]}: corrupt result row ({first}); run `harness run` with the "
+                                     f"run's command into {path.parent} to set the line aside (its instance runs "
+                                     f"again), or remove line {bad[0]}") from bad[2]
+                out.damaged.append(bad[:2])
+                bad = None
             if not raw.endswith(b"\n"):  # the last line, cut short by a crash mid-write
                 out.torn = True
                 break
+            offset += len(raw)
             if not raw.isspace():
                 try:
                     out.rows.append(model.model_validate_json(raw))
                 except (ValidationError, ValueError) as exc:
-                    first = str(exc).splitlines()[0]
-                    pending_error = InputError(f"{path}:{number}: corrupt result row ({first})")
-                    pending_error.__cause__ = exc
+                    bad = (number, raw, exc)
                     continue
-            out.good_size += len(raw)
-        if pending_error is not None:  # the last complete line does not parse: torn, not corrupt
+            out.good_size = offset
+        if bad is not None:  # the last complete line does not parse: torn, not damaged
             out.torn = True
     return out
 
@@ -114,15 +138,17 @@ class _Key(BaseModel):
     instance_id: str
     epoch: int = 1
     status: str
+    instance_hash: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class RowKey:
-    """What resuming needs of a row: its instance, epoch and status (the rest is not read)."""
+    """What resuming needs of a row: its instance, epoch, status and content hash (the rest is not read)."""
 
     instance_id: str
     epoch: int
     status: str
+    instance_hash: str | None = None
 
     @property
     def finished(self) -> bool:
@@ -131,18 +157,22 @@ class RowKey:
     @classmethod
     def model_validate_json(cls, raw: bytes) -> "RowKey":
         """A row written by append_row starts with these fields in ResultRow's order: they are read off
-        the line's head (about a microsecond, not a parse of the whole ~1 KB line); any other line
-        (older rows, rows written by hand) is parsed in full."""
+        the line's head (about a microsecond, not a parse of the whole ~1 KB line) when the line looks
+        whole: one row's head, braces balanced, a closing brace at its end. Any other line (older rows,
+        rows written by hand, a row cut short or glued to another) is parsed in full, so a damaged
+        line is found here, before the run, not by the report after it."""
         head = _HEAD.match(raw)
-        if head is None:
+        if (head is None or raw.count(b'{"instance_id":') != 1 or not raw.endswith(b"}\n")
+                or raw.count(b"{") != raw.count(b"}")):
             key = _Key.model_validate_json(raw)
-            return cls(key.instance_id, key.epoch, key.status)
+            return cls(key.instance_id, key.epoch, key.status, key.instance_hash)
         literal = head[1]
         ident = literal[1:-1].decode() if b"\\" not in literal else json.loads(literal)
-        return cls(ident, int(head[2]), head[3].decode())
+        return cls(ident, int(head[2]), head[3].decode(), head[4].decode() if head[4] else None)
 
 
-_HEAD = re.compile(rb'^\{"instance_id":("(?:[^"\\]|\\.)*"),"epoch":(\d+),"attempt":\d+,"status":"(ok|limit|error)",')
+_HEAD = re.compile(rb'^\{"instance_id":("(?:[^"\\]|\\.)*"),"epoch":(\d+),"attempt":\d+,"status":"(ok|limit|error)",'
+                   rb'(?:"instance_hash":(?:"([0-9a-f]*)"|null),)?')
 
 
 def latest_by_key(rows: list[ResultRow]) -> dict[tuple[str, int], ResultRow]:

@@ -23,6 +23,7 @@ if __name__ == "__main__":
         os._exit(1)  # the harness died before the line above took effect
 
 import asyncio
+import contextlib
 import threading
 import time
 import traceback
@@ -33,6 +34,7 @@ from harness.errors import HarnessError, LimitExceeded
 from harness.fsutil import write_atomic
 
 EXIT_SANDBOX_DIED = 70
+EXIT_CANNOT_WRITE = 71  # the result file could not be written (the harness's own disk): the harness's failure
 
 
 def _watch_parent() -> None:
@@ -68,10 +70,19 @@ def run(request: AgentRequest, result_path: Path) -> int:
     def finish(code: int) -> int:
         result.usage = meter.usage()
         result.tool_calls = list(tracer.tool_calls)
+        if tracer.failed is not None:  # the harness's own disk refused the trace: not the agent's failure
+            own = f" (the attempt's own outcome: {result.error})" if result.error else ""
+            result.error_kind, result.retryable = "harness", False
+            result.error = f"the harness could not write the trace {trace_path}: {tracer.failed}{own}"
+        tracer.close()
         # Atomic (a kill mid-write leaves no torn result), not durable: the harness reads it at once,
         # and after a machine crash the instance runs again anyway.
-        write_atomic(result_path, result.model_dump_json(), durable=False)
-        tracer.close()
+        try:
+            write_atomic(result_path, result.model_dump_json(), durable=False)
+        except OSError as exc:
+            with contextlib.suppress(OSError):  # stderr may live on the same full disk
+                print(f"the harness could not write the agent's result {result_path}: {exc}", file=sys.stderr)
+            return EXIT_CANNOT_WRITE
         return code
 
     def sandbox_died(exc: BaseException) -> None:
@@ -82,8 +93,7 @@ def run(request: AgentRequest, result_path: Path) -> int:
         retryable = exc.retryable if isinstance(exc, HarnessError) else True
         result.error_kind, result.error, result.retryable = kind, f"{type(exc).__name__}: {exc}", retryable
         tracer.emit(ErrorEvent(kind=kind, message=result.error))
-        finish(EXIT_SANDBOX_DIED)
-        os._exit(EXIT_SANDBOX_DIED)
+        os._exit(finish(EXIT_SANDBOX_DIED))
 
     sandbox = attach(request.sandbox)
     envs = Environments(code=CodeEnv(sandbox, tracer, timeout=limits.command_timeout),

@@ -179,6 +179,13 @@ class ForkedChild:
 
     def __init__(self, server: "Server", pid: int):
         self.pid, self._exit, self.returncode = pid, server.exit_of(pid), None
+        self._server = server
+
+    @property
+    def lost_with_server(self) -> str | None:
+        """Why this process ended when it ended with the fork server (it died and took its children
+        along: the harness's machinery, not the agent), else None."""
+        return self._server.death() if self.pid in self._server.orphaned else None
 
     def wait(self, timeout: float | None = None) -> int:
         try:
@@ -250,6 +257,8 @@ class Server:
         self._pids: dict[int, Future] = {}
         self._exits: dict[int, Future] = {}
         self.dead = False
+        self._died: str | None = None  # how the server ended (death() asks once)
+        self.orphaned: set[int] = set()  # children whose end was learnt from the server's death
         self.ready: Future = Future()
         threading.Thread(target=self._read, args=(self.ready,), name="forkserver-reader", daemon=True).start()
 
@@ -260,10 +269,22 @@ class Server:
             [sys.executable, "-m", "harness.runner.forkserver", str(os.getpid()), agent],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True))
 
+    def death(self) -> str:
+        """How the dead server ended, for the rows of the agents it took along."""
+        with self._lock:
+            if self._died is None:
+                code = None
+                with contextlib.suppress(Exception):
+                    code = self.proc.wait(2)
+                how = ("it exited" if code is None else f"killed by signal {-code}" if code < 0 else f"exit {code}")
+                self._died = f"the agents' fork server (pid {self.proc.pid}) died ({how}) and took the agent process along"
+            return self._died
+
     def exit_of(self, pid: int) -> Future:
         with self._lock:
             future = self._exits.setdefault(pid, Future())
             if self.dead and not future.done():
+                self.orphaned.add(pid)
                 future.set_result(-signal.SIGKILL)
             return future
 
@@ -285,13 +306,17 @@ class Server:
         if not ready.done():
             ready.set_exception(RuntimeError("the fork server exited before it was ready"))
         with self._lock:
-            spawning, running = list(self._pids.values()), list(self._exits.values())
+            spawning, running = list(self._pids.values()), list(self._exits.items())
         for future in spawning:
             if not future.done():
                 future.set_exception(RuntimeError("the fork server died"))
-        for future in running:  # its children die with it (PR_SET_PDEATHSIG)
-            if not future.done():
-                future.set_result(-signal.SIGKILL)
+        with self._lock:
+            for pid, future in running:  # its children die with it (PR_SET_PDEATHSIG)
+                if not future.done():
+                    self.orphaned.add(pid)
+                    with contextlib.suppress(OSError):  # gone already, or within moments
+                        os.killpg(pid, signal.SIGKILL)
+                    future.set_result(-signal.SIGKILL)
 
     def spawn(self, request: str, result: str, stderr: str, timeout: float = 30) -> ForkedChild:
         """Fork an agent process; RuntimeError when the server cannot."""

@@ -31,9 +31,11 @@ from harness.datasets.model import Instance
 from harness.errors import HarnessError, InfraError, InputError, SandboxOutputLimit, SandboxRequestError
 from harness.models.config import ModelSection
 from harness.models.replay import turns_for
+from harness.results.integrity import instance_hash
 from harness.results.layout import RunDir
 from harness.results.model import ResultRow, Usage
 from harness.runner import forkserver
+from harness.runner.child import EXIT_CANNOT_WRITE
 from harness.runner.prompt import DEFAULT as DEFAULT_PROMPT, PromptTemplate, instruction
 from harness.sandbox.contract import Sandbox, SandboxProvider, SandboxSpec
 from harness.scoring.apply import context_for, score_row
@@ -63,6 +65,7 @@ class RunSettings:
     # and waits for it before its leak audit; None removes them in the worker itself.
     reaper: Executor | None = None
     pool: Any = None  # --warm-pool: started sandboxes to take before starting one (runner/pool.py WarmPool)
+    dataset: str | None = None  # the dataset's fingerprint, carried by every row (results/integrity.py)
     prompt: PromptTemplate = DEFAULT_PROMPT  # --prompt-template: the task's instruction (runner/prompt.py)
 
 
@@ -150,11 +153,14 @@ def _start_agent(agent: str, req_path: Path, res_path: Path, stderr: Path):
 def _run_child(request: AgentRequest, timeout: float | None, scratch: Path) -> tuple[AgentResult, bool]:
     """Run the agent process; kill it (whole group) at the wall-clock limit. Its files live in the
     run directory's scratch (never /tmp), removed when it ends, or by the next run if this one is killed."""
-    with tempfile.TemporaryDirectory(prefix="child-", dir=_private_dir(scratch)) as tmp:
+    with _own_write("the agent's request file in", scratch):
+        tmp_dir = tempfile.TemporaryDirectory(prefix="child-", dir=_private_dir(scratch), ignore_cleanup_errors=True)
+    with tmp_dir as tmp:
         req_path, res_path = Path(tmp, "request.json"), Path(tmp, "result.json")
-        fd = os.open(req_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(request.model_dump_json())
+        with _own_write("the agent's request file", req_path):
+            fd = os.open(req_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as fh:
+                fh.write(request.model_dump_json())
         with _live_lock:
             if _stopping.is_set():
                 return _cancelled(), False
@@ -173,10 +179,31 @@ def _run_child(request: AgentRequest, timeout: float | None, scratch: Path) -> t
                 _live.discard(proc)
         if res_path.exists():
             return AgentResult.model_validate_json(res_path.read_text()), killed
+        lost = getattr(proc, "lost_with_server", None)
+        if lost:  # the harness's machinery died, not the agent: retried in a fresh sandbox (and process)
+            raise InfraError(lost)
         if killed:
             return AgentResult(limit="wall_time"), True
-        stderr = Path(tmp, "stderr").read_text(errors="replace")[-3000:]
+        try:
+            stderr = Path(tmp, "stderr").read_text(errors="replace")[-3000:]
+        except OSError:
+            stderr = ""
+        if proc.returncode == EXIT_CANNOT_WRITE:
+            return AgentResult(error_kind="harness", error=stderr.strip() or f"the harness could not write the "
+                               f"agent's result in {tmp} (its disk is full or refuses files)"), False
         return AgentResult(error_kind="agent", error=f"agent process exited {proc.returncode}: {stderr}"), False
+
+
+@contextmanager
+def _own_write(what: str, path: Path) -> Iterator[None]:
+    """A file the harness writes for itself (a full disk, a read-only mount) failing is the harness's
+    failure, with its path and the OS error: never the agent's."""
+    try:
+        yield
+    except OSError as exc:
+        raise HarnessError(f"cannot write {what} {path}: {exc}") from exc
+
+
 
 
 def waiting_on_model(trace_path: Path, now: float | None = None) -> str | None:
@@ -226,10 +253,13 @@ def run_instance(instance: Instance, settings_: RunSettings, epoch: int = 1) -> 
     except Exception as exc:  # noqa: BLE001
         result = AgentResult(error_kind="harness", error=f"harness failure: {type(exc).__name__}: {exc}")
         trace_rel = RunDir(settings_.output_dir).trace_name(instance.instance_id, 0, epoch)
-        (settings_.output_dir / trace_rel).parent.mkdir(parents=True, exist_ok=True)
+        with suppress(OSError):  # a full disk: the row still says it (the trace is then left out)
+            (settings_.output_dir / trace_rel).parent.mkdir(parents=True, exist_ok=True)
         tracer = Tracer(settings_.output_dir / trace_rel)
         tracer.emit(ErrorEvent(kind="harness", message=result.error, traceback=traceback.format_exc()))
         tracer.close()
+        if tracer.failed is not None:
+            trace_rel = None
         return _finish(instance, settings_, result, 1, started, t0, None, trace_rel, epoch)
 
 
@@ -314,7 +344,8 @@ def _finish(instance, settings_: RunSettings, result: AgentResult, attempt, star
                               instance_id=instance.instance_id, metadata=instance.metadata)
         scores, correct = score_row(answer, instance.answer, settings_.scorers, context)
     row = ResultRow(
-        instance_id=instance.instance_id, epoch=epoch, attempt=attempt, status=status, error_kind=result.error_kind,
+        instance_id=instance.instance_id, epoch=epoch, attempt=attempt, status=status,
+        instance_hash=instance_hash(instance), dataset=settings_.dataset, error_kind=result.error_kind,
         error=result.error, limit=result.limit, answer=answer, answer_source=source, target=instance.answer,
         level=instance.level, correct=correct if status != "error" else False, scores=scores,
         usage=result.usage, steps=result.usage.llm_calls, tool_calls=result.tool_calls,

@@ -40,8 +40,9 @@ from harness.report import Report, append_summary, build_report, render, write_r
 from harness.report.breakdown import task_labels
 from harness.report.output import end_lines
 from harness.results.layout import RunDir
-from harness.results.run_config import RunConfig, lock_output_dir, save_or_check
-from harness.results.store import RowKey, load, merge_rescue, pending, read_rows, repair
+from harness.results.integrity import refuse_foreign, settle
+from harness.results.run_config import RunConfig, lock_output_dir, save_or_check, vouches
+from harness.results.store import pending, read_rows
 from harness.runner import forkserver
 from harness.runner.evaluate import evaluate, rescue_rows
 from harness.runner.preflight import RunOptions, check_capacity, prepare
@@ -85,6 +86,8 @@ def _run(opts: RunOptions, provider, console: Console, loaded) -> int:
     with lock_output_dir(opts.output_dir):
         previous_wall = _previous_wall_time(layout)
         fingerprint = getattr(opts.all_instances, "fingerprint", None) or dataset_fingerprint(opts.all_instances)
+        vouched = vouches(opts.output_dir, fingerprint)  # before run.json is replaced
+        refuse_foreign(out, opts.all_instances, vouched=vouched, force=opts.force)  # rows of another dataset
         earlier = save_or_check(opts.output_dir, RunConfig(
             dataset=str(opts.dataset), model=opts.model, dataset_fingerprint=fingerprint,
             model_settings=section.public(), agent=opts.agent, image=image, limits=opts.limits.model_dump(),
@@ -99,20 +102,15 @@ def _run(opts: RunOptions, provider, console: Console, loaded) -> int:
         # unchanged since the run before (the same dataset fingerprint and selection), they are not written again.
         if not (earlier is not None and earlier.dataset_fingerprint == fingerprint and earlier.selection == opts.selection
                 and layout.selected.exists() and layout.questions.exists() and layout.metadata.exists()):
-            write_atomic(layout.selected, json.dumps({i.instance_id: i.level for i in selected}))
-            write_atomic(layout.questions, json.dumps({i.instance_id: i.question for i in selected}))
-            write_atomic(layout.metadata, json.dumps({i.instance_id: i.metadata for i in selected if i.metadata}))
-        write_atomic(layout.tasks, tasks_json)
-        scanned = load(out, RowKey)  # what resuming needs of each row; the full rows only for a new report
-        if repair(out, scanned):
-            say(console, "repaired a torn last line in output.jsonl (a crash mid-write)", style="yellow")
-        try:
-            merged = merge_rescue(out)
-        except OSError as exc:
-            raise InputError(f"cannot merge the rescued rows of {layout.rescue} into {out}: {exc}") from None
-        if merged:
-            say(console, f"merged {merged} row(s) rescued by an earlier run from {layout.rescue}")
-            scanned = load(out, RowKey)
+            _write(layout.selected, json.dumps({i.instance_id: i.level for i in selected}))
+            _write(layout.questions, json.dumps({i.instance_id: i.question for i in selected}))
+            _write(layout.metadata, json.dumps({i.instance_id: i.metadata for i in selected if i.metadata}))
+        _write(layout.tasks, tasks_json)
+        # What resuming needs of each row (the full rows only for a new report), once output.jsonl is put
+        # right: torn, damaged and foreign lines, rescued rows (results/integrity.py).
+        scanned, notes = settle(out, opts.all_instances, vouched=vouched, force=opts.force)
+        for note in notes:
+            say(console, note, style="yellow")
         reset_scratch(opts.output_dir)
         reaped = provider.cleanup()
         if reaped:
@@ -138,12 +136,13 @@ def _run(opts: RunOptions, provider, console: Console, loaded) -> int:
             settings = RunSettings(run_id=run_id, image=image, agent=opts.agent, model=section,
                                    limits=opts.limits, output_dir=opts.output_dir, provider=provider,
                                    scorers=prepared.scorers, max_retries=opts.max_retries, sandbox=sandbox,
-                                   user=opts.user, replay=prepared.replay, pool=pool, prompt=prepared.prompt)
+                                   user=opts.user, replay=prepared.replay, pool=pool, prompt=prepared.prompt,
+                                   dataset=fingerprint[:16])
             try:
                 outcome = evaluate([(by_id[i], e) for i, e in to_run], settings, out, opts, console,
                                    len(selected) * opts.epochs)
-            except KeyboardInterrupt:
-                provider.cleanup(run_id=run_id)  # a second Ctrl-C may have cut the removals short
+            except BaseException:  # Ctrl-C (a second one may have cut the removals short), or a crash
+                provider.cleanup(run_id=run_id)
                 raise
         leaked = _leak_audit(provider, run_id, console)
         if outcome.write_error is not None:
@@ -160,10 +159,18 @@ def _run(opts: RunOptions, provider, console: Console, loaded) -> int:
                                       normalize=getattr(prepared.scorers[0], "normalize", None),
                                       tasks=tasks, run_dir=layout.root)
             report.basis = basis
-            write_report(report, opts.output_dir)
-        append_summary(report, opts.summary_csv or opts.output_dir.parent / "summary.csv",
-                       run_label=opts.output_dir.name, output_dir=opts.output_dir,
-                       extra={"model": opts.model, "agent": opts.agent, "dataset": str(opts.dataset)})
+            try:
+                write_report(report, opts.output_dir)
+            except OSError as exc:  # a full disk after the last row: the rows are all there
+                say(console, f"error: cannot write the report {layout.report}: {exc}; every row is in {out}: "
+                             "re-run the same command once the disk takes files (it writes the report)", style="red")
+                return exit_codes.FAILED
+        try:
+            append_summary(report, opts.summary_csv or opts.output_dir.parent / "summary.csv",
+                           run_label=opts.output_dir.name, output_dir=opts.output_dir,
+                           extra={"model": opts.model, "agent": opts.agent, "dataset": str(opts.dataset)})
+        except OSError as exc:
+            say(console, f"warning: cannot update the summary CSV: {exc}", style="yellow")
     stdout = Console()
     stdout.print(render(report))
     for line in end_lines(report, opts.output_dir):  # what did not end well, where the run is, how to open it
@@ -173,6 +180,14 @@ def _run(opts: RunOptions, provider, console: Console, loaded) -> int:
     if (unjudged := report.missing_verdicts()) is not None:  # a scorer failed: exit 3, said in one line
         say(console, unjudged, style="red")
     return _exit_code(report)
+
+
+def _write(path, text: str) -> None:
+    """A file of the run directory written before any container: a refusal is the output dir's fault (exit 2)."""
+    try:
+        write_atomic(path, text)
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc}") from None
 
 
 def _report_basis(fingerprint: str, tasks_json: str, opts: RunOptions) -> str:

@@ -37,6 +37,7 @@ Events the parent appends after the agent process ended (`limit` on a kill, `ver
 
 from __future__ import annotations
 
+import errno
 import json
 import threading
 import time
@@ -147,10 +148,18 @@ _EVENT = TypeAdapter(Event)
 
 
 class Tracer:
+    """Writes one trace. A write the file refuses (a full disk) never reaches the agent: the tracer
+    remembers it in `failed` and writes no more (a torn last line is skipped by readers); the agent's
+    process then reports the attempt as the harness's failure (harness/runner/child.py)."""
+
     def __init__(self, path: Path | None):
         self.path = path
         self._lock = threading.Lock()
-        self._fh = open(path, "a", encoding="utf-8") if path else None
+        self.failed: OSError | None = None  # the first write the trace file refused
+        try:
+            self._fh = open(path, "ab", buffering=0) if path else None
+        except OSError as exc:
+            self._fh, self.failed = None, exc
         self._t0 = time.monotonic()
         self.tool_calls: list[str] = []  # names, in call order: the row's tool_calls
         self._seen: set[int] = set()  # hashes of the texts written so far (model_call.messages skips them)
@@ -175,15 +184,24 @@ class Tracer:
         if self._fh is None:
             return
         event.t = round(time.monotonic() - self._t0, 4)
-        line = json.dumps(event.model_dump(mode="json"), default=str)
+        data = (json.dumps(event.model_dump(mode="json"), default=str) + "\n").encode()
         with self._lock:
-            self._fh.write(line + "\n")
-            self._fh.flush()
+            if self._fh is None:
+                return
+            try:
+                written = self._fh.write(data)  # unbuffered: one write per line
+                if written != len(data):
+                    raise OSError(errno.ENOSPC, f"short write to {self.path}: {written} of {len(data)} bytes")
+            except OSError as exc:
+                self.failed = exc
+                self._fh.close()
+                self._fh = None
 
     def close(self) -> None:
-        if self._fh:
-            self._fh.close()
-            self._fh = None
+        with self._lock:
+            if self._fh:
+                self._fh.close()
+                self._fh = None
 
 
 def append_event(path: Path, event: _Event) -> None:
