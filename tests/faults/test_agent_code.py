@@ -121,3 +121,22 @@ def test_a_conversion_that_times_out_says_timeout_and_the_limit(sandbox, reliabi
     assert text == "Error: timeout: converting 'stuck.pipe' took longer than the 5 s limit", text
     assert event.outcome == "timeout" and event.error == text.removeprefix("Error: ")
     assert took < 60
+
+
+def test_copy_in_over_a_file_the_agent_made_read_only_is_refused(sandbox, reliability, tmp_path):
+    """Issue 18 item 10 (the contract's side is in tests/conformance/test_files.py): `chmod -w` held
+    against the agent's own writes but copy_in replaced the file."""
+    from harness.errors import SandboxPermissionDenied
+
+    (tmp_path / "answer.txt").write_text("harness")
+    sandbox.shell("echo agent > /workspace/answer.txt && chmod a-w /workspace/answer.txt")
+    try:
+        sandbox.copy_in(tmp_path, ["answer.txt"])
+        outcome = "replaced"
+    except SandboxPermissionDenied as exc:
+        outcome = f"SandboxPermissionDenied: {exc}"
+    kept = sandbox.read_file("/workspace/answer.txt")
+    reliability.record("copy_in over a file the agent made read-only (chmod -w)",
+                       f"{outcome}; file kept: {kept == b'agent' + chr(10).encode()}")
+    assert outcome.startswith("SandboxPermissionDenied") and "/workspace/answer.txt" in outcome, outcome
+    assert kept == b"agent\n"

@@ -461,3 +461,32 @@ def test_garbage_model_replies_are_model_errors(tmp_path, image, reliability, ag
     assert proc.returncode == exit_codes.INSTANCE_ERRORS, explain(proc)
     assert json.loads((out / "report.json").read_text())["errors_by_kind"] == {"model": 3}
     assert containers_of(out) == []
+
+
+HOSTILE = "\x1b]0;pwned\x07\x1b[2J\x1b[31mserver says no\x1b[0m\x08\x00"
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("case, status", [("busy 503 (a warning)", 503), ("key 401 (exit 2)", 401)])
+def test_a_model_servers_escape_sequences_never_reach_the_terminal(tmp_path, reliability, case, status):
+    """Issue 18 item 11: a model server's error text reached the terminal with its escape sequences
+    (a title change, a cleared screen). The words arrive; the sequences and control characters do not."""
+    iid = f"esc-{out_dir(tmp_path).name}"
+    data, _ = _dataset(tmp_path / "data", [iid])
+    out = out_dir(tmp_path)
+    probe = error(status, {"error": {"message": HOSTILE, "type": "x", "param": None, "code": status}})
+    with FakeOpenAI([], default=text("<solution>42</solution>"), probe=probe) as agent:
+        config = fake_config(tmp_path / "models.toml", agent.base_url)
+        t0 = time.monotonic()
+        # --cpus beyond any engine: the busy case stops with exit 2 after its warning, before any container.
+        proc = harness("run", "--dataset", data, "--model", "fake", "--config", config, "--output-dir", out,
+                       "--cpus", "100000", timeout=120)
+    leaked = len(containers_of(out))
+    escapes = sum(proc.stderr.count(c) + proc.stdout.count(c) for c in "\x1b\x07\x08\x00")
+    reliability.record(f"model server error text with escape sequences: {case}",
+                       f"exit {proc.returncode}; {escapes} control characters reached the terminal",
+                       leaked=leaked, started=t0)
+    assert proc.returncode == exit_codes.INPUT, explain(proc)
+    assert "server says no" in proc.stderr, explain(proc)
+    assert escapes == 0, repr(proc.stderr)
+    assert leaked == 0
