@@ -185,7 +185,8 @@ def render(report: Report) -> Table:
     return table
 
 # The report's id lists the terminal names after the table, in this order, each bounded (terminal.listed).
-_NAMED = (("errored", "errored"), ("missing", "not run"), ("limit", "hit a limit"), ("failed", "wrong answer"))
+_NAMED = (("errored", "errored"), ("no_verdict", "no verdict (a scorer failed)"), ("missing", "not run"),
+          ("limit", "hit a limit"), ("failed", "wrong answer"))
 
 
 def end_lines(report: Report, run_dir: Path | None = None) -> list[str]:
