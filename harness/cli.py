@@ -274,7 +274,7 @@ def score_cmd(
     config: Optional[Path] = typer.Option(None, help="TOML config (for the judge's model section)."),
     judge_model: Optional[str] = typer.Option(None, help="\\[llm.NAME] section for --scorer llm_judge."),
 ) -> None:
-    """Rescore a run's answers without re-running agents; rewrites report.json."""
+    """Rescore a run's answers without re-running agents; rewrites report.json. Exit 3 when a verdict is missing."""
     from harness.runner.rescore import rescore
 
     try:
@@ -284,6 +284,9 @@ def score_cmd(
     from harness.report import render
 
     Console().print(render(report))
+    if (unjudged := report.missing_verdicts()) is not None:  # a scorer failed: counted, said, exit 3
+        say(console, unjudged, style="red")
+        raise typer.Exit(exit_codes.INSTANCE_ERRORS)
 
 
 @app.command("report")
@@ -291,6 +294,8 @@ def report_cmd(
     output_dirs: list[Path] = typer.Argument(..., help="Run output directories; with several, the first is the baseline."),
     html: bool = typer.Option(False, "--html", help="Write one self-contained HTML report."),
     out: Optional[Path] = typer.Option(None, "--out", help="The HTML file (default: DIR/report.html of the first DIR)."),
+    compare: bool = typer.Option(False, "--compare", help="Compare runs of another dataset or selection too "
+                                                          "(over the instances they have in common)."),
 ) -> None:
     """Report on finished or running runs: the HTML report with --html, else the terminal table."""
     for d in output_dirs:
@@ -300,7 +305,7 @@ def report_cmd(
         from harness.report.html import write_html_report
 
         target = out or output_dirs[0] / "report.html"
-        write_html_report(list(output_dirs), target)
+        write_html_report(list(output_dirs), target, force=compare)
         size = target.stat().st_size
         log(f"wrote {target} ({size / 1024:.0f} KiB)")
         return
@@ -316,36 +321,42 @@ def report_cmd(
         stdout.print(render(report))
         for line in end_lines(report):
             say(stdout, line)
-    data = build_data(list(output_dirs), with_traces=False)
-    for c in data["comparisons"]:
-        log(f"{c['other']} vs {c['base']}: delta {c['delta']:+.1%} [{c['delta_ci95'][0]:+.1%}, {c['delta_ci95'][1]:+.1%}], "
-            f"fixed {len(c['fixed'])}, broken {len(c['broken'])}"
-            + ("" if c.get("same_dataset", True) else " (warning: another dataset fingerprint)"))
+    if len(output_dirs) > 1:  # each run against the first, paired by instance (report/html.py compare)
+        from harness.report.html import comparison_line
+
+        for c in build_data(list(output_dirs), with_traces=False, force=compare)["comparisons"]:
+            log(comparison_line(c))
 
 
 @app.command("view")
 def view_cmd(
-    output_dirs: Optional[list[Path]] = typer.Argument(None, help="Run output directories (default: every run under ./runs)."),
+    output_dirs: Optional[list[Path]] = typer.Argument(None, help="Run directories, or folders of runs (watched: a run "
+                                                                  "started there appears; a path not there yet is "
+                                                                  "waited for). Default: the folder ./runs."),
     port: int = typer.Option(8765, help="Port on 127.0.0.1 (0: any free port)."),
+    compare: bool = typer.Option(False, "--compare", help="Compare with the first run from the start, runs of another "
+                                                          "dataset or selection too (else: a choice in the page)."),
 ) -> None:
-    """Browse runs in a local web app on 127.0.0.1, live while a run writes."""
+    """Browse runs in a local web app on 127.0.0.1, live while a run writes: running instances and
+    their traces, accuracy so far over the finished ones. Several run directories named: the
+    first is the baseline of the others; a folder of runs is listed without comparing."""
     import time
 
-    from harness.report.view import ViewServer
+    from harness.report.view import ViewServer, is_run_dir
 
-    dirs = list(output_dirs or [])
-    if not dirs:
-        dirs = sorted(p.parent for p in Path("runs").glob("*/output.jsonl"))
-    if not dirs:
-        fail(InputError("no run directories given and none found under ./runs"))
-    for d in dirs:
-        if not d.is_dir():
+    sources = list(output_dirs or [Path("runs")])
+    for d in sources:
+        if d.exists() and not d.is_dir():
             fail(InputError(f"{d} is not a directory"))
+    named = sum(1 for d in sources if is_run_dir(d)) > 1
     try:
-        server = ViewServer(dirs, port).start()
+        server = ViewServer(sources, port, compare=compare or named, force=compare).start()
     except OSError as exc:
         fail(InputError(f"cannot listen on 127.0.0.1:{port}: {exc}"))
     log(f"harness view: {server.url} (Ctrl-C stops)")
+    for d in sources:
+        if not d.exists():
+            log(f"waiting for {d} to appear")
     try:
         while True:
             time.sleep(3600)

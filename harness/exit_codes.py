@@ -12,7 +12,7 @@ import signal
 OK = 0
 FAILED = 1  # the harness could not do its job: the engine, a bug, containers left behind
 INPUT = 2  # the dataset, flags, config, output dir or model refused before any container
-INSTANCE_ERRORS = 3  # the run ended, but some selected instance errored or was not run (--fail-on-error)
+INSTANCE_ERRORS = 3  # the run ended, but some selected instance errored, was not run (--fail-on-error) or got no verdict
 ROWS_NOT_WRITTEN = 4  # output.jsonl became unwritable; the unwritten rows were rescued elsewhere
 
 

@@ -121,9 +121,11 @@ SCORED = [
 
 def test_id_lists_per_outcome() -> None:
     r = build_report(ROWS, SELECTED, leaked_containers=0)
-    assert r.ids == {"passed": ["a", "d"], "failed": ["b"], "errored": ["c"], "limit": ["d"], "missing": ["e"]}
+    assert r.ids == {"passed": ["a", "d"], "failed": ["b"], "no_verdict": [], "errored": ["c"], "limit": ["d"],
+                     "missing": ["e"]}
     r = build_report(SCORED, ["a", "b", "c", "d", "x"], leaked_containers=0)
-    assert r.ids == {"passed": ["a", "c"], "failed": ["b"], "errored": ["d"], "limit": ["c"], "missing": ["x"]}
+    assert r.ids == {"passed": ["a", "c"], "failed": ["b"], "no_verdict": [], "errored": ["d"], "limit": ["c"],
+                     "missing": ["x"]}
 
 
 def test_every_scorer_is_aggregated_over_every_selected_id() -> None:
@@ -132,8 +134,9 @@ def test_every_scorer_is_aggregated_over_every_selected_id() -> None:
     gaia, exact = r.scorers["gaia"], r.scorers["exact"]
     assert (gaia.n, gaia.correct, gaia.accuracy, gaia.mean_score) == (5, 2, 0.4, 0.4)
     assert gaia.ci95 == wilson_interval(2, 5) == r.ci95
-    assert (exact.correct, exact.no_verdict, exact.mean_score) == (1, 1, 0.2)
-    assert exact.ci95 == wilson_interval(1, 5)
+    # exact reached no verdict on b: its rates are over the 4 others (errored d and missing x count as not passed)
+    assert (exact.correct, exact.no_verdict, exact.accuracy, exact.mean_score) == (1, 1, 0.25, 0.25)
+    assert exact.ci95 == wilson_interval(1, 4) and exact.first_error == "no explanation given"
     assert "scorer exact" in render_text(r) and "scorer gaia" not in render_text(r)  # the headline is gaia
 
 
@@ -157,7 +160,7 @@ def test_summary_has_one_row_per_output_dir(tmp_path: Path) -> None:
     got = list(csv.DictReader(path.open()))
     assert [x["run_label"] for x in got] == ["old", "r2", "r1"]
     assert got[2]["output_dir"] == str((tmp_path / "r1").resolve()) and float(got[2]["accuracy"]) == 0.6667
-    assert got[2]["accuracy_exact"] == "0.3333" and got[1]["accuracy_exact"] == ""
+    assert got[2]["accuracy_exact"] == "0.5" and got[1]["accuracy_exact"] == ""  # exact: b not judged
 
 
 def test_model_call_messages_skip_texts_the_trace_holds(tmp_path: Path) -> None:

@@ -6,8 +6,9 @@ Pure functions over plain data: the row dicts of output.jsonl, the trace events 
 
 - ``by_field(rows, field, metadata)``: rows grouped by ``row[field]`` if the row has that key,
   else ``metadata[id][field]``, else ``"unknown"``; per group ``n`` (rows), ``correct`` (rows whose
-  ``correct`` is True), ``no_verdict`` (``correct`` None: errors, no target) and ``accuracy`` =
-  correct / n. For MultiHop-RAG, ``by_field(rows, "question_type", metadata)`` gives accuracy per
+  ``correct`` is True), ``no_verdict`` (``correct`` None: the scorer reached no verdict, or no
+  target) and ``accuracy`` = correct / (n - no_verdict), over the judged rows (0 when none is).
+  For MultiHop-RAG, ``by_field(rows, "question_type", metadata)`` gives accuracy per
   query type (inference_query, comparison_query, temporal_query, null_query).
 - ``retrieval_recall(rows, traces, metadata)``: for each row whose instance has evidence
   (``metadata[id]["evidence"]``, a list of ``{title, url, ...}``), the fraction of its distinct
@@ -55,7 +56,8 @@ def by_field(rows: Sequence[Mapping[str, Any]], field: str,
         group["correct"] += row.get("correct") is True
         group["no_verdict"] += row.get("correct") is None
     for group in groups.values():
-        group["accuracy"] = group["correct"] / group["n"]
+        judged = group["n"] - group["no_verdict"]
+        group["accuracy"] = group["correct"] / judged if judged else 0.0
     return dict(sorted(groups.items()))
 
 

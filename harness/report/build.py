@@ -1,18 +1,36 @@
-"""Report metrics. The denominator is every selected instance: missing or errored ones fail.
+"""Report metrics, and the denominator of each.
+
+Denominators. An instance the agent failed on (its row errored, or it was never run) is a wrong
+answer, as in GAIA's own scoring: it stays in every denominator and is counted beside (n_errors,
+n_missing; the run exits 3). An instance whose scorer reached no verdict (it raised, returned
+nonsense, the judge's reply did not parse, or the row has no target) is not judged: it is left out
+of the denominator, never counted as wrong, and said beside the figure ("N not judged"; the run
+exits 3, `Report.missing_verdicts`). So:
+    accuracy, n_correct, ci95, stderr   over n_judged = n_selected - n_no_verdict (the selected ids
+                   less those without a verdict from the headline scorer, the first)
+    per_level      the same rule per level: n ids, no_verdict of them, accuracy = correct / (n - no_verdict)
+    scorers        each scorer over every (id, epoch): accuracy and mean_score over n - no_verdict
+    epochs         an id is judged when every epoch of it has a verdict (or errored / is missing);
+                   the reducers over judged ids, each epoch alone over its judged ids
+    breakdowns     per field value: accuracy = correct / (n - no_verdict) (harness/report/breakdown.py)
+A figure with nothing judged is 0.0 with n_judged (or n - no_verdict) 0 beside it.
 
 report.json is this `Report`; its keys, besides the headline ones:
     ids            outcome -> selected ids, by their latest row: passed (correct), failed (scored, not
-                   correct), errored (status error), missing (no row) partition the selection;
-                   limit lists those whose run hit a limit (they are also passed or failed). With
-                   epochs: missing when any epoch has no row, else errored when any errored, else
-                   passed/failed by the headline reducer
+                   correct), no_verdict (not errored, but the headline scorer reached no verdict),
+                   errored (status error), missing (no row) partition the selection;
+                   limit lists those whose run hit a limit (they are also passed, failed or
+                   no_verdict). With epochs: missing when any epoch has no row, else errored when any
+                   errored, else no_verdict when any epoch has no verdict, else passed/failed by the
+                   headline reducer
     breakdowns     accuracy per value of each breakdown field the dataset has (question_type, subject),
                    over the rows (every id and epoch); retrieval: the evidence recall of search_corpus
     epochs         with --epochs K > 1: each reducer's value, CI and passes, the accuracy of each
                    epoch alone, answer agreement between epochs, majority ties
                    (harness/scoring/reducers.py has the rules)
     scorers        scorer name -> ScorerStats: every scorer of the rows, over every selected id (an
-                   errored or missing id counts as not passed, score 0); the first is the headline
+                   errored or missing id counts as not passed, score 0; one without a verdict is
+                   counted in no_verdict, its first explanation in first_error); the first is the headline
     env_outcomes   env (code/file/web) -> outcome (ok/timeout/crashed/error) -> count, summed over
                    the selected ids' latest rows (each row counts its trace's `env` events)
     env_outcomes_per_instance  the same per instance id (only ids with environment actions)
@@ -37,7 +55,7 @@ from harness.traces import read_trace
 from harness.scoring.reducers import Epoch, agreement, reduce
 
 Z95 = 1.959963984540054
-OUTCOMES = ("passed", "failed", "errored", "limit", "missing")
+OUTCOMES = ("passed", "failed", "no_verdict", "errored", "limit", "missing")
 
 
 def wilson_interval(correct: int, n: int, z: float = Z95) -> tuple[float, float]:
@@ -62,19 +80,21 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 class LevelStats(BaseModel):
-    n: int
+    n: int  # ids (per epoch: ids of that epoch)
     correct: int
-    accuracy: float
+    accuracy: float  # correct / (n - no_verdict)
     ci95: tuple[float, float]
+    no_verdict: int = 0  # of n, not judged: left out of accuracy
 
 
 class ScorerStats(BaseModel):
-    n: int  # selected ids
+    n: int  # selected ids (and epochs)
     correct: int  # verdict True
-    no_verdict: int = 0  # scored, but the scorer reached no verdict (correct None)
-    accuracy: float  # the pass rate, correct / n
+    no_verdict: int = 0  # not errored, but the scorer reached no verdict (correct None, or no score)
+    accuracy: float  # the pass rate over the judged, correct / (n - no_verdict)
     ci95: tuple[float, float]
-    mean_score: float  # mean Score.value over n (0 where not scored)
+    mean_score: float  # mean Score.value over the judged (0 for errored and missing ids)
+    first_error: str | None = None  # the explanation of the first verdict missing (a scorer error's message)
 
 
 class TimeStats(BaseModel):
@@ -84,7 +104,7 @@ class TimeStats(BaseModel):
 
 
 class ReducerStats(BaseModel):
-    value: float  # mean reduced value over the selected ids
+    value: float  # mean reduced value over the judged ids (the module docstring)
     passed: int  # ids the reducer passes
     ci95: tuple[float, float]  # Wilson for 0/1 values, else the normal approximation of the mean
     ties: list[str] = Field(default_factory=list)  # majority: ids whose modal answer was tied
@@ -102,7 +122,9 @@ class EpochReport(BaseModel):
 class Report(BaseModel):
     n_selected: int
     n_correct: int
-    accuracy: float
+    accuracy: float  # n_correct / n_judged (see the module docstring)
+    n_judged: int | None = None  # the headline's denominator: n_selected - n_no_verdict (None: an older report)
+    n_no_verdict: int = 0  # selected ids without a verdict from the headline scorer: not judged
     stderr: float
     ci95: tuple[float, float]
     per_level: dict[str, LevelStats] = Field(default_factory=dict)
@@ -130,6 +152,20 @@ class Report(BaseModel):
     def clean(self) -> bool:
         return self.leaked_containers == 0
 
+    @property
+    def headline(self) -> str | None:
+        """The headline scorer's name (the first), None without scores."""
+        return next(iter(self.scorers), None)
+
+    def missing_verdicts(self) -> str | None:
+        """One line naming each scorer with verdicts missing, its count and first error; None when
+        every verdict was reached (`harness run` and `harness score` then exit 3 otherwise)."""
+        parts = [f"{name} {s.no_verdict} of {s.n}" + (f" (first: {s.first_error})" if s.first_error else "")
+                 for name, s in self.scorers.items() if s.no_verdict]
+        if not parts and self.n_no_verdict:
+            parts = [f"{self.n_no_verdict} of {self.n_selected} instances (not scored: no target)"]
+        return "no verdict: " + "; ".join(parts) if parts else None
+
 
 def _stats(correct: int, n: int) -> tuple[float, tuple[float, float]]:
     return (correct / n if n else 0.0), wilson_interval(correct, n)
@@ -151,7 +187,8 @@ def build_report(
     """Aggregate the latest row of each selected (id, epoch); `levels` (from the dataset) places
     missing ids. With epochs > 1 the headline is the first reducer's (mean by default): accuracy is
     the mean reduced value, n_correct the instances it passes; counts of errors, limits, tokens,
-    scorers and environment actions are over every (id, epoch)."""
+    scorers and environment actions are over every (id, epoch). Ids without a verdict are left out
+    of every rate and counted (the module docstring)."""
     selected = list(dict.fromkeys(selected_ids))
     wanted = set(selected)
     latest = latest_by_key([r for r in rows if r.instance_id in wanted])
@@ -180,36 +217,39 @@ def build_report(
         if row.status == "limit":
             limits[row.limit or "unknown"] += 1
 
+    outcome_of = {iid: _outcome([latest.get((iid, e)) for e in range(1, epochs + 1)]) for iid in selected}
+    judged = [iid for iid in selected if outcome_of[iid] != "no_verdict"]
     epoch_report = None
     if epochs > 1:
-        verdicts, epoch_report = _reduce_epochs(latest, selected, epochs, list(reducers) or ["mean"], normalize)
+        verdicts, epoch_report = _reduce_epochs(latest, selected, judged, epochs, list(reducers) or ["mean"],
+                                                normalize)
     else:
-        verdicts = {iid: _single(latest.get((iid, 1))) for iid in selected}
+        verdicts = {iid: _single(latest.get((iid, 1))) for iid in judged}
     ids: dict[str, list[str]] = {k: [] for k in OUTCOMES}
-    per_level: dict[str, list[float]] = {}  # key -> [n, passed, sum of values]
+    per_level: dict[str, list[float]] = {}  # key -> [n, passed, sum of values, no verdict]
     for iid in selected:
         mine = [latest.get((iid, e)) for e in range(1, epochs + 1)]
-        value, passed = verdicts[iid]
-        if any(r is None for r in mine):
-            ids["missing"].append(iid)
-        elif any(r.status == "error" for r in mine):
-            ids["errored"].append(iid)
-        else:
-            ids["passed" if passed else "failed"].append(iid)
-            if any(r.status == "limit" for r in mine):
-                ids["limit"].append(iid)
+        value, passed = verdicts.get(iid, (0.0, False))  # not judged: in no sum
+        outcome = outcome_of[iid]
+        if outcome == "scored":
+            outcome = "passed" if passed else "failed"
+        ids[outcome].append(iid)
+        if outcome not in ("missing", "errored") and any(r.status == "limit" for r in mine):
+            ids["limit"].append(iid)
         level = levels.get(iid)
         if level is None:
             level = next((r.level for r in mine if r is not None), None)
-        bucket = per_level.setdefault("unknown" if level is None else str(level), [0, 0, 0.0])
+        bucket = per_level.setdefault("unknown" if level is None else str(level), [0, 0, 0.0, 0])
         bucket[0] += 1
         bucket[1] += passed
         bucket[2] += value
+        bucket[3] += outcome == "no_verdict"
 
     n = len(selected)
+    n_judged = len(judged)
     n_correct = sum(passed for _, passed in verdicts.values())
-    accuracy = sum(value for value, _ in verdicts.values()) / n if n else 0.0
-    ci95 = epoch_report.reducers[epoch_report.primary].ci95 if epoch_report else wilson_interval(n_correct, n)
+    accuracy = sum(value for value, _ in verdicts.values()) / n_judged if n_judged else 0.0
+    ci95 = epoch_report.reducers[epoch_report.primary].ci95 if epoch_report else wilson_interval(n_correct, n_judged)
     scorers = {name: _scorer_stats(name, [latest.get(u) for u in units]) for name in scorer_names}
     spent = [r for r in rows if r.instance_id in wanted]  # every attempt costs
     durations = [r.duration_s for r in latest.values()]
@@ -222,11 +262,13 @@ def build_report(
         n_selected=n,
         n_correct=n_correct,
         accuracy=accuracy,
-        stderr=math.sqrt(accuracy * (1 - accuracy) / n) if n else 0.0,
+        n_judged=n_judged,
+        n_no_verdict=n - n_judged,
+        stderr=math.sqrt(accuracy * (1 - accuracy) / n_judged) if n_judged else 0.0,
         ci95=ci95,
         per_level={
-            key: LevelStats(n=b[0], correct=b[1], accuracy=b[2] / b[0] if b[0] else 0.0,
-                            ci95=wilson_interval(b[1], b[0]))
+            key: LevelStats(n=b[0], correct=b[1], accuracy=b[2] / (b[0] - b[3]) if b[0] > b[3] else 0.0,
+                            ci95=wilson_interval(b[1], b[0] - b[3]), no_verdict=b[3])
             for key, b in sorted(per_level.items(), key=lambda kv: (kv[0] == "unknown", kv[0]))
         },
         n_errors=sum(errors.values()),
@@ -274,16 +316,38 @@ def _single(row: ResultRow | None) -> tuple[float, bool]:
     return (1.0 if ok else 0.0), ok
 
 
+def _unjudged(row: ResultRow | None, name: str | None = None) -> bool:
+    """The row ran (not errored, not missing) but has no verdict: from scorer `name`, or the row's own."""
+    if row is None or row.status == "error":
+        return False
+    return row.correct is None if name is None else (row.scores.get(name) or {}).get("correct") is None
+
+
+def _outcome(rows: list[ResultRow | None]) -> str:
+    """An id's outcome over its epochs' rows: missing, errored, no_verdict, or scored (passed/failed)."""
+    if any(r is None for r in rows):
+        return "missing"
+    if any(r.status == "error" for r in rows):
+        return "errored"
+    return "no_verdict" if any(_unjudged(r) for r in rows) else "scored"
+
+
 def _scorer_stats(name: str, rows: list[ResultRow | None]) -> ScorerStats:
-    """One scorer over every unit (an errored or missing one counts as not passed, score 0)."""
+    """One scorer over every unit: one without its verdict is left out of the rates and counted; an
+    errored or missing one counts as not passed, score 0."""
     n = len(rows)
-    verdicts = [r.scores.get(name) for r in rows if r is not None and r.status != "error"]
-    verdicts = [v for v in verdicts if v is not None]
+    missing = [r for r in rows if _unjudged(r, name)]
+    verdicts = [r.scores[name] for r in rows if r is not None and r.status != "error" and not _unjudged(r, name)]
     passed = sum(1 for v in verdicts if v.get("correct") is True)
-    rate, interval = _stats(passed, n)
-    return ScorerStats(n=n, correct=passed, no_verdict=sum(1 for v in verdicts if v.get("correct") is None),
-                       accuracy=rate, ci95=interval,
-                       mean_score=sum(float(v.get("value") or 0.0) for v in verdicts) / n if n else 0.0)
+    judged = n - len(missing)
+    rate, interval = _stats(passed, judged)
+    first = None
+    if missing:
+        score = missing[0].scores.get(name)
+        first = (score.get("explanation") or "no explanation given") if score else "not scored (the row has no target)"
+    return ScorerStats(n=n, correct=passed, no_verdict=len(missing), accuracy=rate, ci95=interval,
+                       mean_score=sum(float(v.get("value") or 0.0) for v in verdicts) / judged if judged else 0.0,
+                       first_error=first)
 
 
 def _epoch(row: ResultRow | None, primary: str | None) -> Epoch:
@@ -295,13 +359,16 @@ def _epoch(row: ResultRow | None, primary: str | None) -> Epoch:
     return Epoch(row.answer, row.correct is True, value)
 
 
-def _reduce_epochs(latest, selected, epochs, reducers, normalize) -> tuple[dict[str, tuple[float, bool]], "EpochReport"]:
+def _reduce_epochs(latest, selected, judged, epochs, reducers,
+                   normalize) -> tuple[dict[str, tuple[float, bool]], "EpochReport"]:
+    """The reducers over the judged ids; each epoch alone over the ids judged in that epoch; the
+    answers' agreement over every selected id."""
     primary = next((name for r in latest.values() for name in r.scores), None)  # the first scorer
     by_id = {iid: [_epoch(latest.get((iid, e)), primary) for e in range(1, epochs + 1)] for iid in selected}
-    n = len(selected)
+    n = len(judged)
     stats, headline = {}, {}
     for name in reducers:
-        results = {iid: reduce(name, eps, normalize) for iid, eps in by_id.items()}
+        results = {iid: reduce(name, by_id[iid], normalize) for iid in judged}
         values = [r.value for r in results.values()]
         passed = sum(r.passed for r in results.values())
         value = sum(values) / n if n else 0.0
@@ -313,13 +380,16 @@ def _reduce_epochs(latest, selected, epochs, reducers, normalize) -> tuple[dict[
             headline = {iid: (r.value, r.passed) for iid, r in results.items()}
     per_epoch = {}
     for e in range(1, epochs + 1):
-        ok = sum(by_id[iid][e - 1].correct for iid in selected)
-        per_epoch[str(e)] = LevelStats(n=n, correct=ok, accuracy=ok / n if n else 0.0, ci95=wilson_interval(ok, n))
+        seen = [iid for iid in selected if not _unjudged(latest.get((iid, e)))]
+        ok = sum(by_id[iid][e - 1].correct for iid in seen)
+        per_epoch[str(e)] = LevelStats(n=len(selected), correct=ok, accuracy=ok / len(seen) if seen else 0.0,
+                                       ci95=wilson_interval(ok, len(seen)), no_verdict=len(selected) - len(seen))
     agreements = [agreement(eps, normalize) for eps in by_id.values()]
+    every = len(selected)
     return headline, EpochReport(
         k=epochs, primary=reducers[0], reducers=stats, per_epoch=per_epoch,
-        agreement=sum(a for a, _ in agreements) / n if n else 1.0,
-        all_agree=sum(all_ for _, all_ in agreements) / n if n else 1.0)
+        agreement=sum(a for a, _ in agreements) / every if every else 1.0,
+        all_agree=sum(all_ for _, all_ in agreements) / every if every else 1.0)
 
 
 def _mean_interval(values: list[float]) -> tuple[float, float]:

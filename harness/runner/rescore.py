@@ -8,6 +8,8 @@ the same row.
 What it rewrites: output.jsonl's rows (scores and correct), report.json (wall time and leaked
 containers kept from the run's report), this directory's row of DIR/../summary.csv (replaced), and
 each scored row's trace gains a `verdict` event of source "rescore" (the last verdict is current).
+A verdict a scorer cannot reach is counted in report.json, not guessed (`harness score` then exits 3,
+naming the scorer: Report.missing_verdicts).
 """
 
 from __future__ import annotations

@@ -2,7 +2,10 @@
 
 The judge grades: CORRECT is 1, PARTIALLY CORRECT 0.5, INCORRECT 0 (a JSON reply may also give a
 "score" in [0, 1]). It passes an answer whose grade reaches its threshold (default 0.7, so a
-partial answer fails; `--scorer llm_judge@0.5` lets it pass)."""
+partial answer fails; `--scorer llm_judge@0.5` lets it pass).
+
+A reply with no verdict in it is no verdict (correct None, a scorer error the report counts), never a
+0: its first MAX_REPLY characters are kept in the explanation and in details["reply"]."""
 
 from __future__ import annotations
 
@@ -57,6 +60,7 @@ _WORDS: dict[str, float] = {
 _WORD_RE = (r"partially\s+correct|partly\s+correct|partial|not\s+correct|incorrect|correct|true|false|yes|no|"
             r"passed|pass|failed|fail|right|wrong")
 DEFAULT_THRESHOLD = 0.7
+MAX_REPLY = 500  # characters of an unparseable judge reply kept in its verdict
 _MARKUP = str.maketrans("", "", "*_`#[]()\"'")
 # A line that is nothing but a verdict label and its value.
 _VERDICT_LINE = re.compile(
@@ -164,8 +168,10 @@ class LLMJudgeScorer:
         except Exception as exc:
             raise ScorerError(f"{self.name}: judge completion failed: {exc}") from exc
         grade = parse_grade(reply)
-        if grade is None:
-            return make_score(self.name, None, "judge reply was unparseable", reply=reply)
+        if grade is None:  # no verdict, never a 0: the reply is kept (bounded) for the user to see
+            kept = reply if isinstance(reply, str) else repr(reply)
+            cut = kept[:MAX_REPLY] + (f"… [{len(kept) - MAX_REPLY} more characters]" if len(kept) > MAX_REPLY else "")
+            return make_score(self.name, None, f"scorer error: judge reply unparseable: {cut!r}", reply=cut)
         said = {1.0: "correct", 0.0: "incorrect", 0.5: "partially correct"}.get(grade, f"{grade:g}")
         passed = grade >= self.threshold
         return Score(scorer=self.name, correct=passed, value=grade, details={"reply": reply},

@@ -9,16 +9,23 @@ Rules:
   number outside [0, 1], is the scorer's error (that verdict becomes None, the run goes on).
 - A threshold (`--scorer NAME@T`) applies to graded scorers only: those with `graded = True`,
   as the LLM judge and function scorers are.
+- The signature is checked when the scorer is loaded, before any container: a function, or a
+  `score` method, that cannot be called as (answer, target, *, context) (e.g. the two-argument
+  `f(answer, target)`) is an InputError naming the expected signature. A callable whose signature
+  Python cannot read (some builtins) is taken as it is; a failure when called is its scorer error.
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable
 
 from harness.errors import InputError
 from harness.plugins import load
 from harness.scoring.base import Score, ScoreContext, ScorerError, make_score
 from harness.scoring.judge import DEFAULT_THRESHOLD
+
+EXPECTED = "(answer, target, *, context)"  # a function's parameters, or a score method's
 
 
 def as_score(name: str, out: Any, threshold: float) -> Score:
@@ -49,8 +56,21 @@ class FunctionScorer:
         return as_score(self.name, self.fn(answer, target, context=context), self.threshold)
 
 
+def _check_signature(target: str, fn: Callable[..., Any], what: str) -> None:
+    """InputError unless `fn` can be called as fn(answer, target, context=...)."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # no readable signature (a builtin): called as it is
+        return
+    try:
+        signature.bind("answer", "target", context=None)
+    except TypeError as exc:
+        raise InputError(f"--scorer {target}: a scorer takes {EXPECTED}; {what}{signature} does not ({exc})") from None
+
+
 def load_scorer(target: str):
-    """The scorer `module:attr` names (InputError naming --scorer when it is not one)."""
+    """The scorer `module:attr` names (InputError naming --scorer when it is not one, or when its
+    signature is not (answer, target, *, context))."""
     obj = load(target, "--scorer")
     if isinstance(obj, type):
         try:
@@ -58,7 +78,9 @@ def load_scorer(target: str):
         except TypeError as exc:
             raise InputError(f"--scorer {target}: a scorer class must take no arguments ({exc})") from None
     if callable(getattr(obj, "score", None)) and isinstance(getattr(obj, "name", None), str):
+        _check_signature(target, obj.score, "score")
         return obj
     if callable(obj):
+        _check_signature(target, obj, getattr(obj, "__name__", "the scorer"))
         return FunctionScorer(target.partition(":")[2], obj)
     raise InputError(f"--scorer {target}: not a scorer (a class or object with name and score(), or a function)")

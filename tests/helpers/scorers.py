@@ -37,3 +37,31 @@ class QuestionMentionsCsv:
 
 
 NOT_A_SCORER = 42
+
+
+def raises(answer, target, *, context):
+    """A scorer with a bug: it raises, with a message of two lines."""
+    raise RuntimeError("scorer bug: cannot compare\nsecond line of the message")
+
+
+def two_args(answer, target):
+    """The old two-argument signature, without `context`: refused when loaded."""
+    return answer == target
+
+
+class OldStyle:
+    """A class whose score() lacks the keyword-only `context`: refused when loaded."""
+
+    name = "old_style"
+
+    def score(self, answer, target):
+        return Score(scorer=self.name, correct=answer == target, value=1.0)
+
+
+class ReturnsBool:
+    """A class scorer whose score() returns a bool, not a Score: a scorer error per verdict."""
+
+    name = "returns_bool"
+
+    def score(self, answer, target, *, context):
+        return True
