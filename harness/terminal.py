@@ -21,24 +21,33 @@ def stderr_console() -> Console:
 
 
 def say(console: Console, message: str, style: str | None = None) -> None:
-    """Print one message as it is (styled as a whole, when the console has colour)."""
-    console.print(Text(str(message), style=style or ""), soft_wrap=True)
+    """Print one message as it is, but `printable` (styled as a whole, when the console has colour)."""
+    console.print(Text(printable(message), style=style or ""), soft_wrap=True)
 
 
-_ESCAPES = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")  # CSI and OSC sequences
+_SEQUENCES = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")  # CSI and OSC sequences
+_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # control characters but tab and newline
+
+
+def printable(text: object) -> str:
+    """`text` without terminal escape sequences and control characters (tabs and newlines stay): what
+    `say` prints, since a message may quote a model server, a page or an agent."""
+    return _UNPRINTABLE.sub("", _SEQUENCES.sub("", str(text)))
+
+
 _CONTROL = re.compile(r" *[\x00-\x1f\x7f-\x9f]+ *")
 
 
 def flat(text: object) -> str:
     """`text` on one line: terminal escape sequences dropped, newlines and other control characters
     each run turned into one space. What every error message goes through before it is printed."""
-    return _CONTROL.sub(" ", _ESCAPES.sub("", str(text))).strip()
+    return _CONTROL.sub(" ", _SEQUENCES.sub("", str(text))).strip()
 
 
 def first_line(text: object, limit: int = 200) -> str:
     """The first non-blank line of `text`, flattened (see `flat`), cut to `limit` characters ("…"
     marks a cut). What a per-instance line shows of an error message, which may be a traceback."""
-    lines = [line for line in _ESCAPES.sub("", str(text)).splitlines() if line.strip()]
+    lines = [line for line in _SEQUENCES.sub("", str(text)).splitlines() if line.strip()]
     line = flat(lines[0]) if lines else ""
     return line if len(line) <= limit else line[: limit - 1] + "…"
 

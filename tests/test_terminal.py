@@ -173,3 +173,18 @@ def test_a_bad_sandbox_flag_is_one_line_naming_the_flag(tmp_path):
     assert proc.returncode == 2, explain(proc)
     (line,) = proc.stderr.strip().splitlines()
     assert line.startswith("error (input): --memory: ") and "'1x'" in line
+
+
+def test_say_prints_no_escape_sequences_or_control_characters():
+    """Issue 18 item 11: whatever a message quotes (a model server, a page, an agent), `say` prints no
+    terminal escape sequence (a title change, a cleared screen) and no control character; lines and
+    tabs stay."""
+    import io
+
+    from rich.console import Console
+
+    from harness.terminal import say
+
+    buf = io.StringIO()
+    say(Console(file=buf, force_terminal=True, width=200), "a\x1b]0;pwned\x07\x1b[2Jb\x1b[31mc\x1b[0m\x00\x9b\nd\te")
+    assert buf.getvalue() == "abc\nd       e\n", repr(buf.getvalue())
