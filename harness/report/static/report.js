@@ -2,8 +2,11 @@
 (function () {
   "use strict";
   const MODE = document.body.dataset.mode;  // "static" or "live"
-  let DATA = null;        // {runs: [...], comparisons: [...]}
+  let DATA = null;        // {runs: [...], baseline, comparisons: [...], waiting (live)}
   let current = 0;        // index of the shown run
+  let currentPath = null; // ... and its path: new runs can appear before it (live)
+  let baseline = "";      // live: the chosen baseline's path, "none", or "" (the server's default)
+  let force = null;       // live: compare runs of another dataset or selection too
   let sortKey = null, sortDir = 1;
   let openId = null;
   let version = null;
@@ -14,12 +17,13 @@
   const pct = (x) => (100 * x).toFixed(1) + "%";
   const num = (x, d) => (x === null || x === undefined || isNaN(x)) ? "" : Number(x).toFixed(d === undefined ? 0 : d);
   const tokens = (r) => ((r.usage || {}).prompt_tokens || 0) + ((r.usage || {}).completion_tokens || 0);
-  const verdict = (r) => r.correct === true && r.status !== "error" ? "correct" : (r.correct === false || r.status === "error") ? "wrong" : "unscored";
+  const verdict = (r) => r.status === "running" ? "running" : r.correct === true && r.status !== "error" ? "correct" : (r.correct === false || r.status === "error") ? "wrong" : "unscored";
+  const iidOf = (r) => r.instance || r.instance_id;  // with epochs a row is "ID #eN"
 
   // ---------- charts (plain SVG) ----------
   function barChart(items, opts) {  // items: [{label, value, lo, hi}], values in [0, max]
     opts = opts || {};
-    const w = opts.width || 320, bh = 18, gap = 6, left = 90, right = opts.max === 1 ? 110 : 50;
+    const w = opts.width || 320, bh = 18, gap = 6, left = 90, right = opts.right || (opts.max === 1 ? 110 : 50);
     const max = opts.max || Math.max(1, ...items.map((i) => i.hi !== undefined ? i.hi : i.value));
     const h = items.length * (bh + gap) + 4;
     const x = (v) => left + (w - left - right) * (v / max);
@@ -59,23 +63,47 @@
   }
 
   // ---------- overview ----------
+  // accuracy so far (html.py progress): over finished instances with a verdict, never the unfinished
+  function progressText(g) {
+    const done = g.n_finished === g.n_selected && !g.n_running;
+    let t = `${g.n_correct}/${g.n_judged} correct${done ? "" : " so far"}, ${g.n_finished} of ${g.n_selected} finished`;
+    if (g.n_running) t += `, ${g.n_running} running`;
+    if (g.n_no_verdict) t += `, ${g.n_no_verdict} without a verdict (not counted)`;
+    return t;
+  }
   function renderOverview(run) {
     const s = run.summary || {};
+    const g = run.progress || {};
+    const unfinished = g.n_selected !== undefined && g.n_finished < g.n_selected;
+    const soFar = (label, b, color) => ({label, value: b.accuracy || 0, lo: b.ci95 ? b.ci95[0] : undefined, hi: b.ci95 ? b.ci95[1] : undefined,
+      text: `${pct(b.accuracy || 0)} (${b.n_correct}/${b.n_judged}; ${b.n_finished} of ${b.n_selected} finished)`, color});
+    const state = run.live === true ? "running" : run.live === false ? (unfinished ? "not running (stopped before the end)" : "finished") : "state unknown";
+    const runningRows = run.rows.filter((r) => r.status === "running");
+    const runningCard = runningRows.length ? `<div class="card" id="running"><h3>Running now (${runningRows.length})</h3>` +
+      runningRows.map((r) => `<div><a href="#" class="running-id" data-id="${esc(r.instance_id)}">${esc(r.instance_id)}</a> <span class="muted">attempt ${esc(r.attempt)}</span></div>`).join("") + "</div>" : "";
     const levels = Object.entries(s.per_level || {});
+    // every rate is over the judged: an instance whose scorer reached no verdict is left out and said
+    const unjudged = (k) => k ? `, ${k} not judged` : "";
     const acc = [{label: "overall", value: s.accuracy || 0, lo: (s.ci95 || [0, 0])[0], hi: (s.ci95 || [0, 0])[1],
-                  text: `${pct(s.accuracy || 0)} (${s.n_correct}/${s.n_selected})`}]
+                  text: `${pct(s.accuracy || 0)} (${s.n_correct}/${s.n_judged === undefined ? s.n_selected : s.n_judged}${unjudged(s.n_no_verdict)})`}]
       .concat(levels.map(([k, b]) => ({label: "level " + k, value: b.accuracy, lo: b.ci95[0], hi: b.ci95[1],
-                                       text: `${pct(b.accuracy)} (${b.correct}/${b.n})`, color: "#8aa3e0"})));
-    const colors = {ok: "#3c9a3c", limit: "#d9a21b", error: "#c8354b", missing: "#999"};
+                                       text: `${pct(b.accuracy)} (${b.correct}/${b.n - (b.no_verdict || 0)}${unjudged(b.no_verdict)})`, color: "#8aa3e0"})));
+    const headline = Object.keys(s.scorers || {})[0];
+    const accBars = unfinished  // while instances are unfinished: so far, never counting them as failed
+      ? [soFar("so far", g, "#5b7fd6")].concat(Object.entries(g.per_level || {}).map(([k, b]) => soFar("level " + k, b, "#8aa3e0"))) : acc;
+    const colors = {ok: "#3c9a3c", limit: "#d9a21b", error: "#c8354b", missing: "#999", running: "#5b7fd6"};
     const outcomes = Object.entries(s.outcomes || {}).map(([k, v]) => ({label: k, value: v, color: colors[k]}));
     const errs = Object.entries(s.errors_by_kind || {}).map(([k, v]) => ({label: k, value: v, color: "#c8354b"}));
+    // scorer errors: verdicts a scorer could not reach (report.json's scorers[*].no_verdict, first_error)
+    const noVerdict = Object.entries(s.scorers || {}).filter(([, v]) => v && v.no_verdict);
+    noVerdict.forEach(([k, v]) => errs.push({label: "scorer " + k, value: v.no_verdict, color: "#c8354b"}));
     const rows = run.rows;
     const cfg = run.run || {};
     const brief = ["dataset", "model", "agent", "image"].filter((k) => cfg[k] !== undefined)
       .map((k) => `<b>${k}</b> ${esc(cfg[k])}`).join(" · ");
     const limits = cfg.limits ? Object.entries(cfg.limits).map(([k, v]) => `${k}=${esc(v)}`).join(", ") : "";
     let extra = "";
-    const known = new Set(["n_selected", "n_rows", "n_correct", "accuracy", "ci95", "per_level", "outcomes", "errors_by_kind", "stderr",
+    const known = new Set(["n_selected", "n_rows", "n_correct", "n_judged", "n_no_verdict", "accuracy", "ci95", "per_level", "outcomes", "errors_by_kind", "stderr",
                            "ids", "env_outcomes_per_instance", "scorers", "env_outcomes", "epochs"]);
     // --epochs K: each epoch alone and each reducer (report.json's `epochs`)
     const ep = s.epochs;
@@ -85,7 +113,7 @@
         text: `${pct(r.value)}${r.ties && r.ties.length ? ` (${r.ties.length} tie${r.ties.length > 1 ? "s" : ""})` : ""}`, color: "#3c9a3c"}))) : [];
     // per-scorer pass rates (report.json's `scorers`, when this harness writes them)
     const scorers = Object.entries(s.scorers || {}).filter(([, v]) => v && v.ci95).map(([k, v]) =>
-      ({label: k, value: v.accuracy, lo: v.ci95[0], hi: v.ci95[1], text: `${pct(v.accuracy)} (${v.correct}/${v.n}), mean score ${(v.mean_score || 0).toFixed(2)}`, color: "#7a57c9"}));
+      ({label: k, value: v.accuracy, lo: v.ci95[0], hi: v.ci95[1], text: `${pct(v.accuracy)} (${v.correct}/${v.n - (v.no_verdict || 0)}${unjudged(v.no_verdict)}), mean score ${(v.mean_score || 0).toFixed(2)}`, color: "#7a57c9"}));
     // environment action outcomes, summed over the rows that count them (rows' `env_outcomes`)
     const envs = {};
     rows.forEach((r) => Object.entries(r.env_outcomes || {}).forEach(([env, outs]) =>
@@ -96,15 +124,19 @@
     const other = Object.entries(s).filter(([k]) => !known.has(k));
     if (other.length) extra = `<details class="config"><summary>report.json: every other key</summary><pre>${esc(JSON.stringify(Object.fromEntries(other), null, 2))}</pre></details>`;
     $("#overview").innerHTML = `
-      <h2>Run ${esc(run.name)}</h2>
+      <h2>Run ${esc(run.name)} <span class="run-state">${esc(state)}</span></h2>
       <p>${brief}${limits ? " · <b>limits</b> " + limits : ""}</p>
+      <p id="progress" class="${unfinished ? "unfinished" : ""}">${esc(progressText(g))}${unfinished ? ` <span class="muted">(counting the ${g.n_selected - g.n_finished} unfinished as failed, as report.json does: ${pct(s.accuracy || 0)})</span>` : ""}</p>
       <details class="config"><summary>Run configuration (run.json)</summary><pre>${esc(JSON.stringify(cfg, null, 2))}</pre></details>
       ${extra}
       <div class="cards">
-        <div class="card" id="chart-accuracy"><h3>Accuracy, 95% CI (Wilson)</h3>${barChart(acc, {max: 1, width: 380})}</div>
+        ${runningCard}
+        <div class="card" id="chart-accuracy"><h3>${unfinished ? "So far: a" : "A"}ccuracy${headline ? ` (${esc(headline)})` : ""}, 95% CI (Wilson), over the ${unfinished ? "finished and " : ""}judged</h3>${barChart(accBars, unfinished ? {max: 1, width: 600, right: 230} : {max: 1, width: 380})}</div>
         ${ep ? `<div class="card" id="chart-epochs"><h3>${ep.k} epochs: each alone and reduced (headline: ${esc(ep.primary)}); answers agree ${pct(ep.agreement)} of pairs, all ${pct(ep.all_agree)} of instances</h3>${barChart(epochBars, {max: 1, width: 380})}</div>` : ""}
         <div class="card" id="chart-outcomes"><h3>Outcomes</h3>${barChart(outcomes)}</div>
         <div class="card" id="chart-errors"><h3>Error kinds</h3>${errs.length ? barChart(errs) : '<p class="muted">no errors</p>'}</div>
+        ${noVerdict.length ? `<div class="card" id="no-verdict"><h3>No verdict</h3>${noVerdict.map(([k, v]) =>
+          `<p class="no"><b>${esc(k)}</b>: no verdict: ${v.no_verdict} of ${v.n}; first: ${esc(v.first_error || "-")}</p>`).join("")}</div>` : ""}
         ${scorers.length ? `<div class="card" id="chart-scorers"><h3>Pass rate per scorer, 95% CI (report.json)</h3>${barChart(scorers, {max: 1, width: 380})}</div>` : ""}
         ${envTable ? `<div class="card"><h3>Environment actions</h3>${envTable}</div>` : ""}
         <div class="card"><h3>Tokens per instance</h3>${histogram(rows.map(tokens), "tokens", 0)}</div>
@@ -114,34 +146,67 @@
   }
 
   // ---------- comparison ----------
-  function compareFor(run) {
-    if (current === 0) return null;
-    return (DATA.comparisons || [])[current - 1] || null;
+  function compareFor() {
+    return (DATA.comparisons || []).find((c) => c.other_index === current) || null;
+  }
+  function deltaText(c) {
+    if (c.reasons.length && !c.forced) return `<span class="not-compared">not compared: ${esc(c.reasons.join("; "))}</span>`;
+    if (!c.n_common) return `<span class="not-compared">no common instances</span>`;
+    if (!c.compared) return `<span class="not-compared">none of the ${c.n_common} common instances finished with a verdict in both</span>`;
+    return `${(c.delta >= 0 ? "+" : "") + pct(c.delta)} [${pct(c.delta_ci95[0])}, ${pct(c.delta_ci95[1])}]` +
+      (c.forced ? ` <span class="no dataset-warning">(compared anyway: ${esc(c.reasons.join("; "))})</span>` : "");
   }
   function renderComparison() {
     const cs = DATA.comparisons || [];
-    if (!cs.length) { $("#comparison").innerHTML = ""; return; }
-    let h = `<h2>Comparison with ${esc(DATA.runs[0].name)}</h2><table id="cmp-table"><thead><tr><th>run</th><th>n</th><th>accuracy</th><th>delta (95% CI)</th><th>fixed</th><th>broken</th><th>unchanged</th></tr></thead><tbody>`;
+    let h = "";
+    if (MODE === "live" && DATA.runs.length > 1) {  // comparing is a choice: a baseline, or none
+      const chosen = DATA.baseline === null || DATA.baseline === undefined ? "none" : DATA.runs[DATA.baseline].path;
+      h += `<div id="cmp-controls"><label>Compare with baseline <select id="baseline"><option value="none">no comparison</option>` +
+        DATA.runs.map((r) => `<option value="${esc(r.path)}"${r.path === chosen ? " selected" : ""}>${esc(r.name)}</option>`).join("") +
+        `</select></label> <label><input type="checkbox" id="cmp-force"${DATA.force ? " checked" : ""}> also runs of another dataset or selection</label></div>`;
+    }
+    if (!cs.length) { $("#comparison").innerHTML = h; return; }
+    h += `<h2>Comparison with ${esc(DATA.runs[DATA.baseline].name)}</h2><p class="muted">paired by instance id, over the instances both runs selected and finished with a verdict; 95% CI of the paired difference</p>` +
+      `<table id="cmp-table"><thead><tr><th>run</th><th>paired</th><th>accuracy</th><th>delta (95% CI)</th><th>fixed</th><th>broken</th><th>unchanged</th></tr></thead><tbody>`;
     cs.forEach((c, k) => {
-      h += `<tr data-cmp="${k}"><td>${esc(c.other)}${c.same_dataset === false ? ' <span class="no dataset-warning">(another dataset!)</span>' : ""}</td><td>${c.n}</td><td>${pct(c.base_accuracy)} → ${pct(c.other_accuracy)}</td>
-        <td>${(c.delta >= 0 ? "+" : "") + pct(c.delta)} [${pct(c.delta_ci95[0])}, ${pct(c.delta_ci95[1])}]</td>
-        <td class="fixed-count">${c.fixed.length}</td><td class="broken-count">${c.broken.length}</td>
-        <td>${c.unchanged_pass.length + c.unchanged_fail.length}</td></tr>`;
+      const shown = c.compared;
+      h += `<tr data-cmp="${k}"><td>${esc(c.other)}</td><td>${c.n}${c.n_left_out ? ` <span class="muted">(${c.n_left_out} left out: unfinished or no verdict)</span>` : ""}</td>
+        <td>${shown ? pct(c.base_accuracy) + " → " + pct(c.other_accuracy) : ""}</td>
+        <td class="delta">${deltaText(c)}</td>
+        <td class="fixed-count">${shown ? c.fixed.length : ""}</td><td class="broken-count">${shown ? c.broken.length : ""}</td>
+        <td>${shown ? c.unchanged_pass.length + c.unchanged_fail.length : ""}</td></tr>`;
     });
     h += `</tbody></table>`;
-    cs.forEach((c) => {
+    cs.filter((c) => c.compared).forEach((c) => {
       h += `<details class="cmp-detail"><summary>${esc(c.other)}: ids fixed and broken</summary>
         <p><b>fixed</b> <span class="cmp-list fixed-ids">${c.fixed.map(esc).join(" ")}</span></p>
         <p><b>broken</b> <span class="cmp-list broken-ids">${c.broken.map(esc).join(" ")}</span></p></details>`;
     });
     $("#comparison").innerHTML = h;
   }
-  function changeOf(iid) {
+  function changeOf(row) {
     const c = compareFor();
-    if (!c) return "";
+    if (!c || !c.compared) return "";
+    const iid = iidOf(row);
     if (c.fixed.includes(iid)) return "fixed";
     if (c.broken.includes(iid)) return "broken";
-    return "unchanged";
+    if (c.unchanged_pass.includes(iid) || c.unchanged_fail.includes(iid)) return "unchanged";
+    return "";
+  }
+
+  // ---------- runs (live: every run the viewer watches) ----------
+  function renderRuns() {
+    let h = "";
+    if ((DATA.waiting || []).length) h += `<p id="waiting">waiting for ${DATA.waiting.map(esc).join(", ")} to appear</p>`;
+    if (DATA.runs.length > 1) {
+      h += `<table id="runs-table"><thead><tr><th>run</th><th>dataset</th><th>model</th><th>state</th><th>progress</th></tr></thead><tbody>` +
+        DATA.runs.map((r, k) => {
+          const state = r.live === true ? "running" : r.live === false ? "" : "unknown";
+          return `<tr data-run="${k}" class="${k === current ? "selected" : ""}"><td>${esc(r.name)}</td><td>${esc((r.run || {}).dataset)}</td>` +
+            `<td>${esc((r.run || {}).model)}</td><td>${state}</td><td>${esc(progressText(r.progress || {}))}</td></tr>`;
+        }).join("") + "</tbody></table>";
+    }
+    $("#runs").innerHTML = h;
   }
 
   // ---------- table ----------
@@ -169,8 +234,9 @@
     fillSelect("#f-status", uniq((r) => r.status));
     fillSelect("#f-level", uniq((r) => r.level === null || r.level === undefined ? "" : String(r.level)));
     fillSelect("#f-error", uniq((r) => r.error_kind));
-    $("#f-compare").style.display = compareFor() ? "" : "none";
-    if (!compareFor()) $("#f-compare").value = "";
+    const cmp = compareFor();
+    $("#f-compare").style.display = cmp && cmp.compared ? "" : "none";
+    if (!(cmp && cmp.compared)) $("#f-compare").value = "";
   }
   function filtered(run) {
     const text = $("#f-text").value.trim().toLowerCase();
@@ -178,7 +244,7 @@
           ek = $("#f-error").value, ch = $("#f-compare").value;
     let rows = run.rows.filter((r) =>
       (!st || r.status === st) && (!co || verdict(r) === co) && (!lv || String(r.level) === lv) &&
-      (!ek || r.error_kind === ek) && (!ch || changeOf(r.instance_id) === ch) &&
+      (!ek || r.error_kind === ek) && (!ch || changeOf(r) === ch) &&
       (!text || [r.instance_id, r.answer, r.target, r.error].some((v) => v && String(v).toLowerCase().includes(text))));
     if (sortKey !== null) {
       const f = COLS[sortKey][2];
@@ -282,6 +348,8 @@
   }
   function rowSummary(row) {
     const v = verdict(row);
+    if (row.status === "running")
+      return `<div class="summary-box running"><b>${esc(row.instance_id)}</b> · level ${esc(row.level)} · <span class="st-running">running</span> (attempt ${esc(row.attempt)}) · <span class="muted">the trace as written so far, refreshed every second · trace ${esc(row.trace)}</span></div>`;
     let h = `<div class="summary-box ${row.status === "error" || v === "wrong" ? "bad" : ""}"><b>${esc(row.instance_id)}</b> · level ${esc(row.level)} · <span class="st-${esc(row.status)}">${esc(row.status)}</span> · ${v}`;
     if (row.status === "error") h += `<div><b>error (${esc(row.error_kind)})</b>${pre(row.error)}</div>`;
     if (row.limit) h += `<div><b>limit</b> ${esc(row.limit)}</div>`;
@@ -301,6 +369,24 @@
     const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
     return JSON.parse(await new Response(stream).text());
   }
+  let openStatus = null;  // the opened row's status: a running row's trace streams until it ends
+  async function streamTrace(iid, shown) {
+    if (openId !== iid || MODE !== "live") return;
+    const run = DATA.runs[current];
+    const row = run.rows.find((r) => r.instance_id === iid);
+    if (!row || row.status !== "running") return;  // it ended: renderAll reopens it with its row
+    try {
+      const resp = await fetch(`/api/trace?run=${current}&id=${encodeURIComponent(iid)}`);
+      const events = resp.ok ? await resp.json() : null;
+      if (openId === iid && events && events.length !== shown) {
+        const box = $("#trace"), atEnd = box.scrollTop + box.clientHeight >= box.scrollHeight - 4;
+        showTrace(events, run, row);
+        if (atEnd) box.scrollTop = box.scrollHeight;
+        shown = events.length;
+      }
+    } catch (e) { /* the viewer went away: poll() says so */ }
+    setTimeout(() => streamTrace(iid, shown), 1000);
+  }
   async function openRow(iid) {
     openId = iid;
     document.querySelectorAll("#rows tbody tr.selected").forEach((tr) => tr.classList.remove("selected"));
@@ -313,7 +399,10 @@
       $("#trace").innerHTML = rowSummary(row) + `<p class="muted">loading trace…</p>`;
       const resp = await fetch(`/api/trace?run=${current}&id=${encodeURIComponent(iid)}`);
       const events = resp.ok ? await resp.json() : null;
-      if (openId === iid) showTrace(events, run, row);
+      if (openId !== iid) return;
+      showTrace(events, run, row);
+      openStatus = row.status;
+      if (row.status === "running") setTimeout(() => streamTrace(iid, events ? events.length : 0), 1000);
     } else {
       const packed = (run.traces || {})[iid];
       showTrace(packed ? await inflate(packed) : null, run, row);
@@ -327,14 +416,35 @@
       `<button data-run="${k}" class="${k === current ? "active" : ""}">${esc(r.name)}</button>`).join("");
   }
   function renderAll() {
-    if (current >= DATA.runs.length) current = 0;
+    const k = DATA.runs.findIndex((r) => r.path === currentPath);
+    current = k >= 0 ? k : current < DATA.runs.length ? current : 0;
+    renderRuns();
+    if (!DATA.runs.length) {  // live: waiting for a run to appear
+      $("#run-tabs").innerHTML = ""; $("#comparison").innerHTML = "";
+      $("#overview").innerHTML = `<p class="muted">no run yet</p>`; $("#instances").style.display = "none";
+      document.body.dataset.ready = "1";
+      return;
+    }
+    $("#instances").style.display = "";
     const run = DATA.runs[current];
+    currentPath = run.path;
     renderTabs(); renderComparison(); renderOverview(run); renderFilters(run); renderTable();
+    const open = openId && run.rows.find((r) => r.instance_id === openId);
+    if (open && openStatus === "running" && open.status !== "running") openRow(openId);  // it ended: its row and whole trace
     document.body.dataset.ready = "1";
+  }
+  function showRun(k) {
+    current = k; currentPath = DATA.runs[k].path; openId = null;
+    $("#trace").innerHTML = '<p class="muted">Click an instance to see its trace.</p>';
+    renderAll();
   }
   document.addEventListener("click", (e) => {
     const tab = e.target.closest("#run-tabs button");
-    if (tab) { current = Number(tab.dataset.run); openId = null; $("#trace").innerHTML = '<p class="muted">Click an instance to see its trace.</p>'; renderAll(); return; }
+    if (tab) { showRun(Number(tab.dataset.run)); return; }
+    const listed = e.target.closest("#runs-table tbody tr");
+    if (listed) { showRun(Number(listed.dataset.run)); return; }
+    const running = e.target.closest("a.running-id");
+    if (running) { e.preventDefault(); openRow(running.dataset.id); return; }
     const th = e.target.closest("#rows th");
     if (th) { const k = Number(th.dataset.col); sortDir = sortKey === k ? -sortDir : 1; sortKey = k; renderTable(); return; }
     const tr = e.target.closest("#rows tbody tr");
@@ -342,9 +452,16 @@
   });
   ["#f-text", "#f-status", "#f-correct", "#f-level", "#f-error", "#f-compare"].forEach((s) =>
     $(s).addEventListener(s === "#f-text" ? "input" : "change", renderTable));
+  document.addEventListener("change", (e) => {  // live: the baseline is the user's choice
+    if (e.target.id === "baseline") { baseline = e.target.value; fetchData(); }
+    if (e.target.id === "cmp-force") { force = e.target.checked; fetchData(); }
+  });
 
   async function fetchData() {
-    const resp = await fetch("/api/data");
+    const q = new URLSearchParams();
+    if (baseline !== "") q.set("baseline", baseline);
+    if (force !== null) q.set("force", force ? "1" : "0");
+    const resp = await fetch("/api/data" + (q.toString() ? "?" + q : ""));
     DATA = await resp.json();
     renderAll();
   }
