@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 import time
 from importlib.metadata import version
 from pathlib import Path
@@ -25,8 +26,8 @@ from harness.runner.prompt import BENCHMARK_RULES, FORMAT_RULES, check_template,
 from harness.runner.scorers import build_scorers
 from harness.scoring.apply import context_for, score_one
 from tests.fakes.openai_server import FakeOpenAI, text, tool_calls
-from tests.helpers.e2e import (FAKE_KEY, FAKE_KEY_ENV, REPO, containers_created_between, explain, harness,
-                               out_dir, rows, trace)
+from tests.helpers.e2e import (FAKE_KEY, REPO, containers_created_between, explain, harness,
+                               out_dir, replay_instance, rows, trace)
 from tests.test_run_e2e import SUM, one_instance
 
 QUESTION = "Sum column x of nums.csv."
@@ -226,7 +227,8 @@ def test_readme_examples_run_and_the_template_is_the_agents_first_message(tmp_pa
 
 @pytest.mark.docker
 def test_an_unknown_placeholder_exits_2_before_any_container(tmp_path):
-    data, config = one_instance(tmp_path, SUM)
+    iid = f"conv-{secrets.token_hex(4)}"  # its own id: other tests on the same engine start sandboxes too
+    data, config = replay_instance(tmp_path, iid, QUESTION, "6", SUM, {"nums.csv": "x\n1\n2\n3\n"})
     (tmp_path / "prompt.txt").write_text("{question}\n{answer}\n")
     out = out_dir(tmp_path)
     since = time.time()
@@ -235,7 +237,7 @@ def test_an_unknown_placeholder_exits_2_before_any_container(tmp_path):
     assert proc.returncode == 2, explain(proc)
     line = f"error (input): --prompt-template {tmp_path / 'prompt.txt'}: unknown placeholder {{answer}}"
     assert line in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
-    assert not containers_created_between("only one", since - 1, time.time() + 1) and not out.exists()
+    assert not containers_created_between(iid, since - 1, time.time() + 1) and not out.exists()
 
 
 @pytest.mark.docker
