@@ -119,18 +119,21 @@ def test_flooding_pid1_stdout_keeps_the_engine_log_capped(provider, image, run_i
         pytest.skip("the log file is on a remote engine's disk")
     t0 = time.monotonic()
     with provider.open(spec(image, run_id, "logflood")) as sb:
-        # 200 MB in 1 KB lines into sandboxd's own stdout (the pipe the engine logs).
+        # 200 MB in 1 KB lines into sandboxd's own stdout (the pipe the engine logs). Since PID 1 is not
+        # dumpable (sandboxd._seal_memory) agent code cannot open it at all; the cap still holds behind that.
         result = sb.shell("python3 -c \"import sys; line = 'x' * 1023 + chr(10)\n"
                           "with open('/proc/1/fd/1', 'w') as out:\n"
                           "    [out.write(line) for _ in range(200 * 1024)]\"", timeout=300)
-        assert result.exit_code == 0, result.stderr
+        refused = result.exit_code != 0 and "PermissionError" in result.stderr
+        assert result.exit_code == 0 or refused, result.stderr
         time.sleep(1)  # the engine's logger may still be writing what it read
         size = _log_bytes(sb.id)
         # The cap is 2 files of 2 MB (storage.LOG_CONFIG); a rotation may overshoot by a line or so.
         assert size <= 5 << 20, f"the container's log holds {size >> 20} MiB"
         assert sb.shell("echo still serving").stdout == "still serving\n"
-    reliability.record("200 MB written to PID 1's stdout", f"engine log capped at {size / (1 << 20):.1f} MiB",
-                       leaked=leaked(provider, run_id), started=t0)
+    reliability.record("200 MB written to PID 1's stdout",
+                       ("refused (PID 1's descriptors are not agent code's); " if refused else "")
+                       + f"engine log {size / (1 << 20):.1f} MiB (capped)", leaked=leaked(provider, run_id), started=t0)
 
 
 # ------------------------------------------------------------------ 2. memory

@@ -112,6 +112,16 @@ def _opened(attacker) -> int:
     return sum(json.loads(line)["opened"] for line in got.stdout.splitlines() if line.strip())
 
 
+def _descriptors_of_pid1(container_id: str) -> int | None:
+    """sandboxd's open descriptors, counted from the host (agent code cannot list a non-dumpable
+    PID 1's /proc/1/fd); None when the engine's processes are not this host's."""
+    pid = engine.client().api.inspect_container(container_id)["State"]["Pid"]
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return None
+
+
 def _timed_exec(call) -> tuple[float, object]:
     t0 = time.monotonic()
     try:
@@ -164,8 +174,7 @@ def _flood(provider, image, run_id, network, reliability, *, fault: str, victim_
                 timings.append(_timed_exec(lambda: victim.exec(["echo", f"kept {i}"], timeout=20)))
                 timings.append(_timed_exec(lambda: fresh.exec({"argv": ["echo", f"new {i}"], "cwd": "/workspace"},
                                                               timeout=20)))
-                counted = _timed_exec(lambda: victim.exec(["sh", "-c", "ls /proc/1/fd | wc -l"], timeout=20))[1]
-                fds.append(int(counted.stdout) if getattr(counted, "exit_code", 1) == 0 else None)
+                fds.append(_descriptors_of_pid1(victim.id))
                 time.sleep(0.3)
         finally:
             fresh.close()
@@ -189,7 +198,8 @@ def _flood(provider, image, run_id, network, reliability, *, fault: str, victim_
     assert outputs == [f"{kind} {i}\n" for i in range(3) for kind in ("kept", "new")]
     assert slowest < 5.0, timings
     assert after.stdout == "after\n"
-    assert None not in fds and max(fds) < 1024, fds  # connections are capped (256 + 256), whatever comes
+    if engine.engine_is_local():  # counted from the host
+        assert None not in fds and max(fds) < 1024, fds  # connections are capped (256 + 256), whatever comes
     assert len(stats) == processes, results
     assert sum(s["opened"] for s in stats) >= 0.9 * processes * per_process, stats  # the flood was real
     assert provider.find(run_id) == []
