@@ -206,13 +206,16 @@ def run_cmd(
     fail_on_error: Optional[str] = typer.Option(None, help="Start no more instances once N have errored "
                                                            "(or a fraction, 0.2 or 20%, of those selected); "
                                                            "exit 3."),
+    fail_on_divergence: bool = typer.Option(False, help="With a replay model: exit 5 when a tool result differs "
+                                                        "from the recording's fingerprint of it, or has none to "
+                                                        "be checked against."),
 ) -> None:
     """Evaluate an agent on a dataset, one sandbox per instance.
 
     Exit codes: 0 every selected instance ended without an error; 1 the harness failed (or
     left containers); 2 bad input, before any container; 3 some instance errored or was not
-    run; 4 output.jsonl became unwritable (rows rescued); 128+N ended by signal N (130 Ctrl-C,
-    143 SIGTERM, 129 SIGHUP)."""
+    run; 4 output.jsonl became unwritable (rows rescued); 5 --fail-on-divergence and the replay
+    diverged from its recording; 128+N ended by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP)."""
     from harness.agents.contract import Limits, UserSimulation
     from harness.runner.preflight import RunOptions, error_budget
     from harness.runner.run import run
@@ -248,6 +251,7 @@ def run_cmd(
         output_dir=output_dir, split=split, agent=agent, workers=workers,
         config=config, max_retries=max_retries, scorers=scorer, force=force, epochs=epochs, reducers=reducer, warm_pool=warm_pool, record=record, judge_model=judge_model, website=website,
         prompt_template=prompt_template,
+        fail_on_divergence=fail_on_divergence,
         limits=Limits(max_steps=max_steps, max_tokens=max_tokens, instance_timeout=instance_timeout,
                       command_timeout=command_timeout, page_size=page_size),
         selection={"ids": split_list(ids), "skip": split_list(skip), "offset": offset, "stride": stride,

@@ -4,10 +4,18 @@ Each instance is replayed as a model that lists the workspace, runs the referenc
 solution (datasets/gaia-smoke/solutions/<task_id>.py) in the sandbox, and answers.
 Two instances are deliberately imperfect, as recorded models are: one answers
 without <solution> tags (the final message is used) and one answers wrongly.
-Format: harness/models/replay.py.   Usage: python3 scripts/make_smoke_replay.py
+
+The turns are then recorded for real: replayed once in real sandboxes with the bundled
+website (`harness run --record`), so each tool-call turn keeps the fingerprints of the
+results it got, and a later replay notices a broken environment (harness/models/replay.py).
+Needs the Docker engine and the sandbox image, like the main job.
+Format: harness/models/replay.py.   Usage: .venv/bin/python scripts/make_smoke_replay.py
 """
 
 import json
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "datasets" / "gaia-smoke"
@@ -63,13 +71,38 @@ def turns_for(row: dict) -> list[dict]:
     return turns
 
 
+def record(scripted: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    """The scripted turns replayed with the website, as --record wrote them (with fingerprints)."""
+    with tempfile.TemporaryDirectory(prefix="smoke-record-") as tmp:
+        recording = Path(tmp, "recorded.jsonl")
+        proc = subprocess.run([sys.executable, "-m", "harness", "run", "--dataset", str(ROOT), "--model", "replay",
+                               "--website", str(ROOT / "website"), "--output-dir", str(Path(tmp, "run")),
+                               "--workers", "2", "--record", str(recording)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            sys.exit(f"recording the smoke set failed (exit {proc.returncode}):\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+        recorded = {}
+        for line in recording.read_text().splitlines():
+            item = json.loads(line)
+            recorded[item["instance_id"]] = item["turns"]
+    for ident, turns in scripted.items():
+        bare = [{k: v for k, v in turn.items() if k != "results"} for turn in recorded.get(ident, [])]
+        if bare != turns:
+            sys.exit(f"instance {ident}: the recording does not replay the scripted turns")
+        if any(None in turn.get("results", []) for turn in recorded[ident]):
+            sys.exit(f"instance {ident}: a tool call got no result while recording")
+    return recorded
+
+
 def main() -> None:
-    lines = []
+    scripted = {}
     for line in (ROOT / "2023" / "validation" / "metadata.jsonl").read_text().splitlines():
         row = json.loads(line)
-        lines.append(json.dumps({"instance_id": row["task_id"], "turns": turns_for(row)}))
-    (ROOT / "replay.jsonl").write_text("\n".join(lines) + "\n")
-    print(f"wrote {len(lines)} instances to {ROOT / 'replay.jsonl'}")
+        scripted[row["task_id"]] = turns_for(row)
+    target = ROOT / "replay.jsonl"
+    target.write_text("".join(json.dumps({"instance_id": i, "turns": t}) + "\n" for i, t in scripted.items()))
+    recorded = record(scripted)
+    target.write_text("".join(json.dumps({"instance_id": i, "turns": recorded[i]}) + "\n" for i in scripted))
+    print(f"wrote {len(scripted)} instances, recorded with fingerprints, to {target}")
 
 
 if __name__ == "__main__":

@@ -12,10 +12,35 @@ where each TURN is what the model answered to one call, in order:
 `usage` is optional (zeros). `harness run --record FILE` writes this format from a
 real model's answers (the traces' model_call events), so any run can be replayed later.
 Each agent process receives only its own instance's turns.
+
+Fingerprints. A recorded tool-call turn also keeps, per call, a fingerprint of the result the
+model saw (None when the recording saw none, e.g. the agent was killed first):
+
+    {"tool_calls": [...], "usage": {...}, "results": [{"status": "ok", "hash": "3f2a9c1b7d0e"}]}
+
+    status  "error" when the tool said it failed: the result is marked is_error, or its text starts
+            with "Error" (every tool's way of telling the model an action failed: a page that does
+            not load, a link not found, a file not converted) or "[timed out", or it is a command's
+            result with a non-zero "exit code: N"; else "ok"
+    hash    the first 12 hex digits of the SHA-256 of the normalised text: volatile parts masked
+            (durations such as "0.4 s" or "12ms", clock times and ISO timestamps, IPv4 addresses
+            and ports, hex runs of 8+ digits as in uuids and container names, /tmp/ paths), then
+            whitespace collapsed
+
+Replaying, the parent pairs each tool result of the trace with its recorded fingerprint (the
+n-th model call answers with the n-th turn; a call's result is found through its tool_call's
+call_id) and every result that differs is a divergence: a `divergence` trace event, counted in
+the row (`ResultRow.replay`) and the report. DIVERGES names which way: an error where the
+recording had output (the environment is broken: a missing --website, a file not copied), output
+where it had an error, or other output (same status, other text). A result with no fingerprint
+to compare (a recording made before fingerprints, or a call the recording never saw answered) is
+counted as not checked, never as agreeing. The same recording replayed in the same image and
+website gives the same texts, so an honest replay of the bundled smoke set never diverges.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -23,6 +48,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from harness.errors import InputError
+from harness.results.model import ReplayCheck
+from harness.traces import Divergence, ModelCall, ToolCall, ToolResult
 
 
 class _Key(BaseModel):
@@ -98,3 +125,96 @@ def turns_for(turns: Turns, instance_id: str, epoch: int = 1) -> list[dict] | No
 
 def has_turns(turns: Turns, instance_id: str, epoch: int = 1) -> bool:
     return (instance_id, epoch) in turns or instance_id in turns
+
+
+# --- fingerprints of tool results (the module docstring has the rule) ---
+
+DIVERGES = {("ok", "error"): "error where the recording had output",
+            ("error", "ok"): "output where the recording had an error"}
+OTHER_OUTPUT = "other output"
+_VOLATILE = [
+    (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"), "<time>"),
+    (re.compile(r"\b\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\b"), "<time>"),
+    (re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds)\b"), "<secs>"),
+    (re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"), "<ip>"),
+    (re.compile(r"\b(localhost):\d+\b"), r"\1:<port>"),
+    (re.compile(r"\b[0-9a-fA-F]{8,}\b"), "<hex>"),
+    (re.compile(r"/tmp/[^\s'\"]+"), "/tmp/<tmp>"),
+    (re.compile(r"\s+"), " "),
+]
+_EXIT_CODE = re.compile(r"(?:\[timed out[^\n]*\n)?exit code: (-?\d+)")
+
+
+def normalised(text: str) -> str:
+    for pattern, mask in _VOLATILE:
+        text = pattern.sub(mask, text)
+    return text.strip()
+
+
+def fingerprint(content: str, is_error: bool = False) -> dict[str, str]:
+    """{"status": "ok" | "error", "hash": 12 hex digits} of a tool result as the model saw it."""
+    head = content.lstrip()
+    code = _EXIT_CODE.match(head)
+    failed = is_error or head.startswith(("Error", "[timed out")) or (code is not None and code[1] != "0")
+    digest = hashlib.sha256(normalised(content).encode("utf-8", "replace")).hexdigest()[:12]
+    return {"status": "error" if failed else "ok", "hash": digest}
+
+
+def results_per_call(events) -> list[list[ToolResult | None]]:
+    """For each model_call of a trace, in order: the results of its tool calls, in the call's order
+    (None: no result traced). A model call's tool calls are the tool_call events after it (before
+    the next model call) of the same names; a result belongs to the tool_call of its call_id."""
+    results = {e.call_id: e for e in events if isinstance(e, ToolResult) and e.call_id}
+    per_call: list[list[ToolResult | None]] = []
+    waiting: list[tuple[int, str]] = []  # (index in the last model call, tool name) not yet seen as tool_call
+    for event in events:
+        if isinstance(event, ModelCall):
+            calls = event.tool_calls or []
+            per_call.append([None] * len(calls))
+            waiting = [(i, str(c.get("name", ""))) for i, c in enumerate(calls)]
+        elif isinstance(event, ToolCall) and waiting:
+            match = next((k for k, (_, name) in enumerate(waiting) if name == event.name), None)
+            if match is not None:
+                index, _ = waiting.pop(match)
+                per_call[-1][index] = results.get(event.call_id)
+    return per_call
+
+
+def recorded_turns(events) -> list[dict]:
+    """What --record keeps of a trace: each model call's TURN, a tool-call turn with the fingerprints
+    of the results its calls got."""
+    turns, results = [], iter(results_per_call(events))
+    for event in events:
+        if not isinstance(event, ModelCall):
+            continue
+        seen = next(results)
+        if event.tool_calls:
+            prints = [None if r is None else fingerprint(r.content, r.is_error) for r in seen]
+            turns.append({"tool_calls": event.tool_calls, "usage": event.usage, "results": prints})
+        else:
+            turns.append({"content": event.content or "", "usage": event.usage})
+    return turns
+
+
+def check_replay(turns: list[dict], events) -> tuple[ReplayCheck, list[Divergence]]:
+    """This replay's tool results (a trace's events) against the recording's fingerprints (`turns`)."""
+    check, found = ReplayCheck(), []
+    for number, (turn, results) in enumerate(zip(turns, results_per_call(events)), 1):
+        recorded = turn.get("results") if isinstance(turn.get("results"), list) else []
+        for index, result in enumerate(results):
+            if result is None:
+                continue  # never answered in this run (the row's status says why)
+            expected = recorded[index] if index < len(recorded) else None
+            if not isinstance(expected, dict) or "status" not in expected:
+                check.not_checked += 1
+                continue
+            check.checked += 1
+            mine = fingerprint(result.content, result.is_error)
+            if mine == {"status": expected["status"], "hash": expected.get("hash")}:
+                continue
+            check.diverged += 1
+            found.append(Divergence(turn=number, name=result.name, call_id=result.call_id,
+                                    recorded=expected, replayed=mine,
+                                    what=DIVERGES.get((expected["status"], mine["status"]), OTHER_OUTPUT),
+                                    excerpt=result.content[:300]))
+    return check, found

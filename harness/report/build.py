@@ -34,6 +34,10 @@ report.json is this `Report`; its keys, besides the headline ones:
     env_outcomes   env (code/file/web) -> outcome (ok/timeout/crashed/error) -> count, summed over
                    the selected ids' latest rows (each row counts its trace's `env` events)
     env_outcomes_per_instance  the same per instance id (only ids with environment actions)
+    replay         replay models only (else null): the selected ids' latest rows' tool results
+                   checked against the recording's fingerprints (harness/models/replay.py): checked,
+                   divergences (with the ids and their counts), not_checked (no fingerprint to
+                   compare: an older recording) with its ids
     wall_time_s    summed over the runs into the directory that ran instances (a resume with
                    nothing left to run keeps it; a rescore keeps it)
 """
@@ -119,6 +123,15 @@ class EpochReport(BaseModel):
     all_agree: float  # share of ids whose epochs all gave the same answer
 
 
+class ReplayStats(BaseModel):
+    rows: int  # replayed rows (selected ids' latest, every epoch)
+    checked: int = 0  # tool results compared with the recording's fingerprint
+    divergences: int = 0  # of those, results that differ
+    diverged: dict[str, int] = Field(default_factory=dict)  # instance id -> its divergences
+    not_checked: int = 0  # tool results with no fingerprint to compare: not judged
+    not_checked_ids: list[str] = Field(default_factory=list)
+
+
 class Report(BaseModel):
     n_selected: int
     n_correct: int
@@ -147,6 +160,7 @@ class Report(BaseModel):
     basis: str | None = None  # what besides the rows it was computed from (runner/run.py _report_basis)
     breakdowns: dict[str, dict[str, dict]] = Field(default_factory=dict)  # field -> value -> n/correct/accuracy
     retrieval: dict | None = None  # evidence recall of the search tool: n, mean, by_question_type
+    replay: ReplayStats | None = None  # replay models: tool results against the recording (module docstring)
 
     @property
     def clean(self) -> bool:
@@ -291,7 +305,25 @@ def build_report(
         env_outcomes={env: dict(sorted(c.items())) for env, c in sorted(env_total.items())},
         env_outcomes_per_instance=env_per,
         epochs=epoch_report,
+        replay=_replay_stats(latest, units),
     )
+
+
+def _replay_stats(latest: dict, units: list) -> ReplayStats | None:
+    """The replayed rows' checks summed (None: no row was replayed)."""
+    checks = [(u[0], latest[u].replay) for u in units if u in latest and latest[u].replay is not None]
+    if not checks:
+        return None
+    stats = ReplayStats(rows=len(checks))
+    for iid, check in checks:
+        stats.checked += check.checked
+        stats.divergences += check.diverged
+        stats.not_checked += check.not_checked
+        if check.diverged:
+            stats.diverged[iid] = stats.diverged.get(iid, 0) + check.diverged
+        if check.not_checked and iid not in stats.not_checked_ids:
+            stats.not_checked_ids.append(iid)
+    return stats
 
 
 def _breakdowns(latest: dict, units: list, tasks: Mapping[str, dict], run_dir: Path | None) -> tuple[dict, dict | None]:

@@ -20,7 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.fsutil import write_atomic
-from harness.report.build import Report
+from harness.report.build import ReplayStats, Report
 from harness.terminal import listed
 
 REPORT_JSON = "report.json"
@@ -123,6 +123,22 @@ def _over_judged(s) -> str:
     return rate + (f"  ({s.no_verdict} not judged: no verdict)" if s.no_verdict else "")
 
 
+def _ids(ids: list[str], most: int = 5) -> str:
+    return ", ".join(ids[:most]) + (f" and {len(ids) - most} more" if len(ids) > most else "")
+
+
+def replay_line(replay: ReplayStats) -> str:
+    """Divergences of a replay from its recording, with their ids, and what could not be checked."""
+    line = f"divergences: {replay.divergences}"
+    if replay.diverged:
+        line += f" (ids {_ids(list(replay.diverged))})"
+    line += f" of {replay.checked} tool results checked"
+    if replay.not_checked:
+        line += (f"; not checked: {replay.not_checked} tool results of {len(replay.not_checked_ids)} instance(s), "
+                 f"the recording has no fingerprint for them (ids {_ids(replay.not_checked_ids)})")
+    return line
+
+
 def render(report: Report) -> Table:
     """A compact two-column table: overall, per level, failures, usage, time, leaks."""
     table = Table(title="Run report", show_header=False, title_justify="left")
@@ -170,6 +186,8 @@ def render(report: Report) -> Table:
     table.add_row("answer sources", _counts(r.answer_sources))
     if r.env_outcomes:
         table.add_row("env actions", "; ".join(f"{env} {_counts(c)}" for env, c in r.env_outcomes.items()))
+    if r.replay:
+        table.add_row("replay check", replay_line(r.replay))
     table.add_section()
     t = r.tokens
     table.add_row("tokens", f"{t['total']:,} (prompt {t['prompt']:,}, completion {t['completion']:,})")

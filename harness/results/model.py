@@ -20,6 +20,14 @@ class Usage(BaseModel):
         return self.prompt_tokens + self.completion_tokens
 
 
+class ReplayCheck(BaseModel):
+    """A replayed row's tool results against the recording's fingerprints (harness/models/replay.py)."""
+
+    checked: int = 0  # results compared with the recording's fingerprint
+    diverged: int = 0  # of those, results that differ (each a `divergence` event in the trace)
+    not_checked: int = 0  # results the recording holds no fingerprint for (an older recording): not judged
+
+
 class ResultRow(BaseModel):
     instance_id: str
     epoch: int = 1  # with --epochs K: which of the K runs of the instance (rows are keyed by id and epoch)
@@ -51,6 +59,7 @@ class ResultRow(BaseModel):
     # environment actions of the row's trace (its last attempt): env (code/file/web) -> outcome
     # (ok/timeout/crashed/error) -> count; counted by the runner from the trace's `env` events
     env_outcomes: dict[str, dict[str, int]] = Field(default_factory=dict)
+    replay: ReplayCheck | None = None  # replay models: the tool results checked against the recording
 
     @property
     def finished(self) -> bool:

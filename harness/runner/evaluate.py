@@ -25,6 +25,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from harness import exit_codes
+from harness.models.replay import recorded_turns
 from harness.settings import settings as harness_settings
 from harness.results.layout import RunDir
 from harness.results.model import ResultRow
@@ -33,7 +34,7 @@ from harness.runner import forkserver
 from harness.runner.preflight import RunOptions
 from harness.runner.instance import RunSettings, kill_agents, run_instance
 from harness.terminal import first_line, say
-from harness.traces import LimitEvent, ModelCall, read_trace
+from harness.traces import LimitEvent, read_trace
 
 @dataclass
 class Outcome:
@@ -248,7 +249,6 @@ def write_recording(path: Path, output_dir: Path, recorded: list[dict]) -> None:
     """Turn the traces' model calls into a replay file (see harness/models/replay.py)."""
     with open(path, "a", encoding="utf-8") as fh:
         for item in recorded:
-            turns = [({"tool_calls": e.tool_calls} if e.tool_calls else {"content": e.content or ""}) | {"usage": e.usage}
-                     for e in read_trace(output_dir / item["trace"]) if isinstance(e, ModelCall)]
+            turns = recorded_turns(read_trace(output_dir / item["trace"]))
             epoch = {"epoch": item["epoch"]} if item["epoch"] > 1 else {}
             fh.write(json.dumps({"instance_id": item["instance_id"], **epoch, "turns": turns}) + "\n")

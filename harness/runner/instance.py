@@ -30,10 +30,10 @@ from harness.answers import extract_answer
 from harness.datasets.model import Instance
 from harness.errors import HarnessError, InfraError, InputError, SandboxOutputLimit, SandboxRequestError
 from harness.models.config import ModelSection
-from harness.models.replay import turns_for
+from harness.models.replay import check_replay, turns_for
 from harness.results.integrity import instance_hash
 from harness.results.layout import RunDir
-from harness.results.model import ResultRow, Usage
+from harness.results.model import ReplayCheck, ResultRow, Usage
 from harness.runner import forkserver
 from harness.runner.child import EXIT_CANNOT_WRITE
 from harness.runner.prompt import DEFAULT as DEFAULT_PROMPT, PromptTemplate, instruction
@@ -355,8 +355,23 @@ def _finish(instance, settings_: RunSettings, result: AgentResult, attempt, star
     if trace_rel is not None:
         trace_path = settings_.output_dir / trace_rel
         row.env_outcomes = env_outcomes(trace_path)
+        if settings_.replay is not None:
+            row.replay = replay_check(trace_path, turns_for(settings_.replay, instance.instance_id, epoch) or [])
         append_verdict(trace_path, row, "run")
     return row
+
+
+def replay_check(trace_path: Path, turns: list[dict]) -> ReplayCheck:
+    """A replayed row's tool results against the recording's fingerprints (models/replay.py check_replay);
+    each divergence is appended to the trace, before the verdict."""
+    check, divergences = check_replay(turns, read_trace(trace_path))
+    for event in divergences:
+        try:
+            append_event(trace_path, event)
+        except OSError as exc:  # the row counts it all the same
+            log.warning("could not append a divergence to %s: %s", trace_path, exc)
+            break
+    return check
 
 
 def env_outcomes(trace_path: Path) -> dict[str, dict[str, int]]:

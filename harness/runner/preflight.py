@@ -97,6 +97,7 @@ class RunOptions:
     website: Path | None = None  # an offline site folder (harness/sandbox/site.py)
     prompt_template: Path | None = None  # --prompt-template FILE (runner/prompt.py); None: the default
     fail_on_error: ErrorBudget | None = None
+    fail_on_divergence: bool = False  # replay models: exit 5 when a tool result diverges (models/replay.py)
     all_instances: list = field(default_factory=list)  # filled by validation: the whole dataset
 
 
@@ -147,6 +148,8 @@ def prepare(opts: RunOptions) -> Prepared:
     if any(name.partition(":")[0] == "llm_judge" for name in opts.scorers):
         models.append(ModelCheck("--judge-model", judge_section(config, opts.judge_model)))
     replay = None
+    if opts.fail_on_divergence and section.kind != "replay":
+        raise InputError(f"--fail-on-divergence needs a replay model; --model {opts.model} is not one")
     if section.kind == "replay":
         replay = load_turns(Path(section.path))
         missing = [i.instance_id for i in selected
@@ -156,6 +159,16 @@ def prepare(opts: RunOptions) -> Prepared:
     check_output_outside(selected, opts.output_dir, opts.website)  # never packed into a container
     _check_output_dir(opts.output_dir)
     return Prepared(instances, selected, section, scorers, replay, models, prompt)
+
+
+def unserved_website(opts: RunOptions) -> str | None:
+    """A warning when the dataset's folder ships an offline website (`website/`) and --website is not
+    given: the tasks' web actions would fail (a replay then diverges from its recording)."""
+    root = Path(opts.dataset) if Path(opts.dataset).is_dir() else Path(opts.dataset).parent
+    site = root / "website"
+    if opts.website is not None or not site.is_dir():
+        return None
+    return f"warning: the dataset ships a website ({site}) but --website is not given: its web actions will fail"
 
 
 def _check_agent(opts: RunOptions, section: ModelSection, instance):

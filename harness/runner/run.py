@@ -45,7 +45,7 @@ from harness.results.run_config import RunConfig, lock_output_dir, save_or_check
 from harness.results.store import pending, read_rows
 from harness.runner import forkserver
 from harness.runner.evaluate import evaluate, rescue_rows
-from harness.runner.preflight import RunOptions, check_capacity, prepare
+from harness.runner.preflight import RunOptions, check_capacity, prepare, unserved_website
 from harness.runner.instance import RunSettings, reset_scratch
 from harness.runner.pool import WarmPool
 from harness.sandbox.contract import SandboxSpec
@@ -71,6 +71,8 @@ def _run(opts: RunOptions, provider, console: Console, loaded) -> int:
     prepared = prepare(opts)
     for warning in probe_all(prepared.models):
         say(console, warning, style="yellow")
+    if (unserved := unserved_website(opts)) is not None:
+        say(console, unserved, style="yellow")
     selected, section = prepared.selected, prepared.section
     # Preflight: the engine, the image and the network policy, before any instance starts.
     image = provider.preflight(network=opts.sandbox.get("network", "none"), log=lambda m: say(console, m))
@@ -179,7 +181,11 @@ def _run(opts: RunOptions, provider, console: Console, loaded) -> int:
         say(console, outcome.stopped, style="yellow")
     if (unjudged := report.missing_verdicts()) is not None:  # a scorer failed: exit 3, said in one line
         say(console, unjudged, style="red")
-    return _exit_code(report)
+    diverged = replay_failure(report) if opts.fail_on_divergence else None
+    if diverged is not None:
+        say(console, diverged, style="red")
+    code = _exit_code(report)
+    return exit_codes.DIVERGED if code == exit_codes.OK and diverged is not None else code
 
 
 def _write(path, text: str) -> None:
@@ -227,6 +233,21 @@ def _leak_audit(provider, run_id: str, console: Console) -> int:
     swept = provider.cleanup(run_id=run_id)
     say(console, f"removed {len(swept)} container(s) of this run whose removal had failed", style="yellow")
     return len(provider.find(run_id))
+
+
+def replay_failure(report: Report) -> str | None:
+    """Why --fail-on-divergence fails the run (one line), or None: every replayed tool result matched."""
+    replay = report.replay
+    if replay is None or not (replay.divergences or replay.not_checked):
+        return None
+    parts = []
+    if replay.divergences:
+        parts.append(f"{replay.divergences} tool result(s) differ from the recording in "
+                     f"{', '.join(list(replay.diverged)[:10])} (`divergence` events in their traces)")
+    if replay.not_checked:
+        parts.append(f"{replay.not_checked} tool result(s) could not be checked: the recording has no "
+                     "fingerprint for them (re-record it with --record)")
+    return "--fail-on-divergence: " + "; ".join(parts)
 
 
 def _exit_code(report: Report) -> int:

@@ -1,8 +1,9 @@
 """Per-instance traces in the harness's own event types (never a framework's dumps)."""
 
-from harness.traces.events import (EnvAction, ErrorEvent, Event, LimitEvent, Message, ModelCall, ModelCallStarted,
-                                   SystemPrompt, TaskEvent, ToolCall, ToolResult, Tracer, UserReply, VerdictEvent,
-                                   append_event, read_trace)
+from harness.traces.events import (Divergence, EnvAction, ErrorEvent, Event, LimitEvent, Message, ModelCall,
+                                   ModelCallStarted, SystemPrompt, TaskEvent, ToolCall, ToolResult, Tracer, UserReply,
+                                   VerdictEvent, append_event, read_trace)
 
-__all__ = ["EnvAction", "ErrorEvent", "Event", "LimitEvent", "Message", "ModelCall", "ModelCallStarted",
-           "SystemPrompt", "TaskEvent", "ToolCall", "ToolResult", "Tracer", "UserReply", "VerdictEvent", "append_event", "read_trace"]
+__all__ = ["Divergence", "EnvAction", "ErrorEvent", "Event", "LimitEvent", "Message", "ModelCall", "ModelCallStarted",
+           "SystemPrompt", "TaskEvent", "ToolCall", "ToolResult", "Tracer", "UserReply", "VerdictEvent", "append_event",
+           "read_trace"]

@@ -22,6 +22,9 @@ flushed as it is written, so a killed agent still leaves its trace.
                   "killed at --instance-timeout N s" when it kills the agent at the wall-clock limit
                   (" while waiting on the model ..." added when that kill makes the row a model error)
     error         an error, its kind and traceback
+    divergence    appended by the parent after a replayed instance: a tool result that differs from
+                  the recording's fingerprint of it (harness/models/replay.py has the rule): the
+                  model call it answered, the tool, both fingerprints, what differs, an excerpt
     verdict       appended by the parent once the row is scored (by `harness run`; a `harness score`
                   rescore appends another, source "rescore": the last verdict is the current one):
                   status, answer, answer_source, target, correct, and every scorer's Score
@@ -135,6 +138,17 @@ class VerdictEvent(_Event):
     scores: dict[str, dict[str, Any]] = Field(default_factory=dict)  # scorer name -> Score fields
 
 
+class Divergence(_Event):
+    type: Literal["divergence"] = "divergence"
+    turn: int  # the model call (1-based) whose tool call this result answered
+    name: str  # the tool
+    call_id: str = ""
+    recorded: dict[str, Any] = Field(default_factory=dict)  # the recording's fingerprint {status, hash}
+    replayed: dict[str, Any] = Field(default_factory=dict)  # this run's
+    what: str = ""  # which way it differs (harness/models/replay.py DIVERGES)
+    excerpt: str = ""  # the start of this run's result
+
+
 class ErrorEvent(_Event):
     type: Literal["error"] = "error"
     kind: str
@@ -143,7 +157,8 @@ class ErrorEvent(_Event):
 
 
 Event = Annotated[Union[TaskEvent, SystemPrompt, Message, ToolCall, ToolResult, ModelCallStarted, ModelCall,
-                        EnvAction, UserReply, LimitEvent, ErrorEvent, VerdictEvent], Field(discriminator="type")]
+                        EnvAction, UserReply, LimitEvent, ErrorEvent, VerdictEvent, Divergence],
+                  Field(discriminator="type")]
 _EVENT = TypeAdapter(Event)
 
 
