@@ -56,22 +56,10 @@ from harness.results.model import ResultRow
 from harness.report.breakdown import FIELDS, by_field, retrieval_recall
 from harness.results.store import latest_by_key
 from harness.traces import read_trace
+from harness.report.stats import Z95, wilson_interval
 from harness.scoring.reducers import Epoch, agreement, reduce
 
-Z95 = 1.959963984540054
 OUTCOMES = ("passed", "failed", "no_verdict", "errored", "limit", "missing")
-
-
-def wilson_interval(correct: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """The Wilson score interval; (0, 1) when there is nothing to estimate from."""
-    if n <= 0:
-        return (0.0, 1.0)
-    p = correct / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    # the interval always contains p; clamp away float rounding at p = 0 or 1
-    return (max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half)))
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -231,14 +219,7 @@ def build_report(
         if row.status == "limit":
             limits[row.limit or "unknown"] += 1
 
-    outcome_of = {iid: _outcome([latest.get((iid, e)) for e in range(1, epochs + 1)]) for iid in selected}
-    judged = [iid for iid in selected if outcome_of[iid] != "no_verdict"]
-    epoch_report = None
-    if epochs > 1:
-        verdicts, epoch_report = _reduce_epochs(latest, selected, judged, epochs, list(reducers) or ["mean"],
-                                                normalize)
-    else:
-        verdicts = {iid: _single(latest.get((iid, 1))) for iid in judged}
+    outcome_of, judged, verdicts, epoch_report = _headline(latest, selected, epochs, reducers, normalize)
     ids: dict[str, list[str]] = {k: [] for k in OUTCOMES}
     per_level: dict[str, list[float]] = {}  # key -> [n, passed, sum of values, no verdict]
     for iid in selected:
@@ -341,6 +322,29 @@ def _breakdowns(latest: dict, units: list, tasks: Mapping[str, dict], run_dir: P
     recall = retrieval_recall(measured, traces, tasks)
     recall.pop("per_row")  # per-row recall stays in the traces; the report keeps the means
     return breakdowns, recall
+
+
+def headline_verdicts(rows: list[ResultRow], selected_ids: list[str], *, epochs: int = 1, reducers: Sequence[str] = (),
+                      normalize: Callable[[str], str] | None = None) -> dict[str, tuple[str, float, bool]]:
+    """Each selected id's (outcome, value, passed) under the headline, as build_report counts it:
+    outcome missing / errored / no_verdict / scored; value and passed the row's verdict or, with
+    epochs, the first reducer's over the id's epochs ((0.0, False) when not judged). Comparisons
+    pair these (harness/report/html.py)."""
+    selected = list(dict.fromkeys(selected_ids))
+    wanted = set(selected)
+    latest = latest_by_key([r for r in rows if r.instance_id in wanted])
+    outcome_of, _, verdicts, _ = _headline(latest, selected, epochs, reducers, normalize)
+    return {iid: (outcome_of[iid], *verdicts.get(iid, (0.0, False))) for iid in selected}
+
+
+def _headline(latest, selected, epochs, reducers, normalize):
+    """(outcome per id, the judged ids, (value, passed) per judged id, the EpochReport or None)."""
+    outcome_of = {iid: _outcome([latest.get((iid, e)) for e in range(1, epochs + 1)]) for iid in selected}
+    judged = [iid for iid in selected if outcome_of[iid] != "no_verdict"]
+    if epochs > 1:
+        verdicts, epoch_report = _reduce_epochs(latest, selected, judged, epochs, list(reducers) or ["mean"], normalize)
+        return outcome_of, judged, verdicts, epoch_report
+    return outcome_of, judged, {iid: _single(latest.get((iid, 1))) for iid in judged}, None
 
 
 def _single(row: ResultRow | None) -> tuple[float, bool]:
