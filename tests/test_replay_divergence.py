@@ -16,6 +16,7 @@ from harness import exit_codes
 from harness.models.replay import check_replay, fingerprint, recorded_turns
 from harness.runner.preflight import RunOptions, unserved_website
 from harness.traces import ModelCall, ToolCall, ToolResult
+from tests.fakes.openai_server import FakeOpenAI, text, tool_calls
 from tests.helpers.e2e import REPO, explain, fake_config, harness, out_dir, rows, trace
 
 SMOKE = REPO / "datasets" / "gaia-smoke"
@@ -181,3 +182,40 @@ def test_a_recording_without_fingerprints_is_not_checked(tmp_path, out):
     strict = harness(*run, "--fail-on-divergence")  # nothing left to run: the same report, now a failure
     assert strict.returncode == exit_codes.DIVERGED, explain(strict)
     assert "could not be checked" in strict.stderr
+
+
+@pytest.mark.docker
+def test_a_real_models_recording_replays_without_divergence_until_its_data_changes(tmp_path):
+    """Recorded from an OpenAI-compatible server (the real client, real sandbox), the recording replays
+    clean; the same recording over a changed file gets other output for the same call: a divergence."""
+    code = "import csv\nprint(sum(int(r['n']) for r in csv.DictReader(open('nums.csv'))))\n"
+    (tmp_path / "nums.csv").write_text("n\n2\n3\n")
+    data = tmp_path / "tasks.jsonl"
+    data.write_text(json.dumps({"instance_id": "sum", "question": "Sum column n of nums.csv.", "answer": "5",
+                                "files": ["nums.csv"], "level": 1}) + "\n")
+    recording = tmp_path / "recorded.jsonl"
+    script = [tool_calls(("run_python", {"code": code})), text("<solution>5</solution>")]
+    with FakeOpenAI(script) as server:
+        config = fake_config(tmp_path / "models.toml", server.base_url)
+        proc = harness("run", "--dataset", data, "--model", "fake", "--config", config, "--output-dir",
+                       out_dir(tmp_path), "--record", recording)
+    assert proc.returncode == 0, explain(proc)
+    (line,) = [json.loads(x) for x in recording.read_text().splitlines()]
+    assert line["turns"][0]["results"] == [fingerprint("exit code: 0\nstdout:\n5\n")]
+    config.write_text(config.read_text() + f'\n[llm.rec]\nkind = "replay"\npath = "{recording}"\n')
+
+    clean = out_dir(tmp_path, "clean")
+    proc = harness("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", clean,
+                   "--fail-on-divergence")
+    assert proc.returncode == 0, explain(proc)
+    assert report(clean)["replay"] == {"rows": 1, "checked": 1, "divergences": 0, "diverged": {},
+                                       "not_checked": 0, "not_checked_ids": []}
+
+    (tmp_path / "nums.csv").write_text("n\n2\n4\n")
+    changed = out_dir(tmp_path, "changed")
+    proc = harness("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", changed,
+                   "--fail-on-divergence")
+    assert proc.returncode == exit_codes.DIVERGED, explain(proc)
+    assert report(changed)["replay"]["diverged"] == {"sum": 1}
+    (event,) = [e for e in trace(changed, rows(changed)[0]) if e["type"] == "divergence"]
+    assert event["what"] == "other output" and event["name"] == "run_python" and "6" in event["excerpt"]
