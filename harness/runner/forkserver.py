@@ -23,7 +23,9 @@ What a fresh process gave is kept:
 Protocol (JSON lines): the harness writes {"id", "request", "result", "stderr"} to the server's
 stdin; the server answers {"id", "pid"} once forked and {"pid", "exit"} once that child has
 ended (a signal death is -N). A server that cannot start or dies makes the harness fall back to
-fresh processes (`HARNESS_AGENT_FORK=0` chooses them from the start).
+fresh processes (`HARNESS_AGENT_FORK=0` chooses them from the start); the agents a dying server takes
+along are the harness's machinery failing, not the agents: `ForkedChild.lost_with_server` says so
+and the runner records an infra error (retried in a fresh sandbox and process).
 
     python -m harness.runner.forkserver PARENT_PID AGENT
 """

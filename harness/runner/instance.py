@@ -204,8 +204,6 @@ def _own_write(what: str, path: Path) -> Iterator[None]:
         raise HarnessError(f"cannot write {what} {path}: {exc}") from exc
 
 
-
-
 def waiting_on_model(trace_path: Path, now: float | None = None) -> str | None:
     """Why a killed agent's row is the model's error, or None.
 
