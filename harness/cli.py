@@ -266,7 +266,7 @@ def run_cmd(
         fail(exc)
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP: the run has cleaned up already
         say(console, f"{stopped_by(exc)}: finished rows are kept in {output_dir / 'output.jsonl'}; "
-                     "re-run the same command to resume", style="yellow")
+                     f"to resume, run again with --output-dir {output_dir}", style="yellow")
         raise typer.Exit(exit_code(exc)) from None
     raise typer.Exit(code)
 

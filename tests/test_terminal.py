@@ -149,7 +149,7 @@ def test_ctrl_c_says_what_stopped_the_run(tmp_path, image):
     assert code == 130, text
     (line,) = [x for x in text.splitlines() if x.startswith("stopped")]
     assert line == (f"stopped by Ctrl-C (SIGINT): finished rows are kept in {out / 'output.jsonl'}; "
-                    "re-run the same command to resume")
+                    f"to resume, run again with --output-dir {out}")
     assert "()" not in text
     assert containers_of(out) == []
 

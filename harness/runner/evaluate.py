@@ -54,10 +54,10 @@ def rescue_rows(layout: RunDir, outcome: Outcome, leaked: int, console: Console)
         say(console, outcome.stopped, style="red")
     if place == layout.rescue:
         say(console, f"{len(held)} finished row(s) it did not take are kept in {place}; once {layout.output} "
-                     "is writable, re-run the same command: it merges them and resumes", style="red")
+                     f"is writable, run again with --output-dir {layout.root}: it merges them and resumes", style="red")
     elif place is not None:
         say(console, f"{len(held)} finished row(s) it did not take are kept in {place} (the run directory "
-                     f"refused them too); move that file to {layout.rescue} and re-run the same command: "
+                     f"refused them too); move that file to {layout.rescue} and run again with --output-dir {layout.root}: "
                      "it merges them and resumes", style="red")
     else:
         say(console, f"{len(held)} finished row(s) could not be saved anywhere; they follow on stdout, one JSON "

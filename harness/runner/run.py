@@ -165,7 +165,7 @@ def _run(opts: RunOptions, provider, console: Console, loaded) -> int:
                 write_report(report, opts.output_dir)
             except OSError as exc:  # a full disk after the last row: the rows are all there
                 say(console, f"error: cannot write the report {layout.report}: {exc}; every row is in {out}: "
-                             "re-run the same command once the disk takes files (it writes the report)", style="red")
+                             f"run again with --output-dir {layout.root} once the disk takes files (it writes the report)", style="red")
                 return exit_codes.FAILED
         try:
             append_summary(report, opts.summary_csv or opts.output_dir.parent / "summary.csv",
