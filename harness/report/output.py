@@ -123,19 +123,15 @@ def _over_judged(s) -> str:
     return rate + (f"  ({s.no_verdict} not judged: no verdict)" if s.no_verdict else "")
 
 
-def _ids(ids: list[str], most: int = 5) -> str:
-    return ", ".join(ids[:most]) + (f" and {len(ids) - most} more" if len(ids) > most else "")
-
-
 def replay_line(replay: ReplayStats) -> str:
     """Divergences of a replay from its recording, with their ids, and what could not be checked."""
     line = f"divergences: {replay.divergences}"
     if replay.diverged:
-        line += f" (ids {_ids(list(replay.diverged))})"
+        line += f" (ids {listed(list(replay.diverged), 5)})"
     line += f" of {replay.checked} tool results checked"
     if replay.not_checked:
         line += (f"; not checked: {replay.not_checked} tool results of {len(replay.not_checked_ids)} instance(s), "
-                 f"the recording has no fingerprint for them (ids {_ids(replay.not_checked_ids)})")
+                 f"the recording has no fingerprint for them (ids {listed(replay.not_checked_ids, 5)})")
     return line
 
 
@@ -201,6 +197,7 @@ def render(report: Report) -> Table:
     else:
         table.add_row("leaked containers", f"[bold red]{r.leaked_containers} LEAKED - cleanup failed[/bold red]")
     return table
+
 
 # The report's id lists the terminal names after the table, in this order, each bounded (terminal.listed).
 _NAMED = (("errored", "errored"), ("no_verdict", "no verdict (a scorer failed)"), ("missing", "not run"),
