@@ -235,3 +235,20 @@ def test_a_broken_agent_exits_2_before_any_container(tmp_path, image, attr, expe
                    "--agent", f"{HERE}:{attr}", timeout=120)
     line = _refused_before_any_container(proc, out, iid, since)
     assert line.startswith(f"error (input): --agent {HERE}:{attr}") and expect in line, line
+
+
+def test_the_servers_words_are_one_bounded_line():
+    from harness.models.config import ModelSection
+    from harness.models.probe import WORDS, ModelCheck, probe
+    from harness.errors import InputError
+    from tests.fakes.openai_server import error
+
+    words = "bad \x1b[31mparameter\x1b[0m 'top_k'\r\nsecond line\x00 " + "x" * 5000
+    refusal = error(400, {"error": {"message": words, "type": "invalid_request_error", "param": None, "code": None}})
+    with FakeOpenAI([], probe=refusal) as server:
+        with pytest.raises(InputError) as caught:
+            probe(ModelCheck("--model", ModelSection(name="fake", model="fake-model-1", base_url=server.base_url)))
+    message = str(caught.value)
+    assert message.startswith("--model fake [llm.fake] (fake-model-1 at ") and "400 bad parameter 'top_k' second line" in message
+    assert message.isprintable(), message
+    assert len(message) < WORDS + 200 and message.endswith("…"), len(message)

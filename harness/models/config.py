@@ -211,9 +211,3 @@ def flag_section(model: str, base_url: str | None, key_env: str | None) -> Model
     if key_env and not os.environ.get(key_env):
         raise InputError(f"--model-key-env {key_env}: that environment variable is not set")
     return section
-
-
-def one_line(exc: ValidationError) -> str:
-    """A pydantic error as one line: `field: message` for each problem."""
-    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'section'}: {e['msg'].removeprefix('Value error, ')}"
-                     for e in exc.errors())

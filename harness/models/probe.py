@@ -8,12 +8,15 @@ schemas); without one, and for the judge, a plain chat completion stands for it.
 Rules: a section that cannot work for any instance is an InputError (exit 2) naming the section
 (`ModelSection.where`: `--model NAME [llm.NAME]`, or the flags that made it) with the server's own
 words, on one line, control characters dropped, at most WORDS characters: the base_url does not
-answer (refused, unresolvable, no answer within PROBE_TIMEOUT), the server refuses the request (a
+answer (refused, unresolvable, no answer within PROBE_TIMEOUT), its reply is longer than
+HARNESS_MODEL_MAX_REPLY_MIB (models/http.py), the server refuses the request (a
 bad key, an unknown model id, tools it will not take, a parameter it does not know: any 4xx but
 429), the client refuses it (e.g. a model_info without function calling for an agent with tools),
 or what answers is not an OpenAI-compatible chat completion (not JSON, no choices). A busy or
 failing server (429, 5xx) is only a warning: it may recover, and instances that meet it record
-model errors. Replay sections need no probe. The probe carries the header `X-Harness-Preflight: 1`,
+model errors. Replay sections need no probe. The whole preflight has one deadline,
+HARNESS_PREFLIGHT_TIMEOUT (a server that trickles bytes never trips a per-read timeout): past it,
+an InputError naming the section it was waiting on. The probe carries the header `X-Harness-Preflight: 1`,
 so a server's logs (and the tests' fake server) can tell it from an agent's call.
 """
 
@@ -21,12 +24,15 @@ from __future__ import annotations
 
 import json
 import os
-import unicodedata
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from harness.errors import InputError
 from harness.models.config import ModelSection
+from harness.models.http import sync_client, too_large
+from harness.settings import settings
+from harness.terminal import flat
 
 PROBE_HEADER = "X-Harness-Preflight"
 PROBE_TIMEOUT = 30.0  # seconds per request; one retry
@@ -53,30 +59,57 @@ def probe_section(section: ModelSection) -> ModelSection:
     return section.model_copy(update={"timeout": min(section.timeout, PROBE_TIMEOUT), "max_retries": 1})
 
 
-def probe_all(checks: list[ModelCheck]) -> list[str]:
-    """Probe each model once, by section name; return the warnings."""
-    warnings, seen = [], set()
+def probe_all(checks: list[ModelCheck], deadline: float | None = None) -> list[str]:
+    """Probe each model once, by section name; return the warnings. All of it within `deadline`
+    seconds (HARNESS_PREFLIGHT_TIMEOUT): past it, an InputError naming the section still being
+    probed (its request is left to the process's exit: a daemon thread)."""
+    deadline = settings().preflight_timeout if deadline is None else deadline
+    todo, seen = [], set()
     for check in checks:
-        if check.section.kind == "replay" or check.section.name in seen:
-            continue
-        seen.add(check.section.name)
-        warning = probe(check)
-        if warning:
-            warnings.append(warning)
-    return warnings
+        if check.section.kind != "replay" and check.section.name not in seen:
+            seen.add(check.section.name)
+            todo.append(check)
+    if not todo:
+        return []
+    done: dict[str, Any] = {"warnings": [], "at": todo[0]}
+
+    def work() -> None:
+        try:
+            for check in todo:
+                done["at"] = check
+                if warning := probe(check):
+                    done["warnings"].append(warning)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            done["error"] = exc
+
+    worker = threading.Thread(target=work, name="model-preflight", daemon=True)
+    worker.start()
+    worker.join(deadline)
+    if worker.is_alive():
+        raise InputError(f"{_where(done['at'])}: the model preflight did not end within {deadline:g} s "
+                         "(HARNESS_PREFLIGHT_TIMEOUT)")
+    if "error" in done:
+        raise done["error"]
+    return done["warnings"]
+
+
+def _where(check: ModelCheck) -> str:
+    section = check.section
+    return f"{section.where(check.flag)} ({section.model} at {section.base_url or 'the OpenAI API'})"
 
 
 def probe(check: ModelCheck) -> str | None:
     """Make the check's request; a warning, None, or InputError."""
     import openai
 
-    section = check.section
-    where = f"{section.where(check.flag)} ({section.model} at {section.base_url or 'the OpenAI API'})"
+    section, where = check.section, _where(check)
     try:
         (check.request or (lambda: chat_request(probe_section(section))))()
     except openai.APITimeoutError:
         raise InputError(f"{where}: no answer within {min(section.timeout, PROBE_TIMEOUT):g} s (preflight)") from None
     except openai.APIConnectionError as exc:
+        if (big := too_large(exc)) is not None:
+            raise InputError(f"{where}: {clean(big)} (preflight)") from None
         raise InputError(f"{where}: cannot connect ({clean(_cause(exc))})") from None
     except openai.APIStatusError as exc:
         words = f"{exc.status_code} {clean(_server_words(exc))}"
@@ -106,7 +139,7 @@ def chat_request(section: ModelSection, tools: list[dict] | None = None, system:
         kwargs["tools"] = tools
     messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": PROBE_PROMPT}]
     client = openai.OpenAI(api_key=section.api_key(), base_url=section.base_url, max_retries=section.max_retries,
-                           timeout=section.timeout)
+                           timeout=section.timeout, http_client=sync_client())
     try:
         reply = client.chat.completions.create(model=section.model, messages=messages,
                                                extra_headers={PROBE_HEADER: "1"}, **kwargs)
@@ -122,10 +155,9 @@ def chat_request(section: ModelSection, tools: list[dict] | None = None, system:
 
 
 def clean(text: object, limit: int = WORDS) -> str:
-    """Words for a one-line message: control characters (newlines, escapes) dropped, spaces collapsed,
-    at most `limit` characters."""
-    kept = "".join(" " if unicodedata.category(c).startswith("C") else c for c in str(text))
-    words = " ".join(kept.split())
+    """Words for a one-line message: on one line (terminal.flat: escape sequences and control
+    characters dropped), spaces collapsed, at most `limit` characters."""
+    words = " ".join(flat(text).split())
     return words if len(words) <= limit else words[:limit - 1] + "…"
 
 
