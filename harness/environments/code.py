@@ -1,4 +1,9 @@
-"""The code environment: run Python or shell inside the instance's sandbox."""
+"""The code environment: run Python or shell inside the instance's sandbox.
+
+Each command is one `env` trace event: outcome `timeout` when it was killed at its limit,
+`error` when it never ran (no process could be started: e.g. agent code filled the sandbox's
+pids limit), `ok` when it ran, whatever its exit code; `crashed` with the InfraError that
+stops the instance."""
 
 from __future__ import annotations
 
@@ -35,10 +40,11 @@ class CodeEnv:
                                        seconds=round(time.monotonic() - started, 4),
                                        error=f"{type(exc).__name__}: {exc}"))
             raise
-        self.tracer.emit(EnvAction(env="code", action=action, args=args,
-                                   outcome="timeout" if result.timed_out else "ok",
+        outcome = "timeout" if result.timed_out else "ok" if result.started else "error"
+        self.tracer.emit(EnvAction(env="code", action=action, args=args, outcome=outcome,
                                    seconds=round(time.monotonic() - started, 4), exit_code=result.exit_code,
-                                   stdout=result.stdout[-4000:], stderr=result.stderr[-4000:]))
+                                   stdout=result.stdout[-4000:], stderr=result.stderr[-4000:],
+                                   **({"error": result.stderr.strip()[:500]} if outcome == "error" else {})))
         return result
 
     def run_python(self, code: str, timeout: float | None = None) -> ExecResult:

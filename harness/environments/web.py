@@ -5,7 +5,7 @@ container's 127.0.0.1), and Playwright connects over CDP through the instance's 
 published port. Pages are serialized to text by a script running in the browser, so
 page content never reaches a parser on the host. Every action has a short timeout;
 a page that does not answer is reported as `timeout`, a dead browser is restarted
-and reported as `crashed`. Downloads land in /workspace/downloads inside the sandbox.
+and reported as `crashed`, an action that fails (no such link, a failed download) as `error`. Downloads land in /workspace/downloads inside the sandbox.
 """
 
 from __future__ import annotations
@@ -41,6 +41,15 @@ with urllib.request.urlopen(url, timeout=30) as resp:
         fh.write(resp.read())
 print(path, os.path.getsize(path))
 """
+
+
+class ActionFailed(Exception):
+    """An action that could not do what it was asked (a download that failed): its trace outcome
+    is `error` (or `timeout`), and the model reads the message."""
+
+    def __init__(self, message: str, outcome: str = "error"):
+        super().__init__(message)
+        self.outcome = outcome
 
 
 class WebEnv:
@@ -128,6 +137,8 @@ class WebEnv:
                 text = f"Error: {str(exc).splitlines()[0]}"
         except LookupError as exc:
             outcome, text = "error", f"Error: {exc}"
+        except ActionFailed as exc:
+            outcome, text = exc.outcome, f"Error: {exc}"
         except InfraError:
             raise
         except Exception as exc:  # noqa: BLE001 - pages control what the browser returns
@@ -260,7 +271,7 @@ class WebEnv:
             await asyncio.sleep(0.05)
         item = self._downloads[guid]
         if item["state"] != "completed":
-            return f"Download of {item.get('url')} was canceled."
+            raise ActionFailed(f"download of {item.get('url')} was canceled")
         return f"Downloaded {item.get('url')} to {DOWNLOADS}/{item.get('name')}"
 
     async def download(self, target: str) -> str:
@@ -271,8 +282,11 @@ class WebEnv:
                 url = await (await self._find(target)).evaluate("el => el.href")
             result = await asyncio.to_thread(self.sandbox.exec, ["python3", "-c", FETCH, url, DOWNLOADS],
                                              timeout=self.action_timeout)
+            if result.timed_out:
+                raise ActionFailed(f"download of {url} took longer than {self.action_timeout:.0f}s", "timeout")
             if result.exit_code != 0:
-                return f"Error: download of {url} failed: {result.stderr.strip().splitlines()[-1:] or result.stdout}"
+                why = (result.stderr.strip().splitlines() or [result.stdout.strip() or f"exit {result.exit_code}"])[-1]
+                raise ActionFailed(f"download of {url} failed: {why}")
             path, size = result.stdout.split()
             return f"Downloaded {url} to {path} ({size} bytes)"
         return await self._act("download", {"target": target}, body)

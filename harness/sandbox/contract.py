@@ -143,6 +143,9 @@ class ExecResult:
     stderr_truncated: bool = False
     duration: float = 0.0
     signal: int | None = None
+    # False when nothing ran: no such program or cwd, not executable, or no process could be
+    # made (the sandbox's pids limit full); the exit code (126/127) and stderr say which.
+    started: bool = True
 
     @property
     def ok(self) -> bool:

@@ -4,7 +4,9 @@ urllib3 keeps connections alive and sets TCP_NODELAY, so a command costs a few
 milliseconds instead of the ~50 ms of a `docker exec`. Refusals come back typed
 (`SandboxRequestError` subclasses, from the service's error `code`); a failed
 connection is `ServiceUnreachable`, which the provider turns into SandboxDied
-when the sandbox is gone.
+when the sandbox is gone. A command whose answer does not come in time while its
+sandbox's container runs is not a dead sandbox: what slows the service down is what
+runs beside it, the agent's own code, so that command timed out (the agent's outcome).
 """
 
 from __future__ import annotations
@@ -47,6 +49,14 @@ class ServiceUnreachable(InfraError):
     """The connection to sandboxd failed (the caller checks whether the sandbox died)."""
 
 
+class ServiceTimedOut(ServiceUnreachable):
+    """sandboxd took the request but did not answer within the read timeout (busy, or dead)."""
+
+    def __init__(self, message: str, *, seconds: float | None = None):
+        super().__init__(message)
+        self.seconds = seconds
+
+
 def refusal(status: int, data: bytes) -> SandboxRequestError:
     """The typed error for a non-200 answer."""
     try:
@@ -72,6 +82,9 @@ class ServiceClient:
             resp = self._pool.urlopen(method, path, body=body, headers=headers,
                                       timeout=urllib3.Timeout(connect=5.0, read=timeout),
                                       preload_content=preload)
+        except urllib3.exceptions.ReadTimeoutError as exc:
+            raise ServiceTimedOut(f"sandbox service {self.host}:{self.port}: no answer within {timeout:.0f}s",
+                                  seconds=timeout) from exc
         except urllib3.exceptions.HTTPError as exc:
             raise ServiceUnreachable(f"sandbox service {self.host}:{self.port}: {exc}") from exc
         if resp.status == 503:  # the service has no connection to spare: unreachable for now
@@ -173,7 +186,8 @@ class ServiceSandbox(Sandbox):
     A subclass names its provider (`provider`), says what identifies it to its engine (`ref`),
     and raises SandboxDied from `raise_if_dead` when its container or task is gone: a service
     that stops answering is checked twice (the engine may not have noticed the exit yet) and is
-    otherwise an InfraError of its own."""
+    otherwise an InfraError of its own, except for a command not answered in time (read
+    timeout) by a sandbox found alive both times: that command timed out (`_unanswered`)."""
 
     provider: str
 
@@ -210,7 +224,11 @@ class ServiceSandbox(Sandbox):
             raise SandboxUnsupported(f"the {self.provider} provider runs commands as 'agent' only, not {user!r}")
         payload = {"argv": list(argv), "timeout": timeout, "stdin": stdin, "cwd": cwd,
                    "env": dict(env or {}), "max_output": max_output}
-        return ExecResult(**self._service_call(self._service.exec, payload, timeout))
+        started = time.monotonic()
+        try:
+            return ExecResult(**self._service_call(self._service.exec, payload, timeout))
+        except ServiceTimedOut as exc:  # raised only once raise_if_dead found the sandbox alive, twice
+            return _unanswered(exc, time.monotonic() - started)
 
     def copy_in(self, root: Path, names: Sequence[str], dest: str = WORKSPACE) -> list[str]:
         # Refused for its size before anything is written; InputError for a bad name, before
@@ -227,3 +245,13 @@ class ServiceSandbox(Sandbox):
 
     def close(self) -> None:
         self._service.close()
+
+
+def _unanswered(exc: ServiceTimedOut, seconds: float) -> ExecResult:
+    """A command the live sandbox's service did not answer in time (its own timeout plus
+    EXEC_GRACE_S): agent code keeps the sandbox too busy for the service to answer or to
+    kill it. A timeout of that command, the agent's outcome; sandboxd still kills it when
+    it gets the CPU to."""
+    return ExecResult(exit_code=137, stdout="", timed_out=True, duration=seconds,
+                      stderr=f"[no answer from the sandbox within {exc.seconds or 0:.0f}s: it is alive but too busy "
+                             "with its own processes to answer; the command is killed when it gets to it]\n")

@@ -6,9 +6,10 @@ exec costs ~50 ms. Endpoints (JSON unless said otherwise):
 
   GET  /health                 -> {"ok": true}
   POST /exec    {argv, stdin? | stdin_b64?, timeout (null: none), cwd?, env?, max_output}
-                               -> {exit_code, signal, stdout, stderr, timed_out, *_truncated, duration}
-                                  exit codes as a shell reports them: 126 cannot execute, 127 not
-                                  found or no such cwd, 128+N killed by signal N (137 on timeout)
+                               -> {exit_code, signal, stdout, stderr, timed_out, *_truncated, duration,
+                                  started?} exit codes as a shell reports them: 126 cannot execute, 127
+                                  not found or no such cwd, 128+N killed by signal N (137 on timeout);
+                                  started is false (and only then present) when nothing ran
   POST /upload?dest=DIR        body: an uncompressed tar of regular files and dirs (<= MAX_BODY), read
                                in chunks and extracted as it arrives (never whole in memory); nothing
                                is written to DIR unless the whole archive is accepted
@@ -33,8 +34,11 @@ may stay idle between requests for IDLE_TIMEOUT_S. Running out of descriptors wh
 A command runs in its own session; on timeout the whole process tree (session,
 process group, every descendant found in /proc, and every process whose environment
 carries the command's HARNESS_COMMAND_TAG, e.g. a daemon that double-forked out of the
-tree) is SIGKILLed. A command ends when its main process does: background children that
-still hold its stdout/stderr get PIPE_GRACE_S, then their further output is read and dropped.
+tree) is SIGKILLed, and the answer waits until those processes are gone and reaped (up to
+KILL_WAIT_S), so that the next command finds the pids limit free again. A command ends when
+its main process does: background children that still hold its stdout/stderr get
+PIPE_GRACE_S, then their further output is read and dropped. Commands run at niceness
+COMMAND_NICE, so agent code that keeps every CPU busy cannot starve the service.
 
 sandboxd is the container's PID 1, and so its init: the kernel ignores signals
 sent to PID 1 from inside its namespace unless it handles them, so agent code
@@ -115,6 +119,14 @@ PIPE_GRACE_S = 0.2
 # Set to a fresh value in each command's environment: on timeout, processes that left the
 # command's tree (a double fork, `setsid -f`) are still found by it and killed.
 COMMAND_TAG_VAR = "HARNESS_COMMAND_TAG"
+# A timed-out command is answered only once its processes are gone, zombies included (as init
+# this process reaps them): a fork bomb's fill the pids limit, and until they are freed the next
+# command cannot start. Waited for at most this long; what is still there then is said.
+KILL_WAIT_S = 10.0
+# Commands (and Chromium) run at this niceness, this process at 0: raising one's own needs no
+# capability, lowering it again needs one no sandbox has. However many processes agent code keeps
+# busy, this service keeps the CPU it needs to answer and to kill a timed-out command in time.
+COMMAND_NICE = 19
 
 
 CDP_PORT = 9222
@@ -178,31 +190,65 @@ def _tagged(table: dict, tag: str) -> set[int]:
     return found
 
 
-def kill_tree(root: int, tag: str | None = None) -> None:
-    """SIGKILL root, its session, its process group and all its descendants, and with a tag,
-    every process whose environment carries it (daemons that left the tree)."""
-    for _ in range(3):  # repeat: a process may fork while we look
-        table = _proc_table()
-        doomed = {pid for pid, (_, pgid, sid) in table.items() if sid == root or pgid == root}
+def _members(table: dict, root: int, tag: str | None, with_root: bool = True) -> set[int]:
+    """The processes of a command's tree in table: root (unless it is reaped: with_root=False,
+    its pid may be another's now), its session and process group, their descendants, and with a
+    tag every process whose environment carries it (daemons that left the tree). Never this process."""
+    doomed = {pid for pid, (_, pgid, sid) in table.items() if (sid == root or pgid == root) and pid != root}
+    if with_root and root in table:
         doomed.add(root)
-        if tag:
-            doomed |= _tagged(table, tag)
-        frontier = list(doomed)
-        while frontier:
-            parent = frontier.pop()
-            for pid, (ppid, _, _) in table.items():
-                if ppid == parent and pid not in doomed:
-                    doomed.add(pid)
-                    frontier.append(pid)
-        doomed.discard(os.getpid())
-        alive = [pid for pid in doomed if pid in table]
-        if not alive:
-            return
-        for pid in alive:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+    if tag:
+        doomed |= _tagged(table, tag)
+    frontier = list(doomed)
+    while frontier:
+        parent = frontier.pop()
+        for pid, (ppid, _, _) in table.items():
+            if ppid == parent and pid not in doomed:
+                doomed.add(pid)
+                frontier.append(pid)
+    doomed.discard(os.getpid())
+    return doomed
+
+
+def _signal(pids, sig: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def kill_tree(root: int, tag: str | None = None, with_root: bool = True) -> None:
+    """SIGKILL root, its session, its process group and all its descendants, and with a tag,
+    every process whose environment carries it (daemons that left the tree). The tree is stopped
+    first (SIGSTOP, passes until no new one shows up): a stopped process neither forks into the
+    pid slots the kill frees (a fork bomb refills them) nor competes for the CPU meanwhile, and
+    its environment can be read (a process forking holds the lock that reading it takes)."""
+    stopped: set[int] = set()
+    for _ in range(5):
+        fresh = _members(_proc_table(), root, None, with_root) - stopped
+        if not fresh:
+            break
+        _signal(fresh, signal.SIGSTOP)
+        stopped |= fresh
+    _signal(_members(_proc_table(), root, tag, with_root), signal.SIGKILL)
+
+
+async def kill_and_wait(proc: asyncio.subprocess.Process, tag: str, limit: float = KILL_WAIT_S) -> int:
+    """Kill a command's tree and wait until none of its processes is left, zombies included
+    (as init, reaping those that become ours), killing again what forked meanwhile; at most
+    `limit` seconds. Returns how many were still there then (0: their pid slots are free)."""
+    deadline = time.monotonic() + limit
+    kill_tree(proc.pid, tag)
+    await proc.exited  # asyncio's watcher reaps the main process itself
+    while True:
+        left = _members(_proc_table(), proc.pid, tag, with_root=False)
+        if not left or time.monotonic() > deadline:
+            return len(left)
+        kill_tree(proc.pid, tag, with_root=False)
+        if os.getpid() == 1:
+            reap_orphans()
+        await asyncio.sleep(0.02)
 
 
 async def _drain(stream: asyncio.StreamReader, cap: int, sink: dict) -> None:
@@ -292,19 +338,14 @@ async def _run_command(req: dict) -> dict:
     readers = [asyncio.ensure_future(_drain(proc.stdout, cap, out)),
                asyncio.ensure_future(_drain(proc.stderr, cap, err))]
     feeder = asyncio.ensure_future(_feed(proc.stdin, stdin_data)) if stdin_data is not None else None
-    timed_out = False
+    timed_out, left = False, 0
     try:
         # The deadline covers writing stdin too: a command that never reads it must not hang us.
         # `exited`, not proc.wait(): that also waits for background children to close the pipes.
         await asyncio.wait_for(asyncio.shield(proc.exited), timeout)  # None: no limit
     except asyncio.TimeoutError:
         timed_out = True
-        kill_tree(proc.pid, tag)
-        await proc.exited
-        if os.getpid() == 1:  # as init: free the killed tree's pids now (a fork bomb's fill the pids
-            for _ in range(10):  # limit), not at the next pass of init_loop, so the next command starts
-                reap_orphans()
-                await asyncio.sleep(0.05)
+        left = await kill_and_wait(proc, tag)
     if feeder is not None:
         if not feeder.done():  # the process is gone; what it did not read is dropped
             feeder.cancel()
@@ -324,6 +365,9 @@ async def _run_command(req: dict) -> dict:
         reason = stderr[len(CHOOM_FAILED) + len(argv[0]) + 2:].strip()
         return _not_started(code, f"{argv[0]}: command not found ({reason})" if code == 127
                             else f"{argv[0]}: cannot execute ({reason})")
+    if left:
+        stderr += (f"\n[sandboxd: {left} of the command's processes were still there {KILL_WAIT_S:.0f}s after it "
+                   "was killed]\n")
     sig = -code if code < 0 else None  # asyncio reports a signal death as -N; a shell says 128+N
     return {"exit_code": 128 + sig if sig else code, "signal": sig, "stdout": stdout, "stderr": stderr,
             "timed_out": timed_out, "stdout_truncated": out_trunc,
@@ -341,7 +385,7 @@ async def _feed(pipe: asyncio.StreamWriter, data: bytes) -> None:
 
 def _not_started(code: int, message: str) -> dict:
     return {"exit_code": code, "signal": None, "stdout": "", "stderr": message + "\n", "timed_out": False,
-            "stdout_truncated": False, "stderr_truncated": False, "duration": 0.0}
+            "stdout_truncated": False, "stderr_truncated": False, "duration": 0.0, "started": False}
 
 
 # --------------------------------------------------------------------- init duties
@@ -408,8 +452,8 @@ CHOOM_FAILED = "choom: failed to execute "  # choom's own words when the command
 
 
 async def spawn(*argv: str, **kwargs) -> asyncio.subprocess.Process:
-    """Start argv in a session of its own, first in line for the OOM killer; the Process gets
-    an `exited` future."""
+    """Start argv in a session of its own, first in line for the OOM killer, at COMMAND_NICE;
+    the Process gets an `exited` future."""
     loop = asyncio.get_running_loop()
     wrap = [CHOOM, "-n", str(OOM_SCORE_ADJ), "--"] if CHOOM else []
     transport, protocol = await loop.subprocess_exec(lambda: _Protocol(2**16, loop), *wrap, *argv,
@@ -421,6 +465,10 @@ async def spawn(*argv: str, **kwargs) -> asyncio.subprocess.Process:
                 fh.write(str(OOM_SCORE_ADJ))
         except OSError:
             pass
+    try:  # the whole group: what the command forked before this line is in it
+        os.setpriority(os.PRIO_PGRP, proc.pid, COMMAND_NICE)
+    except OSError:
+        pass
     proc.exited = protocol.exited
     _spawned.add(proc.pid)
     proc.exited.add_done_callback(lambda _: _spawned.discard(proc.pid))

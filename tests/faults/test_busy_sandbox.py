@@ -1,0 +1,162 @@
+"""Agent code that keeps its own sandbox too busy (issue 18 item 6): the agent's, never infra.
+
+A foreground Python fork bomb, or 900 busy background processes, once starved sandboxd until
+its reply missed the client's read timeout, and the instance was recorded as `infra` and
+retried on fresh sandboxes three times. Each test here drives the real CLI on a real sandbox
+with a replay model and checks that the instance ends on its first sandbox, as the agent's
+own outcome (its command timed out, or it ran), and that a command that cannot start is an
+`error` environment outcome, not `ok`.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from harness.errors import SandboxDied
+from harness.sandbox import service
+from harness.sandbox.contract import SandboxSpec
+from tests.faults.test_holds import _dataset
+from tests.helpers.e2e import containers_of, explain, harness, out_dir, rows, trace
+
+pytestmark = pytest.mark.docker
+
+PYTHON_FORK_BOMB = """
+import os
+while True:
+    try:
+        os.fork()
+    except OSError:
+        pass
+"""
+
+# 900 children that wait for the parent to let them go (else each new fork competes with all
+# those already spinning), then spin for ever; the command itself ends at once.
+BUSY_900 = """
+import os
+r, w = os.pipe()
+for _ in range(900):
+    if os.fork() == 0:
+        os.close(w)
+        os.read(r, 1)
+        while True:
+            pass
+os.close(w)
+print("spawned")
+"""
+
+
+def _run(tmp_path, turns, *args):
+    """(the CLI's process, the one row, its tool results, containers left) of a one-instance run."""
+    data, config = _dataset(tmp_path / "data", 1, lambda i: turns)
+    out = out_dir(tmp_path)
+    proc = harness("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out,
+                   "--instance-timeout", 240, *args, timeout=600)
+    (row,) = rows(out)
+    results = [e["content"] for e in trace(out, row) if e["type"] == "tool_result"]
+    return proc, row, results, len(containers_of(out))
+
+
+def _python(code: str) -> dict:
+    return {"tool_calls": [{"name": "run_python", "arguments": {"code": code}}]}
+
+
+def _shell(command: str) -> dict:
+    return {"tool_calls": [{"name": "run_shell", "arguments": {"command": command}}]}
+
+
+def test_a_foreground_python_fork_bomb_is_the_agents_timeout_not_infra(tmp_path, image, reliability):
+    t0 = time.monotonic()
+    proc, row, results, leaked = _run(tmp_path, [_python(PYTHON_FORK_BOMB), _shell("echo still-alive"),
+                                                 {"content": "<solution>0</solution>"}], "--command-timeout", 5)
+    reliability.record("foreground Python fork bomb (command timeout 5 s)",
+                       f"attempt {row['attempt']}, row {row['status']}, env {row['env_outcomes']}", leaked=leaked,
+                       started=t0)
+    assert proc.returncode == 0, explain(proc)
+    assert row["attempt"] == 1 and row["status"] == "ok" and row["error_kind"] is None, row
+    assert "timed out" in results[0], results[0][-500:]
+    assert "still-alive" in results[1], results[1][-500:]  # the killed bomb's pids were free again
+    assert row["env_outcomes"]["code"] == {"timeout": 1, "ok": 1}, row
+    assert leaked == 0
+
+
+def test_nine_hundred_busy_background_processes_leave_the_sandbox_the_agents(tmp_path, image, reliability):
+    t0 = time.monotonic()
+    proc, row, results, leaked = _run(tmp_path, [_python(BUSY_900), _shell("sleep 2; echo still-alive"),
+                                                 _shell("echo again"), {"content": "<solution>0</solution>"}],
+                                      "--command-timeout", 10)
+    reliability.record("900 busy background processes in the sandbox (command timeout 10 s)",
+                       f"attempt {row['attempt']}, row {row['status']}, env {row['env_outcomes']}", leaked=leaked,
+                       started=t0)
+    assert proc.returncode == 0, explain(proc)
+    assert row["attempt"] == 1 and row["status"] == "ok" and row["error_kind"] is None, row
+    assert "spawned" in results[0], results[0][-500:]
+    assert "still-alive" in results[1] or "timed out" in results[1], results[1][-500:]  # ran: the agent's
+    assert "again" in results[2], results[2][-500:]
+    assert leaked == 0
+
+
+# Keeps the sandbox's pids limit full (a slot freed is taken again within 10 ms), every process
+# asleep: what a backgrounded fork bomb leaves, without the CPU it burns.
+FILL_PIDS = """
+import os, time
+while True:
+    try:
+        if os.fork() == 0:
+            time.sleep(10**6)
+    except OSError:
+        time.sleep(0.01)
+"""
+
+
+def test_a_command_that_cannot_start_is_an_error_outcome(tmp_path, image, reliability):
+    """Processes agent code left in the background fill the pids limit: the next commands cannot
+    start; the agent reads why, and the trace counts them as `error`, not `ok`."""
+    fill = "nohup python3 -c '" + FILL_PIDS.strip() + "' >/dev/null 2>&1 & sleep 3; echo filled"
+    t0 = time.monotonic()
+    proc, row, results, leaked = _run(tmp_path, [_shell(fill), _shell("echo one"), _python("print(2)"),
+                                                 {"content": "<solution>0</solution>"}], "--command-timeout", 20)
+    reliability.record("commands that cannot start (pids limit full of background processes)",
+                       f"env {row['env_outcomes']}, row {row['status']}", leaked=leaked, started=t0)
+    assert proc.returncode == 0, explain(proc)
+    assert row["attempt"] == 1 and row["status"] == "ok" and row["error_kind"] is None, row
+    assert all("cannot start ([Errno 11]" in r for r in results[1:]) and len(results) == 3, results
+    assert row["env_outcomes"]["code"] == {"ok": 1, "error": 2}, row
+    assert leaked == 0
+
+
+@pytest.fixture
+def docker_sandbox(provider, image, run_id):
+    with provider.open(SandboxSpec(image=image, run_id=run_id, instance_id="busy")) as sb:
+        yield sb
+
+
+class _Alive:
+    """raise_if_dead of a sandbox whose container runs; counts the checks."""
+
+    def __init__(self, dead: bool = False):
+        self.checks, self.dead = 0, dead
+
+    def __call__(self, cause):
+        self.checks += 1
+        if self.dead:
+            raise SandboxDied("gone") from cause
+
+
+@pytest.mark.parametrize("dead", [False, True])
+def test_a_command_the_live_service_does_not_answer_in_time_timed_out(docker_sandbox, monkeypatch, dead):
+    """The client gives up on an answer (read timeout) before the service does: a sandbox found alive,
+    twice, makes it that command's timeout; a dead one is SandboxDied, as before."""
+    monkeypatch.setattr(service, "EXEC_GRACE_S", -1.5)  # the client stops waiting 1.5 s before the deadline
+    check = _Alive(dead)
+    monkeypatch.setattr(docker_sandbox, "raise_if_dead", check)
+    if dead:
+        with pytest.raises(SandboxDied):
+            docker_sandbox.shell("sleep 10", timeout=3)
+        return
+    result = docker_sandbox.shell("sleep 10", timeout=3)
+    assert result.timed_out and result.exit_code == 137 and check.checks == 2, result
+    assert "alive but too busy" in result.stderr
+    monkeypatch.setattr(service, "EXEC_GRACE_S", 15.0)
+    assert docker_sandbox.shell("echo next", timeout=10).stdout == "next\n"
