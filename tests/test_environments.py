@@ -199,3 +199,22 @@ def test_the_sites_name_resolves_without_dns(provider, image, run_id):
         files_only = sb.shell("getent -s files hosts shop.gaia.test").stdout  # /etc/hosts alone, no DNS
     assert "shop.gaia.test" in hosts
     assert files_only.split()[1:] == ["shop.gaia.test"]
+
+
+def test_a_failed_download_is_an_error_outcome(provider, image, run_id, tmp_path):
+    """Issue 18 item 6: a download that fails reads as an error to the model and counts as `error`
+    in the trace (it was `ok`), with the failure's last line, not a list's repr."""
+    trace = tmp_path / "t.jsonl"
+
+    async def go(sb):
+        web = WebEnv(sb, Tracer(trace), action_timeout=20)
+        try:
+            return await web.download("http://nowhere.gaia.test/file.csv")
+        finally:
+            await web.close()
+
+    with provider.open(SandboxSpec(image=image, run_id=run_id, instance_id="dl-fail")) as sb:
+        text = asyncio.run(go(sb))
+    assert text.startswith("Error: download of http://nowhere.gaia.test/file.csv failed: ") and "['" not in text, text
+    (event,) = [e for e in read_trace(trace) if e.type == "env" and e.action == "download"]
+    assert event.outcome == "error", event
