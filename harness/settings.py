@@ -71,6 +71,14 @@ class Settings(BaseSettings):
     progress_every: float = Field(30, gt=0, description="without a terminal (nohup, CI, Slurm): seconds between "
                                                         "plain progress lines (one also every 10% of the instances)")
 
+    # --- model servers (harness/models/)
+    model_max_reply_mib: float = Field(16, gt=0, description="MiB one model reply may have (decoded); a longer "
+                                                             "one is a model error")
+    preflight_timeout: float = Field(60, gt=0, description="seconds the model preflight may take in all (every "
+                                                           "section's request, retries included); beyond: exit 2")
+    max_tool_calls_per_reply: int = Field(32, ge=1, description="tool calls of one model reply that run; the rest "
+                                                                "are dropped (a `tool_calls_dropped` trace event)")
+
     @field_validator("port_range")
     @classmethod
     def _range(cls, value: str | None) -> str | None:

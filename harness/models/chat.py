@@ -17,6 +17,7 @@ from typing import Any
 
 from harness.errors import ModelError
 from harness.models.config import ModelSection
+from harness.models.http import async_client, too_large
 from harness.models.meter import Meter
 
 
@@ -40,8 +41,11 @@ class ChatModel:
         self.slots = section.slots()  # the run's cap on this model's calls in flight (None: replay, no cap)
 
     async def complete(self, messages: list[dict], tools: list[dict]) -> Reply:
-        return await self.meter.call(self.section.name, lambda: self._complete(messages, tools), Reply.turn,
-                                     [_plain(m) for m in messages], slots=self.slots)
+        """One reply; of its tool calls, those that run (Meter.cap_tool_calls: the rest are traced as dropped)."""
+        reply = await self.meter.call(self.section.name, lambda: self._complete(messages, tools), Reply.turn,
+                                      [_plain(m) for m in messages], slots=self.slots)
+        reply.tool_calls = self.meter.cap_tool_calls(self.section.name, reply.tool_calls)
+        return reply
 
     async def _complete(self, messages: list[dict], tools: list[dict]) -> Reply:
         raise NotImplementedError
@@ -57,7 +61,8 @@ class OpenAIChat(ChatModel):
 
         self._openai = openai  # a ModelSection's timeout is already capped for the instance (runner/child.py)
         self._client = openai.AsyncOpenAI(api_key=section.api_key(), base_url=section.base_url,
-                                          max_retries=section.max_retries, timeout=section.timeout)
+                                          max_retries=section.max_retries, timeout=section.timeout,
+                                          http_client=async_client())
 
     async def _complete(self, messages: list[dict], tools: list[dict]) -> Reply:
         kwargs: dict[str, Any] = {}
@@ -71,7 +76,7 @@ class OpenAIChat(ChatModel):
             answer = await self._client.chat.completions.create(model=self.section.model, messages=messages,
                                                                 **kwargs)
         except self._openai.OpenAIError as exc:
-            raise ModelError(f"model {self.section.name}: {type(exc).__name__}: {exc}") from exc
+            raise ModelError(f"model {self.section.name}: {too_large(exc) or f'{type(exc).__name__}: {exc}'}") from exc
         if not isinstance(answer, self._openai.types.chat.ChatCompletion):  # the SDK returns a non-JSON reply's text
             raise ModelError(f"model {self.section.name}: the reply is not a chat completion: {str(answer)[:300]!r}")
         if not answer.choices or answer.choices[0].message is None:

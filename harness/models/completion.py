@@ -6,6 +6,7 @@ from typing import Callable
 
 from harness.errors import InputError, ModelError
 from harness.models.config import ModelSection
+from harness.models.http import sync_client, too_large
 
 
 def completer(section: ModelSection) -> Callable[[str], str]:
@@ -14,7 +15,7 @@ def completer(section: ModelSection) -> Callable[[str], str]:
     import openai
 
     client = openai.OpenAI(api_key=section.api_key(), base_url=section.base_url,
-                           max_retries=section.max_retries, timeout=section.timeout)
+                           max_retries=section.max_retries, timeout=section.timeout, http_client=sync_client())
 
     def complete(prompt: str) -> str:
         kwargs = {"temperature": section.temperature} if section.temperature is not None else {}
@@ -22,7 +23,7 @@ def completer(section: ModelSection) -> Callable[[str], str]:
             reply = client.chat.completions.create(model=section.model,
                                                    messages=[{"role": "user", "content": prompt}], **kwargs)
         except openai.OpenAIError as exc:
-            raise ModelError(f"judge model {section.name}: {exc}") from exc
+            raise ModelError(f"judge model {section.name}: {too_large(exc) or exc}") from exc
         return reply.choices[0].message.content or ""
 
     return complete

@@ -13,6 +13,11 @@ completion) is a ModelError, traced as an `error` event of kind model and rememb
 in `model_failure`, so a team that re-raises it under another type is still
 classified as the model's failure.
 
+One reply runs at most HARNESS_MAX_TOOL_CALLS_PER_REPLY tool calls (`max_tool_calls`), since
+--max-steps counts model calls, not the calls one reply asks for: each runner hands a reply's
+calls through `cap_tool_calls`, which keeps the first ones and traces a `tool_calls_dropped`
+event for the rest (the model_call event keeps the whole reply, for --record).
+
 A model with a cap on calls in flight (`max_connections`, models/slots.py) is called
 holding one of its slots; the wait for it is bounded by the call's deadline (whose rest
 bounds the call) but is not a model call: no `model_call_started`, not in the call's
@@ -27,8 +32,10 @@ import traceback
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
 
 from harness.errors import HarnessError, LimitExceeded, ModelError
+from harness.models.http import too_large
 from harness.results.model import Usage
-from harness.traces import ErrorEvent, ModelCall, ModelCallStarted, Tracer
+from harness.settings import settings
+from harness.traces import ErrorEvent, ModelCall, ModelCallStarted, ToolCallsDropped, Tracer
 
 if TYPE_CHECKING:
     from harness.models.slots import Slot, Slots
@@ -39,8 +46,9 @@ T = TypeVar("T")
 class Meter:
     def __init__(self, *, max_tokens: int | None, max_steps: int | None, price_in: float = 0.0,
                  price_out: float = 0.0, tracer: Tracer | None = None, call_deadline: float | None = None,
-                 request_timeout: float | None = None):
+                 request_timeout: float | None = None, max_tool_calls: int | None = None):
         self.max_tokens, self.max_steps = max_tokens, max_steps
+        self.max_tool_calls = settings().max_tool_calls_per_reply if max_tool_calls is None else max_tool_calls
         self.price_in, self.price_out = price_in, price_out
         self.prompt_tokens = self.completion_tokens = self.calls = 0
         self.cost = 0.0
@@ -108,6 +116,8 @@ class Meter:
         """What a failed model call raises: a budget or another harness error as it is; anything
         else (the client's error, a reply that is not a chat completion, the deadline: `timed_out`
         says how) is a ModelError, remembered and traced."""
+        if (big := too_large(exc)) is not None:  # the client wraps it in its connection error
+            return self.failed(ModelError(f"model {model}: {big}"))
         if isinstance(exc, ModelError):
             return self.failed(exc)
         if isinstance(exc, HarnessError):  # LimitExceeded among them
@@ -142,6 +152,16 @@ class Meter:
             self.tracer.emit(ModelCall(model=model, seconds=round(seconds, 4), usage=usage,
                                        content=turn.get("content"), tool_calls=turn.get("tool_calls"),
                                        n_messages=None if messages is None else len(messages), messages=new))
+
+    def cap_tool_calls(self, model: str, calls: list[T]) -> list[T]:
+        """The calls of one reply that run: the first `max_tool_calls`; the rest dropped, and traced."""
+        if len(calls) <= self.max_tool_calls:
+            return calls
+        if self.tracer is not None:
+            self.tracer.emit(ToolCallsDropped(model=model, asked=len(calls), kept=self.max_tool_calls,
+                                              dropped=len(calls) - self.max_tool_calls,
+                                              limit=f"HARNESS_MAX_TOOL_CALLS_PER_REPLY={self.max_tool_calls}"))
+        return calls[:self.max_tool_calls]
 
     def usage(self) -> Usage:
         return Usage(prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens,

@@ -16,6 +16,9 @@ flushed as it is written, so a killed agent still leaves its trace.
                   not hold yet (role, content, source/call_id); a message already written (the
                   system prompt, the task, a tool result, an earlier reply) is not repeated, so a
                   trace grows linearly with the conversation, not quadratically
+    tool_calls_dropped  a model reply asked for more tool calls than run (HARNESS_MAX_TOOL_CALLS_PER_REPLY):
+                  its model, how many it asked for, how many ran (the first ones) and were dropped;
+                  the dropped calls are in the model_call's tool_calls, never in tool_call events
     env           one environment action (code / file / web): args, outcome, timing
     user_reply    the simulated user's answer to an agent that stopped without <solution>
     limit         a budget stopped the agent; the parent appends one with detail
@@ -106,6 +109,15 @@ class ModelCall(_Event):
     messages: list[dict[str, Any]] = Field(default_factory=list)  # those new to this trace (see above)
 
 
+class ToolCallsDropped(_Event):
+    type: Literal["tool_calls_dropped"] = "tool_calls_dropped"
+    model: str = ""
+    asked: int  # tool calls in the reply
+    kept: int  # the first ones: these ran
+    dropped: int
+    limit: str = ""  # the setting and its value
+
+
 class EnvAction(_Event):
     type: Literal["env"] = "env"
     env: str
@@ -157,7 +169,7 @@ class ErrorEvent(_Event):
 
 
 Event = Annotated[Union[TaskEvent, SystemPrompt, Message, ToolCall, ToolResult, ModelCallStarted, ModelCall,
-                        EnvAction, UserReply, LimitEvent, ErrorEvent, VerdictEvent, Divergence],
+                        ToolCallsDropped, EnvAction, UserReply, LimitEvent, ErrorEvent, VerdictEvent, Divergence],
                   Field(discriminator="type")]
 _EVENT = TypeAdapter(Event)
 

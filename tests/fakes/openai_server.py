@@ -20,7 +20,12 @@ Each `POST /v1/chat/completions` (non-streaming) takes the next item of the scri
 - ``("hang", seconds)``: no answer for that long (None: until the server stops), then the
   connection is closed without a response: a model that hangs;
 - ``("raw", status, body, content_type)``: exactly these bytes (a reply that is not JSON, or JSON
-  that is not a chat completion, e.g. empty ``choices``).
+  that is not a chat completion, e.g. empty ``choices``);
+- ``("endless", chunk, every, most, seconds)``: 200 and its headers (JSON, no length, gzip-encoded
+  when `gzip`), then the start of a chat completion whose content never ends: `chunk` bytes every
+  `every` seconds until the client hangs up, or the test's own bounds (`most` bytes or `seconds`)
+  are reached, or the server stops. ``server.endless`` has one entry per such answer: bytes sent,
+  and whether the client hung up.
 
 The harness's preflight call (header ``X-Harness-Preflight``, harness/models/probe.py) does not
 take script items: it gets ``probe`` (default: text "OK"), and is kept in ``server.probes``, out
@@ -86,9 +91,14 @@ def raw(body: str | bytes, status: int = 200, content_type: str = "application/j
     return ("raw", status, body.encode() if isinstance(body, str) else body, content_type)
 
 
+def endless(chunk: int = 1 << 16, every: float = 0.0, most: int = 1 << 30, seconds: float = 120.0,
+            gzip: bool = False) -> Item:
+    return ("endless", chunk, every, most, seconds, gzip)
+
+
 PROBE_HEADER = "x-harness-preflight"
 REFUSE_TOOLS = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
-KINDS = ("error", "tool_calls", "text", "hang", "raw")
+KINDS = ("error", "tool_calls", "text", "hang", "raw", "endless")
 
 
 def _usage(usage: tuple[int, int]) -> dict:
@@ -113,6 +123,7 @@ class FakeOpenAI:
         self.requests: list[dict[str, Any]] = []
         self.responses: list[tuple[int, Any]] = []  # (status, JSON body) of every chat completion answer
         self.exhausted = 0
+        self.endless: list[dict[str, Any]] = []  # per endless answer: {"sent": bytes, "hung_up": bool}
         self.delay, self.rate_limited, self.retry_after = delay, rate_limited, retry_after
         self.refuse_tools, self.strict_model = refuse_tools, strict_model
         self.in_flight = self.max_in_flight = 0
@@ -193,6 +204,8 @@ class FakeOpenAI:
         if kind == "raw":
             _, status, body_bytes, content_type = item
             return status, body_bytes, {"Content-Type": content_type}
+        if kind == "endless":
+            return 200, item, {}  # streamed by the handler
         if kind == "error":
             _, status, payload, headers = item
             return status, payload, headers
@@ -311,11 +324,45 @@ def _handler_for(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             if payload is None:  # a hang: close without an answer
                 self.close_connection = True
                 return
+            if isinstance(payload, tuple):
+                entry["status"] = status
+                self._stream_forever(payload)
+                return
             entry["status"] = status
             if not probing:
                 with fake._lock:
                     fake.responses.append((status, payload))
             self._send(status, payload, headers)
+
+        def _stream_forever(self, item: Item) -> None:
+            """A 200 whose body has no end (within the item's bounds); the connection closes after it."""
+            import zlib
+
+            _, chunk, every, most, seconds, gzip = item
+            self.close_connection = True
+            pack = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS) if gzip else None
+            head = [f"{self.protocol_version} 200 OK", "Content-Type: application/json", "Connection: close",
+                    f"Date: {self.date_time_string()}", "Server: fake-openai"] + (
+                ["Content-Encoding: gzip"] if gzip else [])
+            record = {"sent": 0, "hung_up": False}
+            with fake._lock:
+                fake.endless.append(record)
+            start = b'{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": ' \
+                    b'{"role": "assistant", "content": "'
+            data = start + b"a" * max(chunk - len(start), 0)
+            ends = time.monotonic() + seconds
+            try:
+                self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+                while record["sent"] < most and time.monotonic() < ends and not fake._stopping.is_set():
+                    out = pack.compress(data) + pack.flush(zlib.Z_SYNC_FLUSH) if pack else data
+                    self.wfile.write(out)
+                    self.wfile.flush()
+                    record["sent"] += len(out)
+                    data = b"a" * chunk
+                    if every:
+                        fake._stopping.wait(every)
+            except OSError:  # BrokenPipe / ConnectionReset: the client stopped reading
+                record["hung_up"] = True
 
         def do_GET(self) -> None:  # noqa: N802
             fake.record("GET", self.path, self.headers, None)

@@ -10,7 +10,8 @@ from harness.agents.autogen.executor import LANGUAGES, SandboxCodeExecutor
 from harness.agents.autogen.tools import sandbox_tools, web_tools
 
 # The agent may loop over tools freely: the harness's meter enforces --max-steps
-# (model calls) the same way for every agent and team, and records the limit.
+# (model calls) the same way for every agent and team, and records the limit; it also cuts
+# one reply's tool calls to HARNESS_MAX_TOOL_CALLS_PER_REPLY (agents/autogen/models.py).
 UNBOUNDED = 10_000
 
 SYSTEM = (

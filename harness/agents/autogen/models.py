@@ -24,6 +24,7 @@ from autogen_core import FunctionCall
 from autogen_core.models import ChatCompletionClient, CreateResult, RequestUsage
 
 from harness.models.config import ModelSection
+from harness.models.http import async_client
 from harness.models.meter import Meter
 from harness.models.slots import Slots
 
@@ -54,6 +55,7 @@ def inner_client(section: ModelSection, replay_turns: list[dict] | None = None,
         kwargs["max_tokens"] = section.max_tokens
     if headers:
         kwargs["default_headers"] = headers
+    kwargs["http_client"] = async_client()  # a reply's size is capped (models/http.py)
     if section.model_info is not None:
         return OpenAIChatCompletionClient(**kwargs, model_info={**DEFAULT_MODEL_INFO, **section.model_info})
     try:
@@ -126,14 +128,22 @@ def trace_messages(messages: Sequence[Any]) -> list[dict]:
 
 class MeteredClient(ChatCompletionClient):
     """Counts every call on the instance's Meter (budgets included) before handing it on; with
-    `slots` (the run's cap on the model's calls in flight) each call holds one of them."""
+    `slots` (the run's cap on the model's calls in flight) each call holds one of them. A reply's
+    function calls beyond the meter's per-reply cap are cut from the CreateResult the agent gets
+    (Meter.cap_tool_calls traces them), so AutoGen's agents never run them."""
 
     def __init__(self, inner: ChatCompletionClient, meter: Meter, label: str = "", slots: "Slots | None" = None):
         self._inner, self._meter, self._label, self._slots = inner, meter, label, slots
 
     async def create(self, messages: Sequence[Any], **kwargs: Any) -> CreateResult:
-        return await self._meter.call(self._label, lambda: self._inner.create(messages, **kwargs), turn_from_result,
-                                      trace_messages(messages), slots=self._slots)
+        return self._capped(await self._meter.call(self._label, lambda: self._inner.create(messages, **kwargs),
+                                                   turn_from_result, trace_messages(messages), slots=self._slots))
+
+    def _capped(self, result: CreateResult) -> CreateResult:
+        if not isinstance(result.content, list):
+            return result
+        kept = self._meter.cap_tool_calls(self._label, result.content)
+        return result if kept is result.content else result.model_copy(update={"content": kept})
 
     async def create_stream(self, messages: Sequence[Any], **kwargs: Any):
         """Streamed: the deadline bounds the whole stream (the wait for a slot included); a failure
@@ -161,6 +171,7 @@ class MeteredClient(ChatCompletionClient):
                 if isinstance(item, CreateResult):
                     meter.after_call(turn_from_result(item), time.monotonic() - started, self._label,
                                      trace_messages(messages))
+                    item = self._capped(item)
                 yield item
         finally:
             if slot is not None:

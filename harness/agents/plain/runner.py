@@ -3,7 +3,9 @@
 It proves the agent-runner contract (a runner is setup + turn + close) and is a baseline
 agent in its own right: the model sees the sandbox tools (and the browser's, when the
 run has one), calls them, reads their results, and answers in text. The loop stops at
-the model's first reply without tool calls; the harness's meter enforces --max-steps.
+the model's first reply without tool calls; the harness's meter enforces --max-steps, and
+runs at most HARNESS_MAX_TOOL_CALLS_PER_REPLY of one reply's calls (ChatModel.complete drops the
+rest, traced; the conversation holds only the calls that ran).
 
 Tool arguments are validated (and coerced, "2" -> 2) against the tool's signature, and a
 tool that raises is reported to the model as an error result, as AutoGen's FunctionTool

@@ -1,0 +1,136 @@
+"""The HTTP clients every OpenAI-compatible call goes through: a model reply has a size limit.
+
+The official client buffers a reply whole before parsing it, so a server that answers 200 and
+then sends bytes forever would grow the process without end. `sync_client()` and
+`async_client()` (handed to `openai.OpenAI` / `AsyncOpenAI` as `http_client`, by the plain
+runner, the AutoGen runner, the LLM judge and the preflight) count each reply's bytes as they
+arrive, decoded, and stop reading at HARNESS_MODEL_MAX_REPLY_MIB: `ReplyTooLarge`, a
+ModelError naming the limit, and the connection is dropped.
+
+Rules: the count is of the body as the client would hold it, so requests ask for
+`Accept-Encoding: identity` and a gzip or deflate body is inflated here, a bounded step at a
+time (a small compressed body cannot expand past the limit); any other encoding is refused. A
+streamed reply (server-sent events) counts its whole stream. The official client treats an
+error while reading as a broken connection and retries it (`max_retries`, each try read only up
+to the limit); what is left after the retries names this limit (`too_large` finds it under the
+client's own error), in the agents' rows, the judge's error and the preflight's message.
+Everything else is the SDK's default client (its timeouts, connection limits, proxies from the
+environment).
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import AsyncIterator, Iterator
+
+import httpx
+
+from harness.errors import ModelError
+from harness.settings import settings
+
+INFLATE = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+
+
+class ReplyTooLarge(ModelError):
+    """A model reply longer than HARNESS_MODEL_MAX_REPLY_MIB (read no further)."""
+
+
+def limit_bytes() -> int:
+    return int(settings().model_max_reply_mib * 2**20)
+
+
+def describe_limit() -> str:
+    return f"HARNESS_MODEL_MAX_REPLY_MIB={settings().model_max_reply_mib:g}"
+
+
+def too_large(exc: BaseException | None) -> ReplyTooLarge | None:
+    """The ReplyTooLarge behind an error (the client wraps it in its connection error), or None."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, ReplyTooLarge):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def sync_client(**kwargs) -> httpx.Client:
+    """The SDK's default HTTP client with the reply limit (for `openai.OpenAI(http_client=...)`)."""
+    import openai
+
+    return openai.DefaultHttpxClient(event_hooks={"request": [_identity], "response": [_cap]}, **kwargs)
+
+
+def async_client(**kwargs) -> httpx.AsyncClient:
+    """The same for `openai.AsyncOpenAI(http_client=...)` (and AutoGen's OpenAI client)."""
+    import openai
+
+    async def identity(request: httpx.Request) -> None:
+        _identity(request)
+
+    async def cap(response: httpx.Response) -> None:
+        _cap(response)
+
+    return openai.DefaultAsyncHttpxClient(event_hooks={"request": [identity], "response": [cap]}, **kwargs)
+
+
+def _identity(request: httpx.Request) -> None:
+    request.headers["Accept-Encoding"] = "identity"
+
+
+def _cap(response: httpx.Response) -> None:
+    """Replace the reply's body stream with one that counts (and inflates) it; httpx then decodes nothing."""
+    encoding = response.headers.get("Content-Encoding", "identity").strip().lower() or "identity"
+    if encoding != "identity" and encoding not in INFLATE:
+        response.close()
+        raise ModelError(f"the model server sent a reply encoded {encoding!r} (identity was asked for)")
+    if encoding != "identity":
+        del response.headers["Content-Encoding"]
+    response.stream = _Counted(response.stream, limit_bytes(), None if encoding == "identity" else INFLATE[encoding])
+
+
+class _Counted(httpx.SyncByteStream, httpx.AsyncByteStream):
+    """A body stream that yields at most `limit` bytes (inflated with `wbits` when set), then raises."""
+
+    def __init__(self, inner, limit: int, wbits: int | None):
+        self._inner, self._limit, self._seen = inner, limit, 0
+        self._inflate = None if wbits is None else zlib.decompressobj(wbits)
+
+    def _take(self, chunk: bytes) -> Iterator[bytes]:
+        if self._inflate is None:
+            yield self._count(chunk)
+            return
+        try:
+            while chunk:
+                out = self._inflate.decompress(chunk, self._limit - self._seen + 1)
+                yield self._count(out)
+                chunk = self._inflate.unconsumed_tail
+        except zlib.error as exc:
+            raise ModelError(f"the model server's compressed reply is corrupt: {exc}") from None
+
+    def _count(self, data: bytes) -> bytes:
+        self._seen += len(data)
+        if self._seen > self._limit:
+            raise ReplyTooLarge(f"the reply is longer than {self._limit / 2**20:g} MiB ({describe_limit()}); "
+                                "read no further")
+        return data
+
+    def _rest(self) -> bytes:
+        return b"" if self._inflate is None else self._count(self._inflate.flush())
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self._inner:
+            yield from self._take(chunk)
+        yield self._rest()
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._inner:
+            for data in self._take(chunk):
+                yield data
+        yield self._rest()
+
+    def close(self) -> None:
+        self._inner.close()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
