@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 
 @contextlib.contextmanager

@@ -119,7 +119,7 @@ def new_pdf():
     from fpdf import FPDF
 
     pdf = FPDF(format="A4")
-    pdf.set_creation_date(FIXED_TIME.replace(tzinfo=dt.timezone.utc))
+    pdf.set_creation_date(FIXED_TIME.replace(tzinfo=dt.UTC))
     pdf.set_creator("harness make_smoke_dataset.py")
     pdf.set_producer("fpdf2")
     pdf.set_auto_page_break(True, margin=15)

@@ -26,8 +26,17 @@ from harness.runner.prompt import BENCHMARK_RULES, FORMAT_RULES, check_template,
 from harness.runner.scorers import build_scorers
 from harness.scoring.apply import context_for, score_one
 from tests.fakes.openai_server import FakeOpenAI, text, tool_calls
-from tests.helpers.e2e import (FAKE_KEY, REPO, containers_created_between, explain, harness,
-                               out_dir, replay_instance, rows, trace)
+from tests.helpers.e2e import (
+    FAKE_KEY,
+    REPO,
+    containers_created_between,
+    explain,
+    harness,
+    out_dir,
+    replay_instance,
+    rows,
+    trace,
+)
 from tests.test_run_e2e import SUM, one_instance
 
 QUESTION = "Sum column x of nums.csv."

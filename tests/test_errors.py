@@ -16,8 +16,20 @@ from pydantic import ValidationError
 import harness.runner.instance as instance_mod
 from harness.agents.contract import AgentResult, Limits
 from harness.datasets.model import Instance
-from harness.errors import (ERROR_KINDS, AgentError, EngineUnavailable, HarnessError, InfraError, InputError,
-                            LimitExceeded, ModelError, SandboxDied, SandboxFileNotFound, ScorerError, kind_of)
+from harness.errors import (
+    ERROR_KINDS,
+    AgentError,
+    EngineUnavailable,
+    HarnessError,
+    InfraError,
+    InputError,
+    LimitExceeded,
+    ModelError,
+    SandboxDied,
+    SandboxFileNotFound,
+    ScorerError,
+    kind_of,
+)
 from harness.models.config import ModelSection
 from harness.results.model import ResultRow
 from harness.runner.instance import RunSettings, run_instance

@@ -14,6 +14,7 @@ import pytest
 
 from tests.test_run_e2e import containers_of, rows, run_replayed, trace
 
+
 def ledger(next_speaker: str, instruction: str, satisfied: bool = False) -> dict:
     entry = {
         "is_request_satisfied": {"reason": "The sum has been computed." if satisfied else "Not done yet.",

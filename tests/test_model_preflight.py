@@ -17,8 +17,17 @@ import pytest
 from harness import exit_codes
 from harness.agents.contract import AgentRunner
 from tests.fakes.openai_server import REFUSE_TOOLS, FakeOpenAI, text, tool_calls
-from tests.helpers.e2e import (FAKE_KEY, FAKE_KEY_ENV, containers_created_between, containers_of, explain, harness,
-                               out_dir, remove_leftovers, rows)
+from tests.helpers.e2e import (
+    FAKE_KEY,
+    FAKE_KEY_ENV,
+    containers_created_between,
+    containers_of,
+    explain,
+    harness,
+    out_dir,
+    remove_leftovers,
+    rows,
+)
 
 CODE = "print(6 * 7)"
 
@@ -238,9 +247,9 @@ def test_a_broken_agent_exits_2_before_any_container(tmp_path, image, attr, expe
 
 
 def test_the_servers_words_are_one_bounded_line():
+    from harness.errors import InputError
     from harness.models.config import ModelSection
     from harness.models.probe import WORDS, ModelCheck, probe
-    from harness.errors import InputError
     from tests.fakes.openai_server import error
 
     words = "bad \x1b[31mparameter\x1b[0m 'top_k'\r\nsecond line\x00 " + "x" * 5000

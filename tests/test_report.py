@@ -187,8 +187,13 @@ def test_model_call_messages_skip_texts_the_trace_holds(tmp_path: Path) -> None:
 
 def test_autogen_messages_become_role_content_dicts() -> None:
     from autogen_core import FunctionCall
-    from autogen_core.models import (AssistantMessage, FunctionExecutionResult, FunctionExecutionResultMessage,
-                                     SystemMessage, UserMessage)
+    from autogen_core.models import (
+        AssistantMessage,
+        FunctionExecutionResult,
+        FunctionExecutionResultMessage,
+        SystemMessage,
+        UserMessage,
+    )
 
     from harness.agents.autogen.models import trace_messages
 

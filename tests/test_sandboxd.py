@@ -514,7 +514,7 @@ def _closed_within(sock: socket.socket, seconds: float) -> bool:
                 return True
         except (ConnectionResetError, BrokenPipeError):
             return True
-        except (socket.timeout, TimeoutError):
+        except TimeoutError:
             return False
     return False
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from harness.terminal import first_line, flat, listed
-from tests.helpers.e2e import REPO, containers_of, explain, harness, out_dir, rows
+from tests.helpers.e2e import REPO, containers_of, explain, harness, out_dir
 
 ANSWER = "7"
 SUM = {"name": "run_python", "arguments": {"code": "print(3 + 4)"}}

@@ -14,8 +14,17 @@ import pytest
 
 from harness.agents.contract import DEFAULT_USER_REPLY
 from tests.fakes.openai_server import FakeOpenAI, text, tool_calls
-from tests.helpers.e2e import (containers_created_between, containers_of, explain, fake_config, harness, out_dir,
-                               replay_instance, rows, trace)
+from tests.helpers.e2e import (
+    containers_created_between,
+    containers_of,
+    explain,
+    fake_config,
+    harness,
+    out_dir,
+    replay_instance,
+    rows,
+    trace,
+)
 
 AGENTS = ["assistant", "plain"]
 AMOUNTS = {"north": 1721, "south": 388, "east": 2093}

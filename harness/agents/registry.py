@@ -13,7 +13,8 @@ checked by the runner's own preflight (a dry construction, AgentRunner.preflight
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from harness.agents.contract import AgentRunner
 from harness.errors import InputError

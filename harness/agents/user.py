@@ -10,7 +10,7 @@ returns something else than a str or None is an input error, not the agent's.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from harness.agents.contract import UserSimulation
 from harness.answers import SOLUTION

@@ -10,9 +10,10 @@ of reaching the model as ordinary tool output.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, TypeVar
 
 from harness.environments.code import CodeEnv, format_result
 from harness.environments.files import FileEnv

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 import typing
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from pydantic import BaseModel, ConfigDict, create_model
 

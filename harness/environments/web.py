@@ -116,7 +116,7 @@ class WebEnv:
         try:
             await self._ensure()
             text = await asyncio.wait_for(body(), self.action_timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             outcome = "timeout"
             text = (f"Error (timeout): the page did not respond within {self.action_timeout:.0f}s. "
                     "It may be blocking the browser; try another page.")

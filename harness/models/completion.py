@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from harness.errors import InputError, ModelError
 from harness.models.config import ModelSection

@@ -21,7 +21,7 @@ environment).
 from __future__ import annotations
 
 import zlib
-from typing import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import httpx
 

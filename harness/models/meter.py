@@ -29,7 +29,8 @@ from __future__ import annotations
 import asyncio
 import time
 import traceback
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from harness.errors import HarnessError, LimitExceeded, ModelError
 from harness.models.http import too_large
@@ -69,7 +70,7 @@ class Meter:
                                               f"limit {self.max_tokens}")
 
     async def call(self, model: str, request: Callable[[], Awaitable[T]], turn: Callable[[T], dict[str, Any]],
-                   messages: list[dict[str, Any]] | None = None, slots: "Slots | None" = None) -> T:
+                   messages: list[dict[str, Any]] | None = None, slots: Slots | None = None) -> T:
         """One metered call: `request()` makes it, `turn(reply)` gives the reply in replay form;
         `messages` (role/content dicts) is what it sent, traced as far as the trace lacks it;
         `slots`, the model's cap on calls in flight (models/slots.py): the call waits for one first."""
@@ -93,7 +94,7 @@ class Meter:
         self.after_call(done, time.monotonic() - started, model, messages)
         return reply
 
-    async def take_slot(self, model: str, slots: "Slots | None") -> "tuple[Slot | None, float]":
+    async def take_slot(self, model: str, slots: Slots | None) -> tuple[Slot | None, float]:
         """Wait for one of the model's slots (None: no cap), at most the call's deadline; returns the
         slot and the seconds waited. A waiting call is not a model call yet: it is neither traced as
         started nor counted. No slot within the deadline is the model's failure (its calls are slow)."""

@@ -25,8 +25,9 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from harness.errors import InputError
 from harness.models.config import ModelSection

@@ -64,7 +64,7 @@ class Slot:
     def held(self) -> bool:
         return self._fd is not None
 
-    def __enter__(self) -> "Slot":
+    def __enter__(self) -> Slot:
         return self
 
     def __exit__(self, *exc) -> None:

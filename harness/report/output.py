@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import shlex
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ def summary_row(report: Report, *, run_label: str, extra: dict[str, Any]) -> dic
     """One flat CSV row: label, timestamp, `extra`, then the headline metrics."""
     row: dict[str, Any] = {
         "run_label": run_label,
-        "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
         **extra,
         "n_selected": report.n_selected,
         "n_correct": report.n_correct,

@@ -23,8 +23,9 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 from harness.errors import InputError
 from harness.results.layout import RunDir
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 _IDS = re.compile(rb'\{"instance_id":("(?:[^"\\]|\\.)*")')
 
 
-def instance_hash(instance: "Instance") -> str:
+def instance_hash(instance: Instance) -> str:
     """A short digest of what defines the instance's result (its files by name: their bytes are in
     the dataset fingerprint, which would cost a read of every attachment per run)."""
     record = [instance.instance_id, instance.question, instance.answer, instance.level, instance.files,
@@ -44,7 +45,7 @@ def instance_hash(instance: "Instance") -> str:
     return hashlib.sha256(json.dumps(record, ensure_ascii=True, default=str).encode()).hexdigest()[:16]
 
 
-def settle(out: Path, instances: Iterable["Instance"], *, vouched: bool, force: bool) -> tuple[Loaded, list[str]]:
+def settle(out: Path, instances: Iterable[Instance], *, vouched: bool, force: bool) -> tuple[Loaded, list[str]]:
     """Read output.jsonl for resuming after putting it right (see the module's rules); return what
     resuming needs of its rows and what was done, to be said. InputError: foreign rows without --force,
     or a file that cannot be rewritten."""
@@ -81,7 +82,7 @@ def settle(out: Path, instances: Iterable["Instance"], *, vouched: bool, force: 
     return load(out, RowKey), notes
 
 
-def refuse_foreign(out: Path, instances: Iterable["Instance"], *, vouched: bool,
+def refuse_foreign(out: Path, instances: Iterable[Instance], *, vouched: bool,
                    force: bool) -> list[tuple[int, str, str]]:
     """The rows not made from this dataset's instances, as (line, instance id, why) (none when run.json
     vouches for them); InputError when there are any and no --force. Read only: `harness run` asks it

@@ -36,7 +36,6 @@ from pathlib import Path
 
 from harness.fsutil import slug
 
-
 # File names too generic to name a run by (datasets/math500-sample/test.jsonl: "math500-sample-test").
 GENERIC_STEMS = ("metadata", "data", "dataset", "tasks", "test", "train", "validation", "dev")
 

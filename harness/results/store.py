@@ -155,7 +155,7 @@ class RowKey:
         return self.status != "error"
 
     @classmethod
-    def model_validate_json(cls, raw: bytes) -> "RowKey":
+    def model_validate_json(cls, raw: bytes) -> RowKey:
         """A row written by append_row starts with these fields in ResultRow's order: they are read off
         the line's head (about a microsecond, not a parse of the whole ~1 KB line) when the line looks
         whole: a closing brace at its end and as many opening braces as closing ones (a row cut short

@@ -26,15 +26,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from harness import exit_codes
 from harness.models.replay import recorded_turns
-from harness.settings import settings as harness_settings
 from harness.results.layout import RunDir
 from harness.results.model import ResultRow
 from harness.results.store import RowWriter, rescue
 from harness.runner import forkserver
-from harness.runner.preflight import RunOptions
 from harness.runner.instance import RunSettings, kill_agents, run_instance
+from harness.runner.preflight import RunOptions
+from harness.settings import settings as harness_settings
 from harness.terminal import first_line, say
 from harness.traces import LimitEvent, read_trace
+
 
 @dataclass
 class Outcome:
@@ -182,7 +183,7 @@ class _Bar:
         self.bar = Progress(*columns, console=console, transient=False)
         self.task = self.bar.add_task(label, total=total, rate="-", errors=0)
 
-    def __enter__(self) -> "_Bar":
+    def __enter__(self) -> _Bar:
         self.bar.start()
         return self
 
@@ -209,7 +210,7 @@ class _Lines:
         self.ended = threading.Event()
         self.timer = threading.Thread(target=self._tick, name="progress", daemon=True)
 
-    def __enter__(self) -> "_Lines":
+    def __enter__(self) -> _Lines:
         self.timer.start()
         return self
 

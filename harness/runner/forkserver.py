@@ -179,7 +179,7 @@ def serve(harness_pid: int, agent: str, stdin: int = 0, out=None) -> None:
 class ForkedChild:
     """An agent process forked by the server, shaped like the subprocess.Popen the runner used."""
 
-    def __init__(self, server: "Server", pid: int):
+    def __init__(self, server: Server, pid: int):
         self.pid, self._exit, self.returncode = pid, server.exit_of(pid), None
         self._server = server
 
@@ -265,7 +265,7 @@ class Server:
         threading.Thread(target=self._read, args=(self.ready,), name="forkserver-reader", daemon=True).start()
 
     @classmethod
-    def fresh(cls, agent: str) -> "Server":
+    def fresh(cls, agent: str) -> Server:
         """A server in a fresh interpreter (imports everything itself)."""
         return cls(agent, subprocess.Popen(
             [sys.executable, "-m", "harness.runner.forkserver", str(os.getpid()), agent],
@@ -354,7 +354,7 @@ class Server:
 READY_TIMEOUT = 120  # seconds for a server to load; beyond it agent processes start fresh
 _servers: dict[str, Future] = {}  # agent name -> Future of its Server (None: disabled or failed)
 _servers_lock = threading.Lock()
-_keeper: "queue.Queue[tuple]" = queue.Queue()
+_keeper: queue.Queue[tuple] = queue.Queue()
 _keeper_thread: threading.Thread | None = None
 
 

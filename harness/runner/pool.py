@@ -104,7 +104,7 @@ class WarmPool:
             except queue.Empty:
                 return
 
-    def __enter__(self) -> "WarmPool":
+    def __enter__(self) -> WarmPool:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -39,15 +39,15 @@ from harness.models.probe import probe_all
 from harness.report import Report, append_summary, build_report, render, write_report
 from harness.report.breakdown import task_labels
 from harness.report.output import end_lines
-from harness.results.layout import RunDir
 from harness.results.integrity import refuse_foreign, settle
+from harness.results.layout import RunDir
 from harness.results.run_config import RunConfig, lock_output_dir, save_or_check, vouches
 from harness.results.store import pending, read_rows
 from harness.runner import forkserver
 from harness.runner.evaluate import evaluate, rescue_rows
-from harness.runner.preflight import RunOptions, check_capacity, prepare, unserved_website
 from harness.runner.instance import RunSettings, reset_scratch
 from harness.runner.pool import WarmPool
+from harness.runner.preflight import RunOptions, check_capacity, prepare, unserved_website
 from harness.sandbox.contract import SandboxSpec
 from harness.sandbox.registry import DEFAULT, get_provider
 from harness.sandbox.site import site_info

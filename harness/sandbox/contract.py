@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import abc
 import re
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import tarfile
 import tempfile
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO, Iterator, NamedTuple, Sequence
+from typing import BinaryIO, NamedTuple
 
 from harness.errors import InputError
 from harness.fsutil import inside

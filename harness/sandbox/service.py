@@ -16,16 +16,32 @@ import json
 import os
 import time
 import urllib.parse
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import BinaryIO, Callable, Mapping, Sequence
+from typing import BinaryIO
 
 import urllib3
 
-from harness.errors import (InfraError, SandboxBadRequest, SandboxFileNotFound, SandboxIsADirectory,
-                            SandboxOutputLimit, SandboxPermissionDenied, SandboxRequestError,
-                            SandboxUnsupported)
-from harness.sandbox.contract import (DEFAULT_MAX_OUTPUT, DEFAULT_MAX_READ, WORKSPACE, Connection, ExecResult, Sandbox,
-                                      SandboxHandle, SandboxSpec)
+from harness.errors import (
+    InfraError,
+    SandboxBadRequest,
+    SandboxFileNotFound,
+    SandboxIsADirectory,
+    SandboxOutputLimit,
+    SandboxPermissionDenied,
+    SandboxRequestError,
+    SandboxUnsupported,
+)
+from harness.sandbox.contract import (
+    DEFAULT_MAX_OUTPUT,
+    DEFAULT_MAX_READ,
+    WORKSPACE,
+    Connection,
+    ExecResult,
+    Sandbox,
+    SandboxHandle,
+    SandboxSpec,
+)
 from harness.sandbox.files import MAX_ARCHIVE_BYTES, archive_file, archive_size
 
 TOKEN_HEADER = "X-Harness-Token"

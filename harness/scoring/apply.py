@@ -17,7 +17,7 @@ Rules:
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from harness.scoring.base import Score, ScoreContext, Scorer, ScorerError, make_score
 

@@ -18,7 +18,7 @@ import re
 import string
 from typing import Literal
 
-from .base import ScoreContext, Score, make_score
+from .base import Score, ScoreContext, make_score
 
 __all__ = ["GaiaScorer", "gaia_match", "match_kind", "normalize_number", "normalize_text"]
 

@@ -34,7 +34,8 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from .base import Score, ScoreContext, make_score
 

@@ -18,7 +18,8 @@ Rules:
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from harness.errors import InputError
 from harness.plugins import load

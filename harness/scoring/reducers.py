@@ -21,8 +21,8 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from harness.errors import InputError
 from harness.scoring.gaia import normalize_text

@@ -60,8 +60,9 @@ import itertools
 import json
 import threading
 import time
+from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Sequence
+from typing import Any
 
 Item = tuple
 
@@ -156,7 +157,7 @@ class FakeOpenAI:
         """Script items consumed so far."""
         return self._next
 
-    def start(self) -> "FakeOpenAI":
+    def start(self) -> FakeOpenAI:
         server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         server.daemon_threads = True
         self._server = server
@@ -173,7 +174,7 @@ class FakeOpenAI:
         if self._thread is not None:
             self._thread.join(timeout=5)
 
-    def __enter__(self) -> "FakeOpenAI":
+    def __enter__(self) -> FakeOpenAI:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -19,8 +19,17 @@ import pytest
 
 from harness import exit_codes
 from tests.fakes.openai_server import FakeOpenAI, endless, text, tool_calls
-from tests.helpers.e2e import (containers_created_between, containers_of, explain, fake_config, harness, out_dir,
-                               remove_leftovers, rows, trace)
+from tests.helpers.e2e import (
+    containers_created_between,
+    containers_of,
+    explain,
+    fake_config,
+    harness,
+    out_dir,
+    remove_leftovers,
+    rows,
+    trace,
+)
 
 CAP_MIB = 1  # HARNESS_MODEL_MAX_REPLY_MIB in these tests
 BOUND = 128 * 2**20  # the endless answers' own bound: what an uncapped client reads before failing

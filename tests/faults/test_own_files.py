@@ -23,7 +23,15 @@ import pytest
 
 from harness import exit_codes
 from tests.faults.test_run_control import _dataset, _lost, _no_traceback, _sleeping, _start, _wait_for
-from tests.helpers.e2e import containers_created_between, containers_of, explain, harness, out_dir, remove_leftovers, rows
+from tests.helpers.e2e import (
+    containers_created_between,
+    containers_of,
+    explain,
+    harness,
+    out_dir,
+    remove_leftovers,
+    rows,
+)
 
 LONG = "x" * 6000  # a row longer than a page: it can never fit in the slack of output.jsonl's last page
 

@@ -25,8 +25,19 @@ import pytest
 
 from harness import exit_codes
 from tests.fakes.openai_server import FakeOpenAI, error, hang, raw, text
-from tests.helpers.e2e import (FAKE_KEY, FAKE_KEY_ENV, REPO, containers_created_between, containers_of, explain,
-                               fake_config, harness, out_dir, remove_leftovers, rows)
+from tests.helpers.e2e import (
+    FAKE_KEY,
+    FAKE_KEY_ENV,
+    REPO,
+    containers_created_between,
+    containers_of,
+    explain,
+    fake_config,
+    harness,
+    out_dir,
+    remove_leftovers,
+    rows,
+)
 
 SOLVE = [{"tool_calls": [{"name": "run_python", "arguments": {"code": "print(6*7)"}}]},
          {"content": "<solution>42</solution>"}]

@@ -126,7 +126,7 @@ class SecondEngine:
         return docker.DockerClient(base_url=self.unix_url, version="auto", timeout=120)
 
     # -- lifecycle ----------------------------------------------------------------------------
-    def start(self, timeout: float = 60) -> "SecondEngine":
+    def start(self, timeout: float = 60) -> SecondEngine:
         if os.geteuid() != 0:
             raise RuntimeError("a second engine needs root (network namespaces)")
         self.subnet = free_subnet()
@@ -221,7 +221,7 @@ class SecondEngine:
         shutil.rmtree(Path("/etc/netns") / self.netns, ignore_errors=True)
         shutil.rmtree(self.run_dir, ignore_errors=True)
 
-    def __enter__(self) -> "SecondEngine":
+    def __enter__(self) -> SecondEngine:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 LOCAL_NETWORKS = ("docker_gwbridge", "harness-swarm-none-config")
 

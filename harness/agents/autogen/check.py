@@ -19,7 +19,8 @@ import asyncio
 import contextvars
 import inspect
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from harness.agents.contract import Limits
 from harness.agents.dry import SandboxNeeded, dry_environments

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import List
-
 from autogen_core import CancellationToken
 from autogen_core.code_executor import CodeBlock, CodeExecutor, CodeResult
 
@@ -23,7 +21,7 @@ class SandboxCodeExecutor(CodeExecutor):
     def __init__(self, envs: Environments):
         self._envs = envs
 
-    async def execute_code_blocks(self, code_blocks: List[CodeBlock],
+    async def execute_code_blocks(self, code_blocks: list[CodeBlock],
                                   cancellation_token: CancellationToken) -> CodeResult:
         outputs: list[str] = []
         exit_code = 0

@@ -18,7 +18,8 @@ import asyncio
 import json
 import time
 import uuid
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from autogen_core import FunctionCall
 from autogen_core.models import ChatCompletionClient, CreateResult, RequestUsage
@@ -32,7 +33,7 @@ DEFAULT_MODEL_INFO = {"vision": False, "function_calling": True, "json_output": 
                       "family": "unknown", "structured_output": False}
 
 
-def build_client(section: ModelSection, meter: Meter, replay_turns: list[dict] | None) -> "MeteredClient":
+def build_client(section: ModelSection, meter: Meter, replay_turns: list[dict] | None) -> MeteredClient:
     return MeteredClient(inner_client(section, replay_turns), meter, label=section.name, slots=section.slots())
 
 
@@ -132,7 +133,7 @@ class MeteredClient(ChatCompletionClient):
     function calls beyond the meter's per-reply cap are cut from the CreateResult the agent gets
     (Meter.cap_tool_calls traces them), so AutoGen's agents never run them."""
 
-    def __init__(self, inner: ChatCompletionClient, meter: Meter, label: str = "", slots: "Slots | None" = None):
+    def __init__(self, inner: ChatCompletionClient, meter: Meter, label: str = "", slots: Slots | None = None):
         self._inner, self._meter, self._label, self._slots = inner, meter, label, slots
 
     async def create(self, messages: Sequence[Any], **kwargs: Any) -> CreateResult:

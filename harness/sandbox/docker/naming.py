@@ -197,5 +197,5 @@ def labels(run_id: str, instance_id: str, attempt: int) -> dict[str, str]:
         LABEL_INSTANCE: instance_id,
         LABEL_ATTEMPT: str(attempt),
         LABEL_OWNER: owner_token(),
-        LABEL_CREATED: dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        LABEL_CREATED: dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }

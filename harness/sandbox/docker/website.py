@@ -15,9 +15,9 @@ import io
 import logging
 import tarfile
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from harness.errors import InfraError
 from harness.sandbox.docker import engine, naming, networks, storage

@@ -26,10 +26,11 @@ import secrets
 from pathlib import Path
 
 from harness.errors import InputError
-from harness.sandbox.contract import (Capacity, Leftover, Sandbox, SandboxHandle, SandboxProvider, SandboxSpec)
+from harness.sandbox.contract import Capacity, Leftover, Sandbox, SandboxHandle, SandboxProvider, SandboxSpec
 from harness.sandbox.docker import engine, images, naming
 from harness.sandbox.service import ServiceSandbox
-from harness.sandbox.swarm import cleanup, cluster, networks, nodecheck, spec as service_spec, tasks, volumes
+from harness.sandbox.swarm import cleanup, cluster, networks, nodecheck, tasks, volumes
+from harness.sandbox.swarm import spec as service_spec
 from harness.settings import settings
 
 NAME = "swarm"

@@ -343,7 +343,7 @@ async def _run_command(req: dict) -> dict:
         # The deadline covers writing stdin too: a command that never reads it must not hang us.
         # `exited`, not proc.wait(): that also waits for background children to close the pipes.
         await asyncio.wait_for(asyncio.shield(proc.exited), timeout)  # None: no limit
-    except asyncio.TimeoutError:
+    except TimeoutError:
         timed_out = True
         left = await kill_and_wait(proc, tag)
     if feeder is not None:
@@ -496,7 +496,7 @@ class RequestBody:
             return b""
         try:
             data = await asyncio.wait_for(self.reader.readexactly(n), BODY_READ_TIMEOUT_S)
-        except (asyncio.IncompleteReadError, asyncio.TimeoutError, ConnectionError) as exc:
+        except (TimeoutError, asyncio.IncompleteReadError, ConnectionError) as exc:
             raise BodyBroken(f"the request body stopped with {self.left} bytes left") from exc
         self.left -= len(data)
         return data
@@ -683,7 +683,7 @@ async def _devtools_version() -> dict | None:
         length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
                        if line.lower().startswith(b"content-length:")), 0)
         return json.loads(await asyncio.wait_for(reader.readexactly(length), 5))
-    except (OSError, ValueError, IndexError, asyncio.TimeoutError, asyncio.IncompleteReadError):
+    except (TimeoutError, OSError, ValueError, IndexError, asyncio.IncompleteReadError):
         return None
     finally:
         writer.close()
@@ -847,7 +847,7 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
                 # A new connection must ask at once; a known one may idle between requests.
                 timeout = IDLE_TIMEOUT_S if conn.authed else FIRST_REQUEST_TIMEOUT_S
                 head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout)
-            except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, asyncio.TimeoutError, ConnectionError):
+            except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
                 return
             lines = head.decode("latin-1").split("\r\n")
             try:
