@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import sys
 
-from harness.datasets import load
+from harness.datasets import attachments, load
+from harness.datasets import rows as table_rows
 from tests.helpers.e2e import explain, harness, rows
 
 
@@ -15,7 +16,7 @@ def test_a_shared_attachment_is_checked_once(tmp_path, monkeypatch):
     (tmp_path / "data.jsonl").write_text("".join(json.dumps({"instance_id": f"i{n}", "question": "q", "answer": "a",
                                                               "files": ["corpus.txt"]}) + "\n" for n in range(500)))
     calls = {"attachment": 0, "size": 0}
-    real_attachment, real_size = load._attachment_problems, load._size_problem
+    real_attachment, real_size = attachments.attachment_problems, attachments.size_problem
 
     def attachment(*args):
         calls["attachment"] += 1
@@ -25,8 +26,8 @@ def test_a_shared_attachment_is_checked_once(tmp_path, monkeypatch):
         calls["size"] += 1
         return real_size(*args)
 
-    monkeypatch.setattr(load, "_attachment_problems", attachment)
-    monkeypatch.setattr(load, "_size_problem", size)
+    monkeypatch.setattr(attachments, "attachment_problems", attachment)
+    monkeypatch.setattr(attachments, "size_problem", size)
     assert len(load.load_dataset(tmp_path / "data.jsonl")) == 500
     assert calls == {"attachment": 1, "size": 1}
 
@@ -81,8 +82,8 @@ def test_a_validated_dataset_is_reused_until_its_file_or_an_attachment_changes(t
         data.write_text(json.dumps({"instance_id": "x", "question": "q", "answer": "1", "files": ["notes"]}) + "\n")
         first = load.load_dataset(data)
         validated = []
-        real = load._instance
-        monkeypatch.setattr(load, "_instance", lambda *a, **k: validated.append(1) or real(*a, **k))
+        real = table_rows.instance
+        monkeypatch.setattr(table_rows, "instance", lambda *a, **k: validated.append(1) or real(*a, **k))
         again = load.load_dataset(data)
         assert validated == [] and again == first and again.fingerprint == first.fingerprint  # from the cache
         (tmp_path / "notes" / "a.txt").write_text("two!")  # a nested attachment's bytes change

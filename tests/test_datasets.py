@@ -217,7 +217,7 @@ def test_all_problems_reported_at_once(tmp_path: Path) -> None:
 def test_unreadable_attachment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "secret.txt").write_text("s")
     real_access = os.access
-    monkeypatch.setattr("harness.datasets.load.os.access",
+    monkeypatch.setattr("harness.datasets.attachments.os.access",
                         lambda p, mode: Path(p).name != "secret.txt" and real_access(p, mode))
     with pytest.raises(InputError, match=r"line 1 \(id 'a'\): attachment 'secret.txt' .* not readable"):
         load_dataset(plain(tmp_path, [row("a", files=["secret.txt"])]))
@@ -267,7 +267,7 @@ def test_folder_attachment_with_unreadable_entries(tmp_path: Path, monkeypatch: 
     ds = folder_attachment(tmp_path)
     (ds / "dir" / "sub" / "secret.txt").write_text("s")
     real_access = os.access
-    monkeypatch.setattr("harness.datasets.load.os.access",
+    monkeypatch.setattr("harness.datasets.attachments.os.access",
                         lambda p, mode: Path(p).name not in ("secret.txt", "sub") and real_access(p, mode))
     with pytest.raises(InputError) as excinfo:
         load_dataset(write_jsonl(ds / "x.jsonl", [row("a", files=["dir"])]))
@@ -413,7 +413,7 @@ def test_fingerprint_unreadable_file_is_input_error(tmp_path: Path, monkeypatch:
     def refuse(path: object, *args: object, **kwargs: object) -> None:
         raise PermissionError(13, "Permission denied", str(path))
 
-    monkeypatch.setattr("harness.datasets.open", refuse, raising=False)
+    monkeypatch.setattr("harness.datasets.fingerprint.open", refuse, raising=False)
     with pytest.raises(InputError, match=r"a\.txt.*Permission denied"):
         dataset_fingerprint(instances)
 

@@ -16,21 +16,21 @@ import os
 import pickle
 from pathlib import Path
 
+from harness.datasets.fingerprint import dataset_fingerprint
 from harness.datasets.model import Instance
 from harness.settings import state_dir
 
-_SOURCES = ("load.py", "model.py", "cache.py", "__init__.py")
-
 
 class Dataset(list):
-    """The instances of a dataset, with their fingerprint once known (harness.datasets.dataset_fingerprint)."""
+    """The instances of a dataset, with their fingerprint once known (harness/datasets/fingerprint.py)."""
 
     fingerprint: str | None = None
 
 
 def _version() -> str:
-    here = Path(__file__).parent
-    return hashlib.sha256(b"".join((here / name).read_bytes() for name in _SOURCES)).hexdigest()[:16]
+    """The loader's version: a hash of every module of this package (any change loads afresh)."""
+    sources = sorted(Path(__file__).parent.glob("*.py"))
+    return hashlib.sha256(b"".join(p.name.encode() + b"\0" + p.read_bytes() for p in sources)).hexdigest()[:16]
 
 
 def _stat(path: Path) -> tuple[int, int, int] | None:
@@ -74,15 +74,13 @@ def get(file: Path, split: str | None) -> Dataset | None:
     if entry.get("file") != _stat(file) or entry["attachments"] != {n: _tree(Path(n)) for n in entry["attachments"]}:
         return None
     roots = [Path(r) for r in entry["roots"]]
-    found = Dataset(Instance(root=roots[row[-1]], **dict(zip(FIELDS, row))) for row in entry["rows"])
+    found = Dataset(Instance(root=roots[row[-1]], **dict(zip(FIELDS, row, strict=False))) for row in entry["rows"])
     found.fingerprint = entry.get("fingerprint")
     return found
 
 
 def put(file: Path, split: str | None, instances: list[Instance]) -> Dataset:
     """Remember `file`'s instances (with their fingerprint); return them as a Dataset."""
-    from harness.datasets import dataset_fingerprint
-
     found = Dataset(instances)
     found.fingerprint = dataset_fingerprint(found)
     roots: dict[Path, int] = {}

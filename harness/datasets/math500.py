@@ -17,8 +17,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from harness.datasets.load import raise_problems
 from harness.datasets.model import Instance
+from harness.datasets.problems import raise_problems, refuse_split
 from harness.errors import InputError
 
 FILE_NAME = "test.jsonl"
@@ -61,8 +61,9 @@ def _text(row: dict, key: str) -> str | None:
 
 def instance_of(row: dict, root: Path) -> Instance:
     """One row as an Instance; ValueError says what is wrong with it."""
-    missing = [k for k in REQUIRED if _text(row, k) is None]
-    if missing:
+    problem, answer, unique_id = (_text(row, k) for k in REQUIRED)
+    if problem is None or answer is None or unique_id is None:
+        missing = [k for k in REQUIRED if _text(row, k) is None]
         raise ValueError(f"empty or missing {', '.join(map(repr, missing))}")
     try:
         level = parse_level(row.get("level"))
@@ -70,12 +71,13 @@ def instance_of(row: dict, root: Path) -> Instance:
         raise ValueError(str(exc)) from None
     metadata = {k: v for k, v in row.items() if k not in ("problem", "answer", "unique_id", "level")}
     metadata["benchmark"] = "math500"
-    return Instance(instance_id=_text(row, "unique_id"), question=_text(row, "problem"),
-                    answer=_text(row, "answer"), root=root, level=level, metadata=metadata)
+    return Instance(instance_id=unique_id, question=problem, answer=answer, root=root, level=level,
+                    metadata=metadata)
 
 
-def load(file: Path) -> list[Instance]:
-    """Every row of the MATH-500 file; raises InputError listing every bad row."""
+def load(file: Path, split: str | None = None) -> list[Instance]:
+    """Every row of the MATH-500 file; raises InputError listing every bad row (a --split: refused)."""
+    refuse_split(split, file)
     problems: list[str] = []
     instances: list[Instance] = []
     seen: dict[str, int] = {}

@@ -23,8 +23,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.datasets.load import raise_problems
 from harness.datasets.model import Instance
+from harness.datasets.problems import raise_problems, refuse_split
 from harness.errors import InputError
 from harness.sandbox.files import MAX_ARCHIVE_BYTES
 
@@ -93,8 +93,10 @@ def instance_of(item: Any, instance_id: str, root: Path) -> Instance:
                     files=[CORPUS], root=root, metadata=metadata)
 
 
-def load(file: Path) -> list[Instance]:
-    """Every query of the MultiHop-RAG folder of `file`; raises InputError listing every problem."""
+def load(file: Path, split: str | None = None) -> list[Instance]:
+    """Every query of the MultiHop-RAG folder of `file`; raises InputError listing every problem
+    (a --split: refused)."""
+    refuse_split(split, file)
     root = file.parent.resolve()
     if (size := (root / CORPUS).stat().st_size) > MAX_ARCHIVE_BYTES:
         raise InputError(f"dataset {root}: {CORPUS} has {size} bytes, over the {MAX_ARCHIVE_BYTES} bytes "

@@ -13,8 +13,8 @@ attachment; only one inside a root has that root's folder attachments resolved.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from harness.datasets.model import Instance
 from harness.errors import InputError

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from typing import Sequence
+from collections.abc import Sequence
 
 from harness.datasets.model import Instance
 from harness.errors import InputError
@@ -12,7 +12,8 @@ from harness.errors import InputError
 def _unknown(flag: str, wanted: Sequence[str], known: set[str]) -> None:
     missing = sorted({i for i in wanted if i not in known})
     if missing:
-        shown = ", ".join(repr(i) for i in missing[:20]) + (f" and {len(missing) - 20} more" if len(missing) > 20 else "")
+        more = f" and {len(missing) - 20} more" if len(missing) > 20 else ""
+        shown = ", ".join(repr(i) for i in missing[:20]) + more
         raise InputError(f"{flag}: {len(missing)} unknown instance id(s): {shown}")
 
 
