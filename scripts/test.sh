@@ -13,6 +13,8 @@ if ! command -v ip >/dev/null || ! command -v openssl >/dev/null; then
     echo "test.sh: the second-engine tests need iproute2 and openssl (install them as root)" >&2
   fi
 fi
+# The static checks first (ruff, mypy, import-linter; configured in pyproject.toml): a finding fails the run.
+bash scripts/check.sh
 .venv/bin/pytest -q "$@"
 # The suite must leave no harness container behind.
 left="$(docker ps -aq --filter label=harness.managed=1 | wc -l)"

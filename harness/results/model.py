@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -46,7 +46,7 @@ class ResultRow(BaseModel):
     target: str | None = None
     level: int | None = None
     correct: bool | None = None  # the primary scorer's verdict
-    scores: dict[str, dict] = Field(default_factory=dict)  # scorer name -> Score.model_dump()
+    scores: dict[str, dict[str, Any]] = Field(default_factory=dict)  # scorer name -> Score.model_dump()
     usage: Usage = Field(default_factory=Usage)
     steps: int = 0
     tool_calls: list[str] = Field(default_factory=list)

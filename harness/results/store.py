@@ -24,6 +24,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -38,7 +39,7 @@ _lock = threading.Lock()
 
 @dataclass
 class Loaded:
-    rows: list = field(default_factory=list)  # ResultRow, or RowKey when scanned for resuming
+    rows: list[Any] = field(default_factory=list)  # ResultRow, or RowKey when scanned for resuming
     torn: bool = False  # the file ends with a partial or unparsable line (ignored)
     good_size: int = 0  # bytes up to the end of the last intact line
     # (line number, bytes) of lines before the last that are cut short or not rows (load(damaged_ok=True))
@@ -74,7 +75,7 @@ def append_row(path: Path, row: ResultRow) -> None:
             os.close(fd)
 
 
-def load(path: Path, model: type[BaseModel] = ResultRow, *, damaged_ok: bool = False) -> Loaded:
+def load(path: Path, model: type[ResultRow] | type[RowKey] = ResultRow, *, damaged_ok: bool = False) -> Loaded:
     """Parse the file line by line (never whole in memory) into `model` (RowKey: only what resume
     needs, several times faster); a torn last line is flagged. A damaged earlier line (cut short, two
     rows glued on one line, not a row) is an InputError naming its line and the fix, or with
