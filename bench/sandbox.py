@@ -53,7 +53,7 @@ def harness_round(image: str, run_id: str, index: int, root: Path) -> float:
         sb.copy_in(root, [FILE_NAME])
         outputs = [sb.shell(cmd).stdout for cmd in COMMANDS]
     elapsed = time.perf_counter() - started
-    for cmd, got, want in zip(COMMANDS, outputs, EXPECTED):
+    for cmd, got, want in zip(COMMANDS, outputs, EXPECTED, strict=True):
         check(got, want, f"harness {cmd!r}")
     return elapsed
 
@@ -78,7 +78,7 @@ def raw_round(client: docker.DockerClient, image: str, run_id: str, root: Path) 
     finally:
         container.remove(force=True, v=True)
     elapsed = time.perf_counter() - started
-    for cmd, got, want in zip(COMMANDS, outputs, EXPECTED):
+    for cmd, got, want in zip(COMMANDS, outputs, EXPECTED, strict=True):
         check(got, want, f"raw {cmd!r}")
     return elapsed
 

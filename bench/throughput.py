@@ -60,8 +60,10 @@ def write_dataset(root: Path, ids: list[str]) -> Path:
     (root / FILE_NAME).write_text(FILE_TEXT)
     with open(root / "data.jsonl", "w") as rows, open(root / "replay.jsonl", "w") as replay:
         for iid in ids:
-            rows.write(json.dumps({"instance_id": iid, "question": "noop", "answer": ANSWER, "files": [FILE_NAME]}) + "\n")
-            replay.write(json.dumps({"instance_id": iid, "turns": [{"content": f"<solution>{ANSWER}</solution>"}]}) + "\n")
+            row = {"instance_id": iid, "question": "noop", "answer": ANSWER, "files": [FILE_NAME]}
+            rows.write(json.dumps(row) + "\n")
+            turns = [{"content": f"<solution>{ANSWER}</solution>"}]
+            replay.write(json.dumps({"instance_id": iid, "turns": turns}) + "\n")
     return root / "data.jsonl"
 
 
@@ -160,8 +162,8 @@ def throughput(args, image: str, run_id: str, tmp: Path) -> None:
     raw: dict[int, list[tuple[float, float]]] = {w: [] for w in args.workers}
     for r in range(args.rounds):
         for w in args.workers:
-            sides = [lambda: ours[w].append(harness_side(dataset, tmp / f"r{r}w{w}", w, n)),
-                     lambda: raw[w].append(raw_side(client, image, run_id, w, n, f"r{r}w{w}"))]
+            sides = [lambda r=r, w=w: ours[w].append(harness_side(dataset, tmp / f"r{r}w{w}", w, n)),
+                     lambda r=r, w=w: raw[w].append(raw_side(client, image, run_id, w, n, f"r{r}w{w}"))]
             for side in (sides if (r + w) % 2 else sides[::-1]):  # alternate who goes first
                 side()
     print(f"throughput, {n} instances x {args.rounds} rounds, instances/s, median of rounds. "
@@ -178,7 +180,8 @@ def throughput(args, image: str, run_id: str, tmp: Path) -> None:
     idle = statistics.median(harness_side(dataset, tmp / "warmup", 2, n)[0] for _ in range(3))
     print(f"fixed cost: `harness run` with nothing to do (a resume of a finished run; start-up, preflight, "
           f"bookkeeping, report) {idle:.2f} s"
-          + (f", {idle / statistics.median(x[0] for x in ours[4]):.0%} of the whole command at w=4" if 4 in ours else ""))
+          + (f", {idle / statistics.median(x[0] for x in ours[4]):.0%} of the whole command at w=4"
+             if 4 in ours else ""))
     if 4 in ours:
         h, hs = rates([harness_side(dataset, tmp / "nofork", 4, n, fork=False)])
         f, fs = rates(ours[4])
@@ -225,7 +228,8 @@ def warm_pool(args, image: str, run_id: str) -> None:
         pool.close()
     w, c = statistics.median(warm) * 1000, statistics.median(cold) * 1000
     print(f"warm start {w:.1f} ms cold start {c:.1f} ms ratio {w / c:.3f}   "
-          f"({'PASS' if w / c <= WARM_TARGET else 'MISS'} <= {WARM_TARGET}; median of {len(warm)}, empty takes {misses})")
+          f"({'PASS' if w / c <= WARM_TARGET else 'MISS'} <= {WARM_TARGET}; median of {len(warm)}, "
+          f"empty takes {misses})")
 
 
 def measured(argv: list[str], env: dict) -> tuple[float, float]:
@@ -249,7 +253,8 @@ def bookkeeping(tmp: Path, count: int = 100_000) -> None:
             if i % 2 == 0:
                 row["files"] = ["shared.txt"]
             rows.write(json.dumps(row) + "\n")
-            replay.write(json.dumps({"instance_id": f"i{i}", "turns": [{"content": f"<solution>{i}</solution>"}]}) + "\n")
+            turns = [{"content": f"<solution>{i}</solution>"}]
+            replay.write(json.dumps({"instance_id": f"i{i}", "turns": turns}) + "\n")
     env = {**os.environ, "HARNESS_STATE_DIR": str(state)}
     argv = HARNESS + ["--dataset", str(root / "data.jsonl"), "--model", "replay", "--output-dir", str(out),
                       "--agent", "plain", "--workers", "2", "--scorer", "exact"]
@@ -263,7 +268,8 @@ def bookkeeping(tmp: Path, count: int = 100_000) -> None:
     resume = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True)  # rebuilds the report
     if resume.returncode != 0:
         raise RuntimeError(f"first resume exited {resume.returncode}: {resume.stdout[-1500:]} {resume.stderr[-1500:]}")
-    load = [sys.executable, "-c", f"from harness.datasets import load_dataset; load_dataset({str(root / 'data.jsonl')!r})"]
+    load = [sys.executable, "-c",
+            f"from harness.datasets import load_dataset; load_dataset({str(root / 'data.jsonl')!r})"]
     shutil.rmtree(state / "datasets", ignore_errors=True)
     figures = [("load cold", measured(load, env)), ("load warm", measured(load, env)),
                ("resume, nothing to do", measured(argv, env))]

@@ -57,7 +57,8 @@ def main() -> None:
                     ctx.close()
             med = statistics.median(times)
             print(f"viewer: table shows all {args.instances} rows after {med:.2f}s (median of {args.rounds}: "
-                  + ", ".join(f"{t:.2f}" for t in times) + f"); ratio to the {TARGET_S:.0f}s target {med / TARGET_S:.2f}")
+                  + ", ".join(f"{t:.2f}" for t in times)
+                  + f"); ratio to the {TARGET_S:.0f}s target {med / TARGET_S:.2f}")
 
             t0 = time.perf_counter()
             out = write_html_report([run], Path(tmp) / "report.html")

@@ -42,7 +42,7 @@ def test_multihoprag_sample_verdicts_types_and_recall(out: Path):
     ids = [query_id(q["query"]) for q in queries]
     got = {r["instance_id"]: r for r in rows(out)}
     assert sorted(got) == sorted(ids)
-    for number, (instance_id, (official, gaia, _)) in enumerate(zip(ids, EXPECTED), start=1):
+    for number, (instance_id, (official, gaia, _)) in enumerate(zip(ids, EXPECTED, strict=True), start=1):
         scores = got[instance_id]["scores"]
         assert (scores["multihoprag"]["correct"], scores["gaia"]["correct"]) == (official, gaia), (number, scores)
         assert got[instance_id]["correct"] is official  # the first scorer decides
@@ -54,7 +54,7 @@ def test_multihoprag_sample_verdicts_types_and_recall(out: Path):
         assert searches and all(e["outcome"] == "ok" and e["action"] == "search_corpus" for e in searches)
         results = [e for e in events if e["type"] == "tool_result" and e["name"] == "search_corpus"]
         assert len(results) == len(searches)
-        for event, result in zip(searches, results):  # the model read the same titles and urls
+        for event, result in zip(searches, results, strict=True):  # the model read the same titles and urls
             assert event["results"] and all(h["url"] in result["content"] and h["title"] in result["content"]
                                             for h in event["results"])
 

@@ -5,7 +5,8 @@ container's 127.0.0.1), and Playwright connects over CDP through the instance's 
 published port. Pages are serialized to text by a script running in the browser, so
 page content never reaches a parser on the host. Every action has a short timeout;
 a page that does not answer is reported as `timeout`, a dead browser is restarted
-and reported as `crashed`, an action that fails (no such link, a failed download) as `error`. Downloads land in /workspace/downloads inside the sandbox.
+and reported as `crashed`, an action that fails (no such link, a failed download) as `error`.
+Downloads land in /workspace/downloads inside the sandbox.
 """
 
 from __future__ import annotations
@@ -127,7 +128,8 @@ class WebEnv:
                 outcome = "crashed"
                 self.restarts += 1
                 self._browser = None
-                text = "Error (crashed): the browser crashed; it is restarted on the next action and page state was lost."
+                text = ("Error (crashed): the browser crashed; it is restarted on the next action and page state "
+                        "was lost.")
             elif "crash" in message or self._page.is_closed():
                 outcome = "crashed"
                 await self._fresh_page()

@@ -101,7 +101,7 @@ def retrieval_recall(rows: Sequence[Mapping[str, Any]], traces: Sequence[Sequenc
         raise ValueError(f"{len(rows)} rows but {len(traces)} traces: one trace per row")
     per_row: list[dict[str, Any]] = []
     by_type: dict[str, list[float]] = {}
-    for row, events in zip(rows, traces):
+    for row, events in zip(rows, traces, strict=True):
         meta = metadata.get(str(row.get("instance_id")), {})
         recall = evidence_recall(meta.get("evidence") or [], events)
         if recall is None:

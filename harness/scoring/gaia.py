@@ -79,12 +79,12 @@ def _compare(model_answer: str | None, ground_truth: str) -> tuple[bool, str, di
     if kind == "list":
         answer_items = _LIST_SEPARATORS.split(answer)
         truth_items = _LIST_SEPARATORS.split(ground_truth)
-        compared = [[_item_value(a, t) for a, t in zip(answer_items, truth_items)],
+        compared = [[_item_value(a, t) for a, t in zip(answer_items, truth_items, strict=False)],  # may differ
                     [_item_value(t, t) for t in truth_items]]
         if len(answer_items) != len(truth_items):
             return False, f"list: {len(answer_items)} items vs {len(truth_items)} expected", {
                 "compared": [[_item_value(a, "") for a in answer_items], compared[1]]}
-        bad = [i for i, pair in enumerate(zip(answer_items, truth_items)) if not _item_matches(*pair)]
+        bad = [i for i, pair in enumerate(zip(answer_items, truth_items, strict=True)) if not _item_matches(*pair)]
         why = f"list: mismatched items at {bad}" if bad else "list: all items match"
         return not bad, f"{why}: {compared[0]!r} vs {compared[1]!r}", {"compared": compared}
     got, want = normalize_text(answer), normalize_text(ground_truth)

@@ -66,7 +66,8 @@ def website(site_dir: Path, image: str, run_id: str) -> Iterator[str]:
                                              security_opt=["no-new-privileges"],
                                              log_config=storage.LOG_CONFIG)  # sandboxes' requests are logged
         created = engine.call("create", lambda: api.create_container(
-            image, entrypoint=["python3", "/site/serve.py"], command=[], name=f"{network}-web", labels=labels, user="root",
+            image, entrypoint=["python3", "/site/serve.py"], command=[], name=f"{network}-web", labels=labels,
+            user="root",
             host_config=host_config, networking_config=config, working_dir="/site"), retries=0)
         container_id = created["Id"]
         archive = _archive(Path(site_dir))
