@@ -29,8 +29,9 @@ RUN cd /tmp/deps \
  && python3 -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > requirements.txt \
  && /opt/harness/bin/pip install --no-cache-dir --disable-pip-version-check -r requirements.txt "setuptools>=68" wheel \
  && rm -rf /tmp/deps
-COPY pyproject.toml README.md /tmp/src/
+COPY pyproject.toml setup.py README.md /tmp/src/
 COPY harness /tmp/src/harness
+COPY images /tmp/src/images
 RUN /opt/harness/bin/pip install --no-cache-dir --disable-pip-version-check --no-deps --no-build-isolation /tmp/src \
  && rm -rf /tmp/src
 

@@ -100,11 +100,13 @@ def images_build(force: bool = typer.Option(False, help="Rebuild even when the t
 def images_list(sandbox: str = typer.Option("docker", help=SANDBOX_HELP),
                 docker_host: Optional[str] = _docker_host_option()) -> None:
     """Show the harness images on the engine."""
-    provider = _provider(sandbox, docker_host)
-    current = provider.image_tag()
+    try:
+        found = _provider(sandbox, docker_host).list_images()
+    except HarnessError as exc:
+        fail(exc)
     table = Table("tag", "id", "size (MB)", "created", "current")
-    for info in provider.list_images():
-        table.add_row(info.tag, info.id, f"{info.size_mb:.0f}", info.created, "*" if info.tag == current else "")
+    for info in found:
+        table.add_row(info.tag, info.id, f"{info.size_mb:.0f}", info.created, "*" if info.current else "")
     Console().print(table)
 
 
@@ -112,7 +114,11 @@ def images_list(sandbox: str = typer.Option("docker", help=SANDBOX_HELP),
 def images_prune(sandbox: str = typer.Option("docker", help=SANDBOX_HELP),
                  docker_host: Optional[str] = _docker_host_option()) -> None:
     """Remove sandbox images of older build contexts (the current one and the base stay)."""
-    for tag in _provider(sandbox, docker_host).prune_images(log=log):
+    try:
+        removed = _provider(sandbox, docker_host).prune_images(log=log)
+    except HarnessError as exc:
+        fail(exc)
+    for tag in removed:
         print(f"removed {tag}")
 
 

@@ -60,8 +60,8 @@ class Settings(BaseSettings):
     build_ca_bundle: str | None = Field(None, description="extra CA for package installs during builds "
                                                           "(also PIP_CERT, REQUESTS_CA_BUNDLE, SSL_CERT_FILE; "
                                                           "never left in the image)")
-    images_dir: Path | None = Field(None, description="build context to use instead of the packaged "
-                                                      "harness/sandbox/image")
+    images_dir: Path | None = Field(None, description="image build contexts to use instead of the "
+                                                      "top-level images/ (shipped as harness/images/)")
 
     # --- the run (harness/runner/, harness/environments/)
     agent_fork: bool = Field(True, description="1: fork agent processes from a preloaded server "
@@ -108,9 +108,9 @@ ELSEWHERE = {
                            "kills every process carrying the command's value",
     "HARNESS_DOCKERD_WAIT": "scripts/ensure-docker.sh: seconds to wait for a dockerd it started",
     "HARNESS_DOCKERD_LOG": "scripts/ensure-docker.sh: log file of a dockerd it started",
-    "HARNESS_DEBIAN_MIRROR": "harness/sandbox/image/base/build.sh: Debian mirror for the offline base "
+    "HARNESS_DEBIAN_MIRROR": "images/base/build.sh: Debian mirror for the offline base "
                              "(default: the one apt already uses)",
-    "HARNESS_DEBIAN_SUITE": "harness/sandbox/image/base/build.sh: Debian suite of the offline base (bookworm)",
+    "HARNESS_DEBIAN_SUITE": "images/base/build.sh: Debian suite of the offline base (bookworm)",
 }
 
 

@@ -454,7 +454,7 @@ def test_the_attachment_limit_is_the_services_upload_limit() -> None:
     import harness
     from harness.sandbox import files, service
 
-    source = (Path(harness.__file__).parent / "sandbox" / "image" / "sandbox" / "sandboxd.py").read_text()
+    source = (Path(harness.__file__).parents[1] / "images" / "sandbox" / "sandboxd.py").read_text()
     assert files.MAX_ARCHIVE_BYTES == service.MAX_BODY == 512 * 1024 * 1024
     assert "\nMAX_BODY = 512 * 1024 * 1024\n" in source
 

@@ -1,6 +1,7 @@
 """The sandbox image's tag is a hash of its build context: any real change rebuilds, nothing else does."""
 
 import shutil
+from pathlib import Path
 
 from harness.fsutil import tree_hash
 from harness.sandbox.docker import images
@@ -28,12 +29,12 @@ def test_image_tag_changes_with_any_file_of_the_build_context(tmp_path):
     assert tree_hash(src) != changed
 
 
-def test_images_dir_is_the_packaged_context_unless_overridden(tmp_path, monkeypatch):
+def test_images_dir_is_the_top_level_context_unless_overridden(tmp_path, monkeypatch):
     settings.cache_clear()
     monkeypatch.delenv("HARNESS_IMAGES_DIR", raising=False)
     try:
-        packaged = images.images_dir()
-        assert packaged.parts[-3:] == ("harness", "sandbox", "image")
+        packaged = images.images_dir()  # an installed package's copy: tests/test_packaging.py
+        assert packaged == Path(__file__).resolve().parents[1] / "images"
         assert images.sandbox_tag() == f"harness-sandbox:{tree_hash(packaged)}"
         settings.cache_clear()
         monkeypatch.setenv("HARNESS_IMAGES_DIR", str(tmp_path))

@@ -1,6 +1,6 @@
 """The installed package works on its own: a wheel, installed into a fresh venv and run from
-outside the repo, finds its non-Python files (the browser's page.js, the sandbox image's
-build context) and builds the same image tag as the checkout.
+outside the repo, finds its non-Python files (the browser's page.js, the image build contexts
+of the top-level images/, shipped as harness/images/) and builds the same image tag as the checkout.
 
 The project's dependencies are borrowed from the repo's venv through a `.pth` line (no
 download); that adds the directory to sys.path without running the `.pth` files inside it,
@@ -26,9 +26,9 @@ from harness.sandbox.registry import get_provider
 
 pytestmark = pytest.mark.docker
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGED = ["harness/environments/page.js", "harness/sandbox/image/sandbox/Dockerfile",
-            "harness/sandbox/image/sandbox/sandboxd.py", "harness/sandbox/image/sandbox/requirements.txt",
-            "harness/sandbox/image/base/build.sh", "harness/report/templates/report.html.j2",
+PACKAGED = ["harness/environments/page.js", "harness/images/sandbox/Dockerfile",  # images/ ships as harness/images/
+            "harness/images/sandbox/sandboxd.py", "harness/images/sandbox/requirements.txt",
+            "harness/images/base/build.sh", "harness/report/templates/report.html.j2",
             "harness/report/static/report.js", "harness/report/static/report.css"]
 
 BROWSE = """
@@ -68,8 +68,9 @@ def build_wheel(tmp: Path) -> Path:
     # Build from a clean copy: an in-tree build would leave build/ in the checkout, and its
     # stale build/lib could hide a file that package-data no longer ships.
     src = tmp / "src"
-    shutil.copytree(ROOT / "harness", src / "harness", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    for name in ("pyproject.toml", "README.md"):
+    for folder in ("harness", "images"):
+        shutil.copytree(ROOT / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy2(ROOT / name, src / name)
     # Offline when this venv can build wheels itself; otherwise pip fetches the build backend
     # the way `pip install -e .` in scripts/setup.sh does.

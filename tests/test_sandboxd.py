@@ -1,6 +1,6 @@
 """sandboxd's protocol, in process and without Docker.
 
-The in-container service (harness/sandbox/image/sandbox/sandboxd.py) is loaded as a module
+The in-container service (images/sandbox/sandboxd.py) is loaded as a module
 and its asyncio server runs on 127.0.0.1 in a background thread; requests go over real HTTP.
 The host is not a sandbox: commands run as the test's user, and sandboxd's default cwd
 (/workspace) does not exist here, so every command passes a cwd of its own.
@@ -32,7 +32,7 @@ import pytest
 
 import harness
 
-SANDBOXD = Path(harness.__file__).parent / "sandbox" / "image" / "sandbox" / "sandboxd.py"
+SANDBOXD = Path(harness.__file__).parents[1] / "images" / "sandbox" / "sandboxd.py"
 TOKEN = "test-" + secrets.token_urlsafe(16)
 
 

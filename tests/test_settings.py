@@ -18,7 +18,7 @@ NAME = re.compile(r"HARNESS_[A-Z0-9_]+(\*)?")
 ROW = re.compile(r"^\| `(HARNESS_[A-Z0-9_]+)` \| (.*?) \| (.*?) \|$")
 # Runs inside the sandbox container (or builds its base), so it cannot import harness.settings:
 # the variables it reads are ELSEWHERE's.
-IN_IMAGE = ROOT / "harness" / "sandbox" / "image"
+IN_IMAGE = ROOT / "images"
 
 
 def field_vars() -> dict[str, object]:
@@ -39,7 +39,7 @@ def readme_rows() -> dict[str, tuple[str, str]]:
 
 
 def source_files() -> list[Path]:
-    files = [p for top in ("harness", "scripts", "bench") for p in (ROOT / top).rglob("*")
+    files = [p for top in ("harness", "images", "scripts", "bench") for p in (ROOT / top).rglob("*")
              if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"]
     assert any(p.name == "sandboxd.py" for p in files) and any(p.name == "ensure-docker.sh" for p in files)
     return files

@@ -7,8 +7,10 @@ Two interfaces, and nothing else crosses the boundary:
   serialisable `SandboxHandle` that another process can `attach` to.
 - `SandboxProvider`: the lifecycle. `preflight` (engine, image, network policy; before any
   instance), `start`, `attach`, `teardown` (idempotent), `cleanup` of orphans and `find`
-  of a run's leftovers, the engine's `capacity` (checked against a run's limits), and
-  optional run-scoped services (`website`).
+  of a run's leftovers, the engine's `capacity` (checked against a run's limits),
+  optional run-scoped services (`website`), and optional image operations (`build_image`,
+  `list_images`, `prune_images`: `harness images ...`) that a provider without images of its
+  own leaves to their defaults, which decline with an InputError naming the provider.
 
 Errors a caller may see, all from `harness.errors`: `SandboxDied` (infra: the sandbox is
 gone; the instance cannot go on; its subclass `SandboxExhausted` when the agent's code used
@@ -22,13 +24,15 @@ from __future__ import annotations
 
 import abc
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
+
+from harness.errors import InputError
 
 WORKSPACE = "/workspace"
 DEFAULT_MAX_OUTPUT = 1024 * 1024  # bytes kept per stream; the rest is counted, not kept
@@ -224,6 +228,17 @@ class Leftover:
     state: str
 
 
+@dataclass(frozen=True)
+class ImageInfo:
+    """A sandbox image a provider holds; `current`: the one its runs use now."""
+
+    tag: str
+    id: str
+    size_mb: float
+    created: str
+    current: bool = False
+
+
 class SandboxProvider(abc.ABC):
     """The lifecycle of sandboxes on one kind of engine."""
 
@@ -264,6 +279,24 @@ class SandboxProvider(abc.ABC):
     def website(self, site_dir: Path, image: str, run_id: str) -> AbstractContextManager[str]:
         """Serve an offline site to this run's sandboxes; yields the network policy to give them."""
         raise NotImplementedError(f"the {self.name} provider cannot serve --website")
+
+    def build_image(self, *, force: bool = False, log: Callable[[str], None] = print) -> str:
+        """Make the sandbox image present on the engine (`force`: rebuild it); return its reference."""
+        raise self._no_images("build_image")
+
+    def list_images(self) -> list[ImageInfo]:
+        """The harness's sandbox images on the engine."""
+        raise self._no_images("list_images")
+
+    def prune_images(self, log: Callable[[str], None] = print) -> list[str]:
+        """Remove sandbox images other than the current one; return the removed references."""
+        raise self._no_images("prune_images")
+
+    def _no_images(self, operation: str) -> InputError:
+        """What the image operations' defaults raise: this provider has no images of its own."""
+        label = getattr(self, "name", None) or f"{type(self).__module__}:{type(self).__qualname__}"
+        return InputError(f"the sandbox provider {label} has no images of its own (it does not implement "
+                          f"{operation})")
 
     @contextmanager
     def open(self, spec: SandboxSpec) -> Iterator[Sandbox]:

@@ -1,4 +1,4 @@
-"""Host-side client of sandboxd, the in-container service (harness/sandbox/image/sandbox/sandboxd.py).
+"""Host-side client of sandboxd, the in-container service (images/sandbox/sandboxd.py).
 
 urllib3 keeps connections alive and sets TCP_NODELAY, so a command costs a few
 milliseconds instead of the ~50 ms of a `docker exec`. Refusals come back typed

@@ -1,6 +1,6 @@
 """Build the sandbox image offline, tagged by a hash of its build context.
 
-The context is `harness/sandbox/image/` (package data, so an installed wheel builds too):
+The context is the top-level `images/` (shipped in the package, so an installed wheel builds too):
 `base/build.sh` (a Debian base from packages, for machines without a registry) and
 `sandbox/` (Dockerfile, toolbox requirements, sandboxd). A change anywhere there changes the tag and so triggers a build; no
 change finds the tag present and skips it. Concurrent builders (several harness
@@ -14,7 +14,6 @@ import shutil
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import docker.errors
@@ -22,6 +21,7 @@ from filelock import FileLock
 
 from harness.errors import InfraError, InputError
 from harness.fsutil import tree_hash
+from harness.sandbox.contract import ImageInfo
 from harness.sandbox.docker import engine
 from harness.settings import settings, state_dir
 
@@ -31,15 +31,11 @@ CA_ENV_VARS = ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")
 
 
 def images_dir() -> Path:
-    return settings().images_dir or Path(__file__).resolve().parents[1] / "image"
-
-
-@dataclass(frozen=True)
-class ImageInfo:
-    tag: str
-    id: str
-    size_mb: float
-    created: str
+    """The image build contexts: HARNESS_IMAGES_DIR, else the project's top-level `images/`, which an
+    installed package carries as `harness/images/` (setup.py) and a checkout holds beside `harness/`."""
+    package = Path(__file__).resolve().parents[2]
+    shipped = package / "images"
+    return settings().images_dir or (shipped if shipped.is_dir() else package.parent / "images")
 
 
 def sandbox_tag() -> str:
@@ -173,6 +169,7 @@ def _stream_build(ctx: str, tag: str, base: str) -> None:
 def list_images() -> list[ImageInfo]:
     import datetime as dt
 
+    current = sandbox_tag()
     found = []
     for image in engine.call("image list", lambda: engine.client().api.images(filters={"label": LABEL})):
         for tag in image.get("RepoTags") or []:  # untagged ones are build stages (the toolbox stage inherits the label)
@@ -180,7 +177,7 @@ def list_images() -> list[ImageInfo]:
                 continue
             created = dt.datetime.fromtimestamp(image.get("Created", 0), dt.timezone.utc).isoformat()[:19]
             found.append(ImageInfo(tag, image["Id"].removeprefix("sha256:")[:12], image.get("Size", 0) / 1e6,
-                                   created))
+                                   created, current=tag == current))
     return found
 
 

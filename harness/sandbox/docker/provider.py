@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from harness.errors import InfraError
-from harness.sandbox.contract import Capacity, Leftover, Sandbox, SandboxHandle, SandboxProvider, SandboxSpec
+from harness.sandbox.contract import Capacity, ImageInfo, Leftover, Sandbox, SandboxHandle, SandboxProvider, SandboxSpec
 from harness.sandbox.docker import cleanup, engine, images, naming, networks, ports, storage
 from harness.sandbox.service import ServiceSandbox
 from harness.settings import settings
@@ -166,11 +166,8 @@ class DockerProvider(SandboxProvider):
     def build_image(self, *, force: bool = False, log=print) -> str:
         return images.build(force=force, log=log)
 
-    def list_images(self) -> list[images.ImageInfo]:
+    def list_images(self) -> list[ImageInfo]:
         return images.list_images()
 
     def prune_images(self, log=print) -> list[str]:
         return images.prune(log=log)
-
-    def image_tag(self) -> str:
-        return images.sandbox_tag()

@@ -33,7 +33,7 @@ from harness.sandbox.docker import engine, naming
 
 log = logging.getLogger(__name__)
 
-AGENT_UID = 1000  # the image's `agent` user (harness/sandbox/image/sandbox/Dockerfile)
+AGENT_UID = 1000  # the image's `agent` user (images/sandbox/Dockerfile)
 LOG_MAX_SIZE, LOG_MAX_FILES = "2m", "2"  # at most ~4 MB of log per sandbox
 LOG_CONFIG = {"type": "json-file", "config": {"max-size": LOG_MAX_SIZE, "max-file": LOG_MAX_FILES}}
 # Storage drivers that can limit a container's writable layer (overlay2 only on xfs with pquota).

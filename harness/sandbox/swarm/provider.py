@@ -26,7 +26,7 @@ import secrets
 from pathlib import Path
 
 from harness.errors import InputError
-from harness.sandbox.contract import Capacity, Leftover, Sandbox, SandboxHandle, SandboxProvider, SandboxSpec
+from harness.sandbox.contract import Capacity, ImageInfo, Leftover, Sandbox, SandboxHandle, SandboxProvider, SandboxSpec
 from harness.sandbox.docker import engine, images, naming
 from harness.sandbox.service import ServiceSandbox
 from harness.sandbox.swarm import cleanup, cluster, networks, nodecheck, tasks, volumes
@@ -139,11 +139,8 @@ class SwarmProvider(SandboxProvider):
     def build_image(self, *, force: bool = False, log=print) -> str:
         return images.build(force=force, log=log)
 
-    def list_images(self) -> list[images.ImageInfo]:
+    def list_images(self) -> list[ImageInfo]:
         return images.list_images()
 
     def prune_images(self, log=print) -> list[str]:
         return images.prune(log=log)
-
-    def image_tag(self) -> str:
-        return images.sandbox_tag()
