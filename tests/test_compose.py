@@ -22,6 +22,8 @@ import pytest
 
 from harness.sandbox.docker import engine
 from harness.sandbox.registry import get_provider
+from tests.helpers.e2e import explain
+from tests.helpers.wait import steady
 
 pytestmark = pytest.mark.docker
 REPO = Path(__file__).resolve().parents[1]
@@ -32,10 +34,6 @@ USER = 4321  # not the caller's id: proves the rows belong to whoever HOST_UID n
 def compose(project: str, *args: str, env: dict | None = None, timeout: float = 900) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", "scripts/compose.sh", "-p", project, *args], cwd=REPO, capture_output=True,
                           text=True, timeout=timeout, env={**os.environ, **(env or {})})
-
-
-def explain(proc) -> str:
-    return f"exit {proc.returncode}\n--- stdout\n{proc.stdout[-3000:]}\n--- stderr\n{proc.stderr[-4000:]}"
 
 
 def sandboxes_of(prefix: str) -> list[dict]:
@@ -178,9 +176,10 @@ def test_host_cleanup_spares_a_live_containerised_harness_and_reaps_a_killed_one
 
         subprocess.run(["docker", "kill", name], capture_output=True, timeout=60, check=True)
         child.wait(timeout=60)
-        time.sleep(1)  # requests the harness had in flight (a create, a start) end in the engine without it
         assert engine.container_state(owner_container).get("Running") is False  # exited, kept (no --rm)
-        orphans = [c["Labels"].get("harness.name") or c["Names"][0].lstrip("/") for c in sandboxes_of(prefix)]
+        # Requests the harness had in flight (a create, a start) end in the engine without it.
+        orphans = steady(lambda: sorted(c["Labels"].get("harness.name") or c["Names"][0].lstrip("/")
+                                        for c in sandboxes_of(prefix)), 1.0, 60, "the killed run's containers")
         assert orphans, "killing the harness left nothing to reap"
 
         reaped = host_cleanup()

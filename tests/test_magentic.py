@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from tests.test_run_e2e import containers_of, rows, run_replayed, trace
+from tests.helpers.e2e import containers_of, rows, run_replayed, trace
 
 
 def ledger(next_speaker: str, instruction: str, satisfied: bool = False) -> dict:

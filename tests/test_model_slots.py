@@ -26,6 +26,7 @@ from harness.models.meter import Meter
 from harness.models.slots import Slots, slots_directory
 from harness.traces import Tracer
 from tests.fakes.openai_server import FakeOpenAI, text
+from tests.helpers.wait import wait_for
 
 KEY_ENV = "FAKE_OPENAI_KEY_SLOTS"
 
@@ -42,6 +43,9 @@ def _hold_and_count(directory: str, count: int, hold: float, current, peak, lock
         with lock:
             current.value += 1
             peak.value = max(peak.value, current.value)
+        # Until the cap was reached once (the first `count` holders overlap whatever the load), then
+        # `hold` more: time in which a holder over the cap would show.
+        wait_for(lambda: peak.value >= count, 30, f"{count} holders at once")
         time.sleep(hold)
         with lock:
             current.value -= 1

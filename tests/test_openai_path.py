@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.openai_server import FakeOpenAI, error, text, tool_calls
-from tests.helpers.e2e import containers_created_between
+from tests.helpers.e2e import containers_created_between, fake_config
 
 pytestmark = pytest.mark.docker
 
@@ -74,25 +74,8 @@ def make_dataset(tmp_path: Path, instance_id: str) -> Path:
 
 
 def make_config(tmp_path: Path, base_url: str, *, max_retries: int = 3, timeout: float = 30) -> Path:
-    path = tmp_path / "models.toml"
-    path.write_text(f"""
-[llm.fake]
-model = "fake-model-1"
-base_url = "{base_url}"
-api_key_env = "{KEY_ENV}"
-price_input_per_1k = {PRICE_IN}
-price_output_per_1k = {PRICE_OUT}
-max_retries = {max_retries}
-timeout = {timeout}
-
-[llm.fake.model_info]
-function_calling = true
-vision = false
-json_output = false
-family = "unknown"
-structured_output = false
-""")
-    return path
+    return fake_config(tmp_path / "models.toml", base_url, max_retries=max_retries, timeout=timeout, key_env=KEY_ENV,
+                       prices=(PRICE_IN, PRICE_OUT))
 
 
 def harness_run(dataset: Path, config: Path, out: Path, *, key: str | None = KEY,

@@ -20,6 +20,7 @@ from harness.sandbox.contract import SandboxSpec
 from harness.sandbox.docker import engine
 from harness.settings import settings
 from tests.helpers.e2e import explain, harness, out_dir, rows
+from tests.helpers.wait import holds_for
 
 pytestmark = pytest.mark.docker
 SMOKE = Path(__file__).resolve().parents[1] / "datasets" / "gaia-smoke"
@@ -128,8 +129,7 @@ def test_a_port_range_smaller_than_the_workers_makes_them_take_turns(provider, i
 
         waiter = threading.Thread(target=second)
         waiter.start()
-        time.sleep(2)
-        assert waiter.is_alive() and not got  # still waiting for the port
+        holds_for(lambda: waiter.is_alive() and not got, 2, "the second start waits for the port")
         provider.teardown(first)
         waiter.join(60)
         assert "error" not in got, got.get("error")

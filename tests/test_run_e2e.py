@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import signal
 import subprocess
@@ -13,58 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.sandbox.docker import engine
+from tests.helpers.e2e import SUM, containers_of, harness, one_instance, rows, run_replayed, trace
 
 pytestmark = pytest.mark.docker
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = REPO / "datasets" / "gaia-smoke"
-
-
-def harness(*args, env=None, timeout=600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness", *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO, env={**os.environ, **(env or {})})
-
-
-def containers_of(out_dir: Path) -> list[str]:
-    """Containers of runs into out_dir (run ids start with the dir's name); others may run tests too."""
-    prefix = out_dir.name[:12] + "-"
-    return [c["Id"] for c in engine.client().api.containers(all=True, filters={"label": "harness.managed=1"})
-            if c["Labels"].get("harness.run_id", "").startswith(prefix)]
-
-
-def rows(out_dir: Path) -> list[dict]:
-    return [json.loads(line) for line in (out_dir / "output.jsonl").read_text().splitlines()]
-
-
-def trace(out_dir: Path, row: dict) -> list[dict]:
-    return [json.loads(line) for line in (out_dir / row["trace"]).read_text().splitlines()]
-
-
-def one_instance(tmp_path: Path, turns: list[dict], answer="6", files=None) -> tuple[Path, Path]:
-    data = tmp_path / "data.jsonl"
-    (tmp_path / "nums.csv").write_text("x\n1\n2\n3\n")
-    data.write_text(json.dumps({"instance_id": "only one", "question": "Sum column x of nums.csv.",
-                                "answer": answer, "files": files if files is not None else ["nums.csv"],
-                                "level": 1}) + "\n")
-    replay = tmp_path / "replay.jsonl"
-    replay.write_text(json.dumps({"instance_id": "only one", "turns": turns}) + "\n")
-    config = tmp_path / "config.toml"
-    config.write_text(f'[llm.rec]\nkind = "replay"\npath = "{replay}"\n')
-    return data, config
-
-
-def run_replayed(tmp_path: Path, turns: list[dict], *flags, env=None) -> tuple[subprocess.CompletedProcess, Path]:
-    """`harness run` of one_instance() with these recorded turns into a fresh output dir."""
-    data, config = one_instance(tmp_path, turns)
-    out = tmp_path / f"r{secrets.token_hex(4)}"
-    proc = harness("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out, *flags,
-                   env=env)
-    return proc, out
-
-
-SUM = [{"tool_calls": [{"name": "run_python", "arguments": {
-    "code": "import pandas as pd; print(pd.read_csv('nums.csv').x.sum())"}}]},
-    {"content": "Done.\n<SOLUTION>\n6\n</Solution>"}]
 
 
 def test_smoke_set_runs_resumes_rescores_and_refuses_changed_config(tmp_path):

@@ -13,7 +13,6 @@ import socket
 import subprocess
 import sys
 import tarfile
-import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
@@ -25,6 +24,7 @@ from harness.sandbox.contract import SandboxSpec, parse_size
 from harness.sandbox.docker import engine, storage
 from harness.sandbox.docker.provider import DockerSandbox
 from harness.sandbox.service import TOKEN_HEADER, ServiceClient
+from tests.helpers.wait import wait_for
 
 pytestmark = pytest.mark.docker
 
@@ -188,6 +188,7 @@ def test_agent_code_cannot_kill_the_service_and_orphans_are_reaped(provider, ima
         assert sb.shell("echo still here").stdout == "still here\n"
         # Orphans (a backgrounded child whose parent exits) become init's children: reaped, no zombies.
         sb.shell("for i in 1 2 3 4 5; do (sleep 0.2 &) ; done; setsid sleep 0.2 &")
-        time.sleep(3.5)
+        wait_for(lambda: "sleep" not in sb.shell("ps -eo stat=,args=").stdout, 30,
+                 "the orphans to exit and be reaped (a zombie still shows as [sleep] <defunct>)")
         zombies = sb.shell("ps -eo stat= | grep -c '^Z' || true").stdout.strip()
         assert zombies == "0", sb.shell("ps -eo pid,ppid,stat,args").stdout

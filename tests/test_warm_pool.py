@@ -10,6 +10,7 @@ import pytest
 from harness.runner.pool import WarmPool
 from harness.sandbox.contract import SandboxSpec
 from tests.helpers.e2e import explain, harness, rows
+from tests.helpers.wait import holds_for, wait_for
 
 pytestmark = pytest.mark.docker
 
@@ -17,9 +18,7 @@ pytestmark = pytest.mark.docker
 def test_a_pooled_sandbox_is_handed_out_once_and_the_rest_are_removed(provider, image, run_id):
     spec = SandboxSpec(image=image, run_id=run_id, instance_id="warm")
     with WarmPool(provider, spec, 2) as pool:
-        deadline = time.monotonic() + 60
-        while pool.ready() < 2 and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_for(lambda: pool.ready() >= 2, 60, "the pool to hold 2 started sandboxes")
         started = time.monotonic()
         first = pool.take()
         took = time.monotonic() - started
@@ -29,9 +28,7 @@ def test_a_pooled_sandbox_is_handed_out_once_and_the_rest_are_removed(provider, 
         assert second is not None and second.name != first.name
         provider.teardown(first)
         provider.teardown(second)
-        deadline = time.monotonic() + 60  # the pool refills what was taken
-        while pool.ready() < 2 and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_for(lambda: pool.ready() >= 2, 60, "the pool to refill what was taken")
         assert len(provider.find(run_id)) == 2
         assert {f.name for f in provider.find(run_id)}.isdisjoint({first.name, second.name})  # never reused
     assert provider.find(run_id) == []  # close removed the ones not handed out
@@ -64,17 +61,10 @@ def test_the_pool_starts_no_more_sandboxes_than_instances_remain(provider, image
     spec = SandboxSpec(image=image, run_id=run_id, instance_id="warm")
     with WarmPool(provider, spec, 2, total=3) as pool:
         pool.started_cold()  # one instance started its own: two more sandboxes at most
-        taken = []
-        deadline = time.monotonic() + 60
-        while len(taken) < 2 and time.monotonic() < deadline:
-            sandbox = pool.take()
-            if sandbox is None:
-                time.sleep(0.1)
-                continue
-            taken.append(sandbox)
-        assert len(taken) == 2
-        time.sleep(2)  # room for a third, but no instance left to use it
-        assert pool.ready() == 0 and len(provider.find(run_id)) == 2
+        taken = [wait_for(pool.take, 60, f"pooled sandbox {n + 1} of 2") for n in range(2)]
+        # Room for a third, but no instance left to use it: none is started, watched for 2 s.
+        holds_for(lambda: pool.ready() == 0 and len(provider.find(run_id)) == 2, 2, "no third sandbox",
+                  every=0.2)
         for sandbox in taken:
             provider.teardown(sandbox)
 

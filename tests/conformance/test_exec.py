@@ -9,6 +9,7 @@ import time
 import pytest
 
 from harness.errors import SandboxUnsupported
+from tests.helpers.wait import wait_for
 
 # Lists processes whose command line contains argv[1] (procps may not be in every image; python3 is).
 PROCS_WITH = """
@@ -124,9 +125,8 @@ def test_timeout_kills_the_whole_process_tree(sandbox):
     assert result.timed_out and not result.ok
     assert (result.exit_code, result.signal) == (137, 9)
     assert 1.5 <= elapsed < 10
-    time.sleep(0.3)
-    left = sandbox.exec(["python3", "-c", PROCS_WITH, marker]).stdout
-    assert left == "", left
+    wait_for(lambda: sandbox.exec(["python3", "-c", PROCS_WITH, marker]).stdout == "", 10,
+             "the timed-out command's processes to be gone")
 
 
 def test_timeout_holds_while_a_command_ignores_its_stdin(sandbox):

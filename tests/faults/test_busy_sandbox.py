@@ -17,8 +17,7 @@ import pytest
 from harness.errors import SandboxDied
 from harness.sandbox import service
 from harness.sandbox.contract import SandboxSpec
-from tests.faults.test_holds import _dataset
-from tests.helpers.e2e import containers_of, explain, harness, out_dir, rows, trace
+from tests.helpers.e2e import containers_of, explain, harness, out_dir, replay_dataset, rows, trace
 
 pytestmark = pytest.mark.docker
 
@@ -49,7 +48,7 @@ print("spawned")
 
 def _run(tmp_path, turns, *args):
     """(the CLI's process, the one row, its tool results, containers left) of a one-instance run."""
-    data, config = _dataset(tmp_path / "data", 1, lambda i: turns)
+    data, config = replay_dataset(tmp_path / "data", [("q0", "What is 0?", "0")], lambda iid: turns)
     out = out_dir(tmp_path)
     proc = harness("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out,
                    "--instance-timeout", 240, *args, timeout=600)

@@ -23,6 +23,7 @@ import pytest
 from harness import errors
 from harness.sandbox.contract import SandboxSpec, parse_size
 from harness.sandbox.docker import engine, naming
+from tests.helpers.wait import steady
 
 pytestmark = pytest.mark.docker
 
@@ -126,8 +127,8 @@ def test_flooding_pid1_stdout_keeps_the_engine_log_capped(provider, image, run_i
                           "    [out.write(line) for _ in range(200 * 1024)]\"", timeout=300)
         refused = result.exit_code != 0 and "PermissionError" in result.stderr
         assert result.exit_code == 0 or refused, result.stderr
-        time.sleep(1)  # the engine's logger may still be writing what it read
-        size = _log_bytes(sb.id)
+        # The engine's logger may still be writing what it read: its size once that has stopped.
+        size = steady(lambda: _log_bytes(sb.id), 1.0, 60, "the container's engine log")
         # The cap is 2 files of 2 MB (storage.LOG_CONFIG); a rotation may overshoot by a line or so.
         assert size <= 5 << 20, f"the container's log holds {size >> 20} MiB"
         assert sb.shell("echo still serving").stdout == "still serving\n"

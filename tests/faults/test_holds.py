@@ -7,40 +7,40 @@ and checks the run's two promises: every selected instance ends as exactly one r
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.fakes.openai_server import FakeOpenAI, text, tool_calls
-from tests.helpers.e2e import REPO, containers_of, explain, fake_config, harness, out_dir, rows, trace
+from tests.helpers.e2e import (
+    REPO,
+    containers_of,
+    explain,
+    fake_config,
+    harness,
+    out_dir,
+    replay_dataset,
+    rows,
+    start,
+    trace,
+)
 
 pytestmark = pytest.mark.docker
 
 
 def _dataset(folder: Path, count: int, turns_for) -> tuple[Path, Path]:
     """`count` instances q0..q{count-1} (answer: the index) and a replay config playing turns_for(i)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    data, replay = folder / "tasks.jsonl", folder / "turns.jsonl"
-    data.write_text("".join(json.dumps({"instance_id": f"q{i}", "question": f"What is {i}?", "answer": str(i)}) + "\n"
-                            for i in range(count)))
-    replay.write_text("".join(json.dumps({"instance_id": f"q{i}", "turns": turns_for(i)}) + "\n"
-                              for i in range(count)))
-    config = folder / "replay.toml"
-    config.write_text(f'[llm.rec]\nkind = "replay"\npath = "{replay}"\n')
-    return data, config
+    return replay_dataset(folder, [(f"q{i}", f"What is {i}?", str(i)) for i in range(count)],
+                          lambda iid: turns_for(int(iid[1:])))
 
 
 def _start(*args) -> subprocess.Popen:
-    env = {**os.environ, "HARNESS_RETRY_BACKOFF": "0"}
-    return subprocess.Popen([sys.executable, "-m", "harness", *map(str, args)], cwd=REPO, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    return start(*args, stdout=subprocess.DEVNULL)
 
 
 def _one_row_each(out: Path, count: int) -> int:

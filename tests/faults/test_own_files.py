@@ -22,16 +22,21 @@ from pathlib import Path
 import pytest
 
 from harness import exit_codes
-from tests.faults.test_run_control import _dataset, _lost, _no_traceback, _sleeping, _start, _wait_for
 from tests.helpers.e2e import (
     containers_created_between,
     containers_of,
+    dataset_42,
     explain,
     harness,
+    lost_results,
+    no_traceback,
     out_dir,
     remove_leftovers,
     rows,
+    sleeping,
+    start,
 )
+from tests.helpers.wait import wait_for
 
 LONG = "x" * 6000  # a row longer than a page: it can never fit in the slack of output.jsonl's last page
 
@@ -74,21 +79,21 @@ def test_a_full_disk_mid_run_loses_no_row_blames_no_agent_and_leaves_no_sandbox(
     ids = [f"f{i}" for i in range(6)]
     answer = [{"tool_calls": [{"name": "run_shell", "arguments": {"command": "sleep 1.5; echo hi"}}]},
               {"content": f"<solution>{LONG}</solution>"}]
-    data, config = _dataset(tmp_path / "data", ids, lambda iid: answer)
+    data, config = dataset_42(tmp_path / "data", ids, lambda iid: answer)
     rescued_at = None
     with _small_disk(tmp_path / "disk") as disk:
         out = out_dir(disk)
         args = ("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out, "--workers", 2)
         t0 = time.monotonic()
-        proc = _start(*args)
+        proc = start(*args)
         try:
-            _wait_for(lambda: (out / "output.jsonl").is_file() and (out / "output.jsonl").read_text().count("\n") >= 1,
+            wait_for(lambda: (out / "output.jsonl").is_file() and (out / "output.jsonl").read_text().count("\n") >= 1,
                       90, "the first row")
             filler = _fill(disk)
             stdout, stderr = proc.communicate(timeout=180)
             first = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
             leaked_at_exit = len(containers_of(out))
-            _no_traceback(first)
+            no_traceback(first)
             assert first.returncode == exit_codes.ROWS_NOT_WRITTEN, explain(first)
             kept = re.search(r"kept in (\S+?) \(", first.stderr) or re.search(r"kept in (\S+?);", first.stderr)
             assert kept, explain(first)
@@ -106,7 +111,7 @@ def test_a_full_disk_mid_run_loses_no_row_blames_no_agent_and_leaves_no_sandbox(
             if rescued_at != out / "output.rescue.jsonl":
                 shutil.move(rescued_at, out / "output.rescue.jsonl")
             resumed = harness(*args)
-            lost = _lost(out, ids)
+            lost = lost_results(out, ids)
             reliability.record("output dir's disk full mid-run (tmpfs), then resume",
                                f"exit {first.returncode}, {len(rescued)} row(s) rescued, {not_started} not started, "
                                f"no agent blamed, {leaked_at_exit} sandboxes left at exit; resume: exit "
@@ -151,7 +156,7 @@ def test_a_short_write_is_truncated_back_before_the_retry(tmp_path, reliability)
 def test_a_row_cut_short_mid_file_is_set_aside_before_any_container_and_its_instances_run_again(tmp_path, image,
                                                                                               reliability):
     ids = [f"c{i}" for i in range(4)]
-    data, config = _dataset(tmp_path / "data", ids)
+    data, config = dataset_42(tmp_path / "data", ids)
     out = out_dir(tmp_path)
     args = ("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out, "--workers", 2)
     assert harness(*args).returncode == 0
@@ -163,8 +168,8 @@ def test_a_row_cut_short_mid_file_is_set_aside_before_any_container_and_its_inst
     resumed = harness(*args)
     reliability.record("a row cut short mid-output.jsonl (glued to the next), then resume",
                        f"exit {resumed.returncode}; line set aside, its 2 instances ran again",
-                       lost=_lost(out, ids), leaked=len(containers_of(out)), started=t0)
-    _no_traceback(resumed)
+                       lost=lost_results(out, ids), leaked=len(containers_of(out)), started=t0)
+    no_traceback(resumed)
     assert resumed.returncode == 0, explain(resumed)
     assert "set aside 1 damaged line(s)" in resumed.stderr and "line 2:" in resumed.stderr, explain(resumed)
     assert repr(cut) in resumed.stderr and repr(glued) in resumed.stderr, explain(resumed)
@@ -192,7 +197,7 @@ def test_a_damaged_line_mid_file_is_refused_by_readers_with_its_line_and_the_fix
 def test_rows_without_run_json_are_refused_against_another_dataset_and_force_sets_them_aside(tmp_path, image,
                                                                                              reliability):
     ids = [f"o{i}" for i in range(3)]
-    data, config = _dataset(tmp_path / "a", ids)
+    data, config = dataset_42(tmp_path / "a", ids)
     out = out_dir(tmp_path)
     assert harness("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out).returncode == 0
     (out / "run.json").unlink()  # output.jsonl copied elsewhere, or a run.json lost
@@ -215,8 +220,8 @@ def test_rows_without_run_json_are_refused_against_another_dataset_and_force_set
                        f"exit {refused.returncode} before any container; --force: {len(ids)} rows set aside, "
                        f"{sum(r['target'] == '48' and bool(r['correct']) for r in rows(out))} of {len(ids)} re-run "
                        "against the new targets",
-                       lost=_lost(out, ids), leaked=len(containers_of(out)), started=t0)
-    _no_traceback(refused)
+                       lost=lost_results(out, ids), leaked=len(containers_of(out)), started=t0)
+    no_traceback(refused)
     assert refused.returncode == exit_codes.INPUT and created == [], explain(refused)
     assert "not made from this dataset's instances" in refused.stderr and "line 1:" in refused.stderr, explain(refused)
     assert forced.returncode == 0, explain(forced)
@@ -255,11 +260,11 @@ def _agents_of(server: int) -> list[int]:
 @pytest.mark.docker
 def test_killing_the_fork_server_is_infra_retried_not_the_agents_fault(tmp_path, image, reliability):
     ids = ["k0", "k1"]
-    data, config = _dataset(tmp_path / "data", ids, lambda iid: _sleeping(4))
+    data, config = dataset_42(tmp_path / "data", ids, lambda iid: sleeping(4))
     out = out_dir(tmp_path)
-    proc = _start("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out, "--workers", 2)
+    proc = start("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out, "--workers", 2)
     try:
-        _wait_for(lambda: (s := _fork_server_of(proc.pid)) is not None and len(_agents_of(s)) >= 2, 90,
+        wait_for(lambda: (s := _fork_server_of(proc.pid)) is not None and len(_agents_of(s)) >= 2, 90,
                   "two agents forked by the fork server")
         t0 = time.monotonic()
         os.kill(_fork_server_of(proc.pid), signal.SIGKILL)
@@ -268,9 +273,9 @@ def test_killing_the_fork_server_is_infra_retried_not_the_agents_fault(tmp_path,
         got = {r["instance_id"]: r for r in rows(out)}
         reliability.record("the agents' fork server killed (-9) while two agents run",
                            "rows: " + ", ".join(f"{i} {got[i]['status']} (attempt {got[i]['attempt']})" for i in ids)
-                           + f"; exit {done.returncode}", lost=_lost(out, ids), leaked=len(containers_of(out)),
+                           + f"; exit {done.returncode}", lost=lost_results(out, ids), leaked=len(containers_of(out)),
                            started=t0)
-        _no_traceback(done)
+        no_traceback(done)
         assert done.returncode == 0, explain(done)
         assert all(got[i]["status"] == "ok" and got[i]["attempt"] == 2 for i in ids), got
         assert "agent process exited -9" not in stderr

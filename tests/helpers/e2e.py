@@ -1,8 +1,10 @@
-"""Helpers of the end-to-end tests in test_plain_runner/test_user_sim/test_scoring_path/test_errors.
+"""Helpers of the end-to-end tests (every test that runs the real CLI): one copy each, here.
 
-`harness` runs the real CLI in a subprocess; `containers_of` finds the containers of the runs
-into one output dir (run ids start with the dir's name), so sandboxes of other test sessions on
-the same engine are neither counted nor touched.
+`harness` runs the real CLI in a subprocess and waits for it, `start` starts it (its own session,
+for tests that signal or kill it); `containers_of` finds the containers of the runs into one output
+dir (run ids start with the dir's name), so sandboxes of other test sessions on the same engine are
+neither counted nor touched. `replay_dataset` / `replay_instance` / `one_instance` write a dataset
+and a [llm.rec] replay config; `run_replayed` runs one_instance. Waiting: tests/helpers/wait.py.
 """
 
 from __future__ import annotations
@@ -20,13 +22,27 @@ FAKE_KEY_ENV = "FAKE_OPENAI_KEY"
 FAKE_KEY = "sk-fake-e2e-0123456789"
 
 
-def harness(*args, env: dict | None = None, timeout: float = 300, script: bool = False,
+def _cli_env(env: dict | None) -> dict:
+    return {**os.environ, "HARNESS_RETRY_BACKOFF": "0", FAKE_KEY_ENV: FAKE_KEY, **(env or {})}
+
+
+def harness(*args, env: dict | None = None, timeout: float = 600, script: bool = False,
             cwd: Path | None = None) -> subprocess.CompletedProcess:
     """The CLI from the repository root (or `cwd`): `python -m harness`, or the installed `harness` script."""
-    full_env = {**os.environ, "HARNESS_RETRY_BACKOFF": "0", FAKE_KEY_ENV: FAKE_KEY, **(env or {})}
     command = [str(Path(sys.executable).with_name("harness"))] if script else [sys.executable, "-m", "harness"]
     return subprocess.run([*command, *map(str, args)], capture_output=True, text=True, timeout=timeout, cwd=cwd or REPO,
-                          env=full_env)
+                          env=_cli_env(env))
+
+
+def start(*args, env: dict | None = None, stdout=subprocess.PIPE) -> subprocess.Popen:
+    """`python -m harness ARGS` started, not waited for, in a session of its own (the test may signal
+    its whole group); text stdout (or `stdout`) and stderr are pipes."""
+    return subprocess.Popen([sys.executable, "-m", "harness", *map(str, args)], cwd=REPO, env=_cli_env(env),
+                            stdout=stdout, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def no_traceback(proc: subprocess.CompletedProcess) -> None:
+    assert "Traceback" not in proc.stderr, explain(proc)
 
 
 def explain(proc: subprocess.CompletedProcess) -> str:
@@ -97,16 +113,84 @@ def replay_instance(folder: Path, instance_id: str, question: str, answer: str, 
     return data, config
 
 
-def fake_config(path: Path, base_url: str, *, max_retries: int = 0, max_connections: int | str | None = None) -> Path:
-    """A [llm.fake] section for tests/fakes/openai_server.py (model_info for the AutoGen client too)."""
+def replay_dataset(folder: Path, instances: list[tuple[str, str, str]], turns_for) -> tuple[Path, Path]:
+    """A jsonl dataset of (instance_id, question, answer) and a [llm.rec] replay config playing
+    turns_for(instance_id) for each."""
+    folder.mkdir(parents=True, exist_ok=True)
+    data, replay = folder / "tasks.jsonl", folder / "turns.jsonl"
+    data.write_text("".join(json.dumps({"instance_id": i, "question": q, "answer": a}) + "\n"
+                            for i, q, a in instances))
+    replay.write_text("".join(json.dumps({"instance_id": i, "turns": turns_for(i)}) + "\n" for i, _, _ in instances))
+    config = folder / "replay.toml"
+    config.write_text(f'[llm.rec]\nkind = "replay"\npath = "{replay}"\n')
+    return data, config
+
+
+# Turns that solve "What is 6*7?" (answer 42) in the sandbox, and turns that sleep there first.
+SOLVE = [{"tool_calls": [{"name": "run_python", "arguments": {"code": "print(6*7)"}}]},
+         {"content": "<solution>42</solution>"}]
+
+
+def sleeping(seconds: float) -> list[dict]:
+    return [{"tool_calls": [{"name": "run_shell", "arguments": {"command": f"sleep {seconds}"}}]},
+            {"content": "<solution>42</solution>"}]
+
+
+def dataset_42(folder: Path, ids: list[str], turns_for=lambda iid: SOLVE) -> tuple[Path, Path]:
+    """Instances `ids` (question 6*7, answer 42) and a [llm.rec] replay config playing turns_for(id)."""
+    return replay_dataset(folder, [(i, "What is 6*7?", "42") for i in ids], turns_for)
+
+
+def lost_results(out: Path, ids: list[str]) -> int:
+    """Selected instances without exactly one final row: no row at all, or a finished result twice."""
+    got = rows(out) if (out / "output.jsonl").is_file() else []
+    present = {r["instance_id"] for r in got}
+    finished = [r["instance_id"] for r in got if r["status"] != "error"]
+    return sum(i not in present or finished.count(i) > 1 for i in ids)
+
+
+# One instance ("only one": the sum of column x of nums.csv, 6) and turns that solve it with pandas.
+SUM = [{"tool_calls": [{"name": "run_python", "arguments": {
+    "code": "import pandas as pd; print(pd.read_csv('nums.csv').x.sum())"}}]},
+    {"content": "Done.\n<SOLUTION>\n6\n</Solution>"}]
+
+
+def one_instance(tmp_path: Path, turns: list[dict], answer="6", files=None) -> tuple[Path, Path]:
+    data = tmp_path / "data.jsonl"
+    (tmp_path / "nums.csv").write_text("x\n1\n2\n3\n")
+    data.write_text(json.dumps({"instance_id": "only one", "question": "Sum column x of nums.csv.",
+                                "answer": answer, "files": files if files is not None else ["nums.csv"],
+                                "level": 1}) + "\n")
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text(json.dumps({"instance_id": "only one", "turns": turns}) + "\n")
+    config = tmp_path / "config.toml"
+    config.write_text(f'[llm.rec]\nkind = "replay"\npath = "{replay}"\n')
+    return data, config
+
+
+def run_replayed(tmp_path: Path, turns: list[dict], *flags, env=None) -> tuple[subprocess.CompletedProcess, Path]:
+    """`harness run` of one_instance() with these recorded turns into a fresh output dir."""
+    data, config = one_instance(tmp_path, turns)
+    out = out_dir(tmp_path)
+    proc = harness("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out, *flags,
+                   env=env)
+    return proc, out
+
+
+def fake_config(path: Path, base_url: str, *, max_retries: int = 0, max_connections: int | str | None = None,
+                timeout: float = 30, key_env: str = FAKE_KEY_ENV, prices: tuple[float, float] | None = None) -> Path:
+    """A [llm.fake] section for tests/fakes/openai_server.py (model_info for the AutoGen client too);
+    `prices`: (input, output) per 1k tokens."""
     cap = "" if max_connections is None else f"max_connections = {max_connections}\n"
+    if prices is not None:
+        cap += f"price_input_per_1k = {prices[0]}\nprice_output_per_1k = {prices[1]}\n"
     path.write_text(f"""
 [llm.fake]
 model = "fake-model-1"
 base_url = "{base_url}"
-api_key_env = "{FAKE_KEY_ENV}"
+api_key_env = "{key_env}"
 max_retries = {max_retries}
-timeout = 30
+timeout = {timeout}
 {cap}
 [llm.fake.model_info]
 function_calling = true
