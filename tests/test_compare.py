@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from harness.cli import app
 from harness.report import html as pages
+from harness.report.compare import comparison_line
 from harness.report.stats import paired_delta, wilson_interval
 from tests.test_html_report import make_run_dir
 
@@ -91,7 +92,7 @@ def test_disjoint_runs_have_no_common_instances(tmp_path):
         path.write_text(path.read_text().replace("task-", "other-"))
     (c,) = pages.build_data([a, b], with_traces=False, force=True)["comparisons"]
     assert c["n_common"] == 0 and c["n"] == 0 and not c["compared"] and c["delta"] is None
-    assert pages.comparison_line(c) == "b vs a: no common instances, nothing to compare"
+    assert comparison_line(c) == "b vs a: no common instances, nothing to compare"
     result = CliRunner().invoke(app, ["report", str(a), str(b), "--compare"])
     assert result.exit_code == 0, result.output
     assert "b vs a: no common instances" in result.output and "delta" not in result.output
@@ -141,4 +142,4 @@ def test_unfinished_instances_are_left_out_of_the_pairs(tmp_path):
     (c,) = pages.build_data([a, b], with_traces=False)["comparisons"]
     assert c["n_common"] == 12 and c["n"] == 8 and c["n_left_out"] == 4
     assert c["delta"] == 0.0  # not 4 "broken" instances
-    assert "4 common instances left out" in pages.comparison_line(c)
+    assert "4 common instances left out" in comparison_line(c)

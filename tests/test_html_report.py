@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from harness.cli import app
 from harness.report import html as pages
+from harness.results.store import latest_by_key, read_rows
 
 CHROMIUM = Path("/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parents[1]
@@ -183,7 +184,7 @@ def test_html_report_table_filters_and_trace(tmp_path, page):
     run = make_run_dir(tmp_path / "run-a", n)
     out = report([run], tmp_path / "report.html")
     open_report(page, out)
-    assert shown(page) == len(pages.latest_rows(pages.read_rows(run / "output.jsonl"))) == n
+    assert shown(page) == len(latest_by_key(read_rows(run / "output.jsonl"))) == n
     assert page.locator("#rows tbody tr").count() == n
     assert page.locator("#chart-accuracy svg").count() == 1
 

@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from harness.report import html as pages
+from harness.results.store import latest_by_key, read_rows
 from harness.report.view import ViewServer
 from tests.test_html_report import browser, make_run_dir, outcome, page, shown  # noqa: F401  (fixtures)
 
@@ -28,7 +28,7 @@ def test_viewer_rows_lazy_trace_and_screenshot(tmp_path, page):
     run = make_run_dir(tmp_path / "run-a", 12)
     with ViewServer([run]) as server:
         wait_ready(page, server.url)
-        assert shown(page) == len(pages.latest_rows(pages.read_rows(run / "output.jsonl"))) == 12
+        assert shown(page) == len(latest_by_key(read_rows(run / "output.jsonl"))) == 12
         assert not any("/api/trace" in u for u in page.requests)  # traces load per click
         page.select_option("#f-status", "error")
         assert shown(page) == sum(1 for i in range(12) if outcome(i)[0] == "error")

@@ -9,6 +9,9 @@ exits 3, `Report.missing_verdicts`). So:
     accuracy, n_correct, ci95, stderr   over n_judged = n_selected - n_no_verdict (the selected ids
                    less those without a verdict from the headline scorer, the first)
     per_level      the same rule per level: n ids, no_verdict of them, accuracy = correct / (n - no_verdict)
+                   An id's level is the dataset's (selected.json, `levels`), else its first row's
+                   (epoch order), else "unknown": the one rule of every page and table
+                   (harness/report/live.py's progress takes it from here, `level_of`)
     scorers        each scorer over every (id, epoch): accuracy and mean_score over n - no_verdict
     epochs         an id is judged when every epoch of it has a verdict (or errored / is missing);
                    the reducers over judged ids, each epoch alone over its judged ids
@@ -46,18 +49,18 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from pathlib import Path
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from statistics import mean, median
 
 from pydantic import BaseModel, Field
 
-from harness.results.model import ResultRow
 from harness.report.breakdown import FIELDS, by_field, retrieval_recall
+from harness.report.stats import mean_interval, wilson_interval
+from harness.results.model import ResultRow
 from harness.results.store import latest_by_key
-from harness.traces import read_trace
-from harness.report.stats import Z95, wilson_interval
 from harness.scoring.reducers import Epoch, agreement, reduce
+from harness.traces import read_trace
 
 OUTCOMES = ("passed", "failed", "no_verdict", "errored", "limit", "missing")
 
@@ -140,7 +143,7 @@ class Report(BaseModel):
     time_per_instance_s: TimeStats = Field(default_factory=TimeStats)
     wall_time_s: float | None = None
     leaked_containers: int = 0
-    ids: dict[str, list[str]] = Field(default_factory=lambda: {k: [] for k in OUTCOMES})
+    ids: dict[str, list[str]] = Field(default_factory=lambda: {k: list[str]() for k in OUTCOMES})
     scorers: dict[str, ScorerStats] = Field(default_factory=dict)
     env_outcomes: dict[str, dict[str, int]] = Field(default_factory=dict)
     env_outcomes_per_instance: dict[str, dict[str, dict[str, int]]] = Field(default_factory=dict)
@@ -153,6 +156,14 @@ class Report(BaseModel):
     @property
     def clean(self) -> bool:
         return self.leaked_containers == 0
+
+    def statuses(self) -> dict[str, int]:
+        """Selected (id, epoch)s by their latest row's status (ok, limit, error) or missing (no row),
+        zeros left out: the page's outcomes."""
+        limit, units = sum(self.n_limit.values()), self.n_selected * (self.epochs.k if self.epochs else 1)
+        counts = {"ok": units - self.n_errors - limit - self.n_missing, "limit": limit, "error": self.n_errors,
+                  "missing": self.n_missing}
+        return {k: v for k, v in counts.items() if v}
 
     @property
     def headline(self) -> str | None:
@@ -167,6 +178,14 @@ class Report(BaseModel):
         if not parts and self.n_no_verdict:
             parts = [f"{self.n_no_verdict} of {self.n_selected} instances (not scored: no target)"]
         return "no verdict: " + "; ".join(parts) if parts else None
+
+
+def level_of(iid: str, levels: Mapping[str, int | None], rows: Sequence[ResultRow | None]) -> str:
+    """The id's level key (the module docstring): the dataset's, else its first row's (epoch order)."""
+    level = levels.get(iid)
+    if level is None:
+        level = next((r.level for r in rows if r is not None), None)
+    return "unknown" if level is None else str(level)
 
 
 def _stats(correct: int, n: int) -> tuple[float, tuple[float, float]]:
@@ -209,9 +228,9 @@ def build_report(
         scorer_names += [name for name in row.scores if name not in scorer_names]
         for env, counts in row.env_outcomes.items():
             env_total.setdefault(env, Counter()).update(counts)
-            mine = env_per.setdefault(iid, {}).setdefault(env, {})
+            per_env = env_per.setdefault(iid, {}).setdefault(env, {})
             for outcome, count in counts.items():
-                mine[outcome] = mine.get(outcome, 0) + count
+                per_env[outcome] = per_env.get(outcome, 0) + count
         if row.status == "error":
             errors[row.error_kind or "unknown"] += 1
         else:
@@ -221,7 +240,8 @@ def build_report(
 
     outcome_of, judged, verdicts, epoch_report = _headline(latest, selected, epochs, reducers, normalize)
     ids: dict[str, list[str]] = {k: [] for k in OUTCOMES}
-    per_level: dict[str, list[float]] = {}  # key -> [n, passed, sum of values, no verdict]
+    per_level: dict[str, list[int]] = {}  # key -> [n, passed, no verdict]
+    level_value: Counter[str] = Counter()  # key -> sum of the judged ids' values
     for iid in selected:
         mine = [latest.get((iid, e)) for e in range(1, epochs + 1)]
         value, passed = verdicts.get(iid, (0.0, False))  # not judged: in no sum
@@ -229,16 +249,14 @@ def build_report(
         if outcome == "scored":
             outcome = "passed" if passed else "failed"
         ids[outcome].append(iid)
-        if outcome not in ("missing", "errored") and any(r.status == "limit" for r in mine):
+        if outcome not in ("missing", "errored") and any(r is not None and r.status == "limit" for r in mine):
             ids["limit"].append(iid)
-        level = levels.get(iid)
-        if level is None:
-            level = next((r.level for r in mine if r is not None), None)
-        bucket = per_level.setdefault("unknown" if level is None else str(level), [0, 0, 0.0, 0])
+        key = level_of(iid, levels, mine)
+        bucket = per_level.setdefault(key, [0, 0, 0])
         bucket[0] += 1
         bucket[1] += passed
-        bucket[2] += value
-        bucket[3] += outcome == "no_verdict"
+        bucket[2] += outcome == "no_verdict"
+        level_value[key] += value
 
     n = len(selected)
     n_judged = len(judged)
@@ -262,8 +280,8 @@ def build_report(
         stderr=math.sqrt(accuracy * (1 - accuracy) / n_judged) if n_judged else 0.0,
         ci95=ci95,
         per_level={
-            key: LevelStats(n=b[0], correct=b[1], accuracy=b[2] / (b[0] - b[3]) if b[0] > b[3] else 0.0,
-                            ci95=wilson_interval(b[1], b[0] - b[3]), no_verdict=b[3])
+            key: LevelStats(n=b[0], correct=b[1], accuracy=level_value[key] / (b[0] - b[2]) if b[0] > b[2] else 0.0,
+                            ci95=wilson_interval(b[1], b[0] - b[2]), no_verdict=b[2])
             for key, b in sorted(per_level.items(), key=lambda kv: (kv[0] == "unknown", kv[0]))
         },
         n_errors=sum(errors.values()),
@@ -363,7 +381,7 @@ def _outcome(rows: list[ResultRow | None]) -> str:
     """An id's outcome over its epochs' rows: missing, errored, no_verdict, or scored (passed/failed)."""
     if any(r is None for r in rows):
         return "missing"
-    if any(r.status == "error" for r in rows):
+    if any(r is not None and r.status == "error" for r in rows):
         return "errored"
     return "no_verdict" if any(_unjudged(r) for r in rows) else "scored"
 
@@ -372,7 +390,7 @@ def _scorer_stats(name: str, rows: list[ResultRow | None]) -> ScorerStats:
     """One scorer over every unit: one without its verdict is left out of the rates and counted; an
     errored or missing one counts as not passed, score 0."""
     n = len(rows)
-    missing = [r for r in rows if _unjudged(r, name)]
+    missing = [r for r in rows if r is not None and _unjudged(r, name)]
     verdicts = [r.scores[name] for r in rows if r is not None and r.status != "error" and not _unjudged(r, name)]
     passed = sum(1 for v in verdicts if v.get("correct") is True)
     judged = n - len(missing)
@@ -396,13 +414,14 @@ def _epoch(row: ResultRow | None, primary: str | None) -> Epoch:
 
 
 def _reduce_epochs(latest, selected, judged, epochs, reducers,
-                   normalize) -> tuple[dict[str, tuple[float, bool]], "EpochReport"]:
+                   normalize) -> tuple[dict[str, tuple[float, bool]], EpochReport]:
     """The reducers over the judged ids; each epoch alone over the ids judged in that epoch; the
     answers' agreement over every selected id."""
     primary = next((name for r in latest.values() for name in r.scores), None)  # the first scorer
     by_id = {iid: [_epoch(latest.get((iid, e)), primary) for e in range(1, epochs + 1)] for iid in selected}
     n = len(judged)
-    stats, headline = {}, {}
+    stats: dict[str, ReducerStats] = {}
+    headline: dict[str, tuple[float, bool]] = {}
     for name in reducers:
         results = {iid: reduce(name, by_id[iid], normalize) for iid in judged}
         values = [r.value for r in results.values()]
@@ -410,7 +429,7 @@ def _reduce_epochs(latest, selected, judged, epochs, reducers,
         value = sum(values) / n if n else 0.0
         binary = all(v in (0.0, 1.0) for v in values)
         stats[name] = ReducerStats(value=value, passed=passed,
-                                   ci95=wilson_interval(passed, n) if binary else _mean_interval(values),
+                                   ci95=wilson_interval(passed, n) if binary else mean_interval(values),
                                    ties=sorted(iid for iid, r in results.items() if r.tie))
         if not headline:
             headline = {iid: (r.value, r.passed) for iid, r in results.items()}
@@ -427,13 +446,3 @@ def _reduce_epochs(latest, selected, judged, epochs, reducers,
         agreement=sum(a for a, _ in agreements) / every if every else 1.0,
         all_agree=sum(all_ for _, all_ in agreements) / every if every else 1.0)
 
-
-def _mean_interval(values: list[float]) -> tuple[float, float]:
-    """Normal-approximation 95% interval of a mean of values in [0, 1], clamped."""
-    n = len(values)
-    if n < 2:
-        return (0.0, 1.0)
-    m = sum(values) / n
-    sd = math.sqrt(sum((v - m) ** 2 for v in values) / (n - 1))
-    half = Z95 * sd / math.sqrt(n)
-    return (max(0.0, m - half), min(1.0, m + half))

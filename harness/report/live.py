@@ -12,6 +12,11 @@ Rules:
   Traces are flushed as written, so an in-flight trace can be read while it grows.
 * A run that is not live (is_live False) has nothing in flight: a trace a killed run left without a verdict is
   unfinished work, not a running instance.
+* `progress`, accuracy so far, is over the finished instances with a verdict (an errored one is
+  finished, a failure), overall and per level (the report's level, load.RunFigures.levels), beside
+  how many of the selected finished, run or have no verdict: unfinished (missing or running)
+  instances are in no denominator, so unfinished work is never counted as failed. Its interval
+  is stats.wilson_interval's (None when the headline's values are graded).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.report.stats import wilson_interval
 from harness.results.layout import RunDir
 
 _TRACE = re.compile(r"^(?P<prefix>.*?)(?:-e(?P<epoch>\d+))?-a(?P<attempt>\d+)\.jsonl$")
@@ -118,7 +124,8 @@ class Watcher:
                 newest[iid, epoch] = (st.st_mtime_ns, entry, int(match["attempt"]))
         order = {iid: k for k, iid in enumerate(ids)}
         out, now = [], time.time_ns()
-        for (iid, epoch), (mtime, entry, attempt) in sorted(newest.items(), key=lambda kv: (order.get(kv[0][0], 0), kv[0][1])):
+        ordered = sorted(newest.items(), key=lambda kv: (order.get(kv[0][0], 0), kv[0][1]))
+        for (iid, epoch), (mtime, entry, attempt) in ordered:
             st = entry.stat()
             cached = self._seen.get(entry.path)
             if cached and cached[:2] == (st.st_size, st.st_mtime_ns):
@@ -130,3 +137,37 @@ class Watcher:
                 continue
             out.append(InFlight(iid, epoch, attempt, f"traces/{entry.name}", seconds=max(0.0, (now - mtime) / 1e9)))
         return out
+
+
+def progress(verdicts: dict[str, tuple[str, float, bool]], running: set[str], levels: dict[str, str]) -> dict:
+    """Accuracy so far (the module docstring): `verdicts` as build.headline_verdicts gives them,
+    `levels` each id's level key."""
+    zero = {"n_selected": 0, "n_finished": 0, "n_running": 0, "n_no_verdict": 0, "n_judged": 0, "n_correct": 0,
+            "value": 0.0, "binary": True}
+    buckets: dict[str, dict] = {}
+    total = dict(zero)
+    for iid, (outcome, value, passed) in verdicts.items():
+        b = buckets.setdefault(levels.get(iid, "unknown"), dict(zero))
+        for acc in (total, b):
+            acc["n_selected"] += 1
+            if iid in running:
+                acc["n_running"] += 1
+            elif outcome != "missing":
+                acc["n_finished"] += 1
+                if outcome == "no_verdict":
+                    acc["n_no_verdict"] += 1
+                else:
+                    acc["n_judged"] += 1
+                    acc["n_correct"] += passed
+                    acc["value"] += value
+                    acc["binary"] = acc["binary"] and value in (0.0, 1.0)
+
+    def finish(acc: dict) -> dict:
+        n, binary = acc["n_judged"], acc.pop("binary")
+        acc["accuracy"] = acc.pop("value") / n if n else 0.0
+        acc["ci95"] = list(wilson_interval(acc["n_correct"], n)) if binary else None
+        return acc
+
+    out = finish(total)
+    out["per_level"] = {k: finish(b) for k, b in sorted(buckets.items(), key=lambda kv: (kv[0] == "unknown", kv[0]))}
+    return out

@@ -52,10 +52,10 @@ def summary_row(report: Report, *, run_label: str, extra: dict[str, Any]) -> dic
         "ci95_high": _round(report.ci95[1]),
         "stderr": _round(report.stderr),
     }
-    for level, stats in report.per_level.items():
-        row[f"accuracy_level_{level}"] = _round(stats.accuracy)
-    for name, stats in list(report.scorers.items())[1:]:  # the first is the headline accuracy
-        row[f"accuracy_{name}"] = _round(stats.accuracy)
+    for level, at_level in report.per_level.items():
+        row[f"accuracy_level_{level}"] = _round(at_level.accuracy)
+    for name, scorer in list(report.scorers.items())[1:]:  # the first is the headline accuracy
+        row[f"accuracy_{name}"] = _round(scorer.accuracy)
     row.update(
         n_errors=report.n_errors,
         n_missing=report.n_missing,

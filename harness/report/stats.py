@@ -1,6 +1,8 @@
-"""The report's statistics, in one place: the interval of a proportion and of a paired difference.
+"""The report's statistics, in one place: every interval the report, the pages and comparisons show.
 
 * ``wilson_interval(correct, n)``: the Wilson score interval of correct / n; (0, 1) when n is 0.
+* ``mean_interval(values)``: the normal-approximation interval of a mean of values in [0, 1] (a
+  reducer's graded values, e.g. pass@k), clamped to [0, 1]; (0, 1) with fewer than two values.
 * ``paired_delta(pairs)``: two runs' values on the same instances, each value in [0, 1] (a verdict
   is 0 or 1; a run with epochs gives its headline reducer's value, e.g. a mean of 0.5). The delta is
   mean(other - base). Its interval is the adjusted Wald interval for paired proportions (Agresti
@@ -14,8 +16,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 Z95 = 1.959963984540054
 
@@ -30,6 +32,17 @@ def wilson_interval(correct: int, n: int, z: float = Z95) -> tuple[float, float]
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
     # the interval always contains p; clamp away float rounding at p = 0 or 1
     return (max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half)))
+
+
+def mean_interval(values: Sequence[float], z: float = Z95) -> tuple[float, float]:
+    """Normal-approximation 95% interval of a mean of values in [0, 1], clamped."""
+    n = len(values)
+    if n < 2:
+        return (0.0, 1.0)
+    m = sum(values) / n
+    sd = math.sqrt(sum((v - m) ** 2 for v in values) / (n - 1))
+    half = z * sd / math.sqrt(n)
+    return (max(0.0, m - half), min(1.0, m + half))
 
 
 @dataclass(frozen=True)

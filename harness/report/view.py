@@ -26,6 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
+from harness.fsutil import inside
 from harness.report import html as pages
 from harness.report.live import Watcher
 from harness.results.layout import RunDir
@@ -80,7 +81,8 @@ class Viewer:
         parts = []
         for d in self.dirs:
             layout = RunDir(d)
-            parts.append(str(d) + "=" + ",".join(_stat(f) for f in (layout.output, layout.report, layout.run_json, layout.traces)))
+            files = (layout.output, layout.report, layout.run_json, layout.traces)
+            parts.append(str(d) + "=" + ",".join(_stat(f) for f in files))
         return "|".join(parts) or "waiting"
 
     def _current(self, baseline: str | None = "", force: bool | None = None) -> tuple:
@@ -94,7 +96,10 @@ class Viewer:
             if cached is None or cached[0] != v:
                 dirs = list(self.dirs)
                 paths = [str(d) for d in dirs]
-                index = (0 if self.compare else None) if baseline == "" else paths.index(baseline) if baseline in paths else None
+                if baseline == "":
+                    index = 0 if self.compare else None
+                else:
+                    index = paths.index(baseline) if baseline in paths else None
                 for d in dirs:
                     self._watchers.setdefault(d, Watcher(d))
                 data = pages.build_data(dirs, with_traces=False, baseline=index, force=force, watchers=self._watchers)
@@ -119,11 +124,7 @@ class Viewer:
         row = rows[run].get(iid) if 0 <= run < len(rows) else None
         if not row or not row.get("trace"):
             return None
-        root = dirs[run]
-        path = root / row["trace"]
-        if not pages._inside(root, path) or not path.exists():
-            return None
-        return pages.read_trace(path)
+        return pages.page_trace(dirs[run], row["trace"])
 
     def shot(self, run: int, trace: str, name: str) -> bytes | None:
         if not SHOT_NAME.match(name):
@@ -133,7 +134,7 @@ class Viewer:
             return None
         path = root / trace
         shot = path.with_name(path.stem + "-shots") / name
-        if not pages._inside(root / "traces", shot) or not shot.is_file():
+        if not inside((root / "traces").resolve(), shot.resolve()) or not shot.is_file():
             return None
         return shot.read_bytes()
 
@@ -162,7 +163,8 @@ def _handler(viewer: Viewer):
                 if url.path == "/api/data":
                     baseline = q.get("baseline", "")
                     force = {"1": True, "0": False}.get(q.get("force", ""))
-                    return self._send(200, viewer.data(None if baseline == "none" else baseline, force), "application/json")
+                    body = viewer.data(None if baseline == "none" else baseline, force)
+                    return self._send(200, body, "application/json")
                 run = int(q.get("run", "0"))
                 if url.path == "/api/trace":
                     events = viewer.trace(run, q.get("id", ""))
@@ -194,7 +196,7 @@ class ViewServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}/"
 
-    def start(self) -> "ViewServer":
+    def start(self) -> ViewServer:
         self.thread.start()
         return self
 
@@ -202,7 +204,7 @@ class ViewServer:
         self.httpd.shutdown()
         self.httpd.server_close()
 
-    def __enter__(self) -> "ViewServer":
+    def __enter__(self) -> ViewServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -2,8 +2,9 @@
 
 from harness.traces.events import (Divergence, EnvAction, ErrorEvent, Event, LimitEvent, Message, ModelCall,
                                    ModelCallStarted, SystemPrompt, TaskEvent, ToolCall, ToolCallsDropped, ToolResult,
-                                   Tracer, UserReply, VerdictEvent, append_event, read_trace)
+                                   Tracer, UserReply, VerdictEvent, append_event, read_events,
+                                   read_trace)
 
 __all__ = ["Divergence", "EnvAction", "ErrorEvent", "Event", "LimitEvent", "Message", "ModelCall", "ModelCallStarted",
            "SystemPrompt", "TaskEvent", "ToolCall", "ToolCallsDropped", "ToolResult", "Tracer", "UserReply", "VerdictEvent", "append_event",
-           "read_trace"]
+           "read_events", "read_trace"]

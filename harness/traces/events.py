@@ -238,16 +238,29 @@ def append_event(path: Path, event: _Event) -> None:
         fh.write(("\n" if torn else "") + json.dumps(event.model_dump(mode="json"), default=str) + "\n")
 
 
-def read_trace(path: Path) -> list[Event]:
-    """The events of a trace file; a torn line (a killed process) and unknown lines are skipped."""
-    events: list[Event] = []
-    if not path.exists():
-        return events
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+def read_events(path: Path) -> list[dict[str, Any]]:
+    """A trace file's lines that are JSON objects, as written (event types another version of the
+    harness writes are kept: the run pages show them); a torn line (a killed process) is skipped.
+    A missing or unreadable file has none."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    events: list[dict[str, Any]] = []
+    for line in text.splitlines():
         try:
             raw = json.loads(line)
         except json.JSONDecodeError:
             continue  # a torn line of a killed process (the parent may have appended after it)
+        if isinstance(raw, dict):
+            events.append(raw)
+    return events
+
+
+def read_trace(path: Path) -> list[Event]:
+    """The events of a trace file (read_events) in the harness's event types; unknown lines are skipped."""
+    events: list[Event] = []
+    for raw in read_events(path):
         try:
             events.append(_EVENT.validate_python(raw))
         except ValidationError:

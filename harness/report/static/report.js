@@ -21,7 +21,8 @@
   const iidOf = (r) => r.instance || r.instance_id;  // with epochs a row is "ID #eN"
 
   // ---------- charts (plain SVG) ----------
-  function barChart(items, opts) {  // items: [{label, value, lo, hi}], values in [0, max]
+  // items: [{label, value, lo, hi}], values in [0, max]; a rate's interval (max 1) is written after its text
+  function barChart(items, opts) {
     opts = opts || {};
     const w = opts.width || 320, bh = 18, gap = 6, left = 90, right = opts.right || (opts.max === 1 ? 110 : 50);
     const max = opts.max || Math.max(1, ...items.map((i) => i.hi !== undefined ? i.hi : i.value));
@@ -37,7 +38,8 @@
         s += `<line x1="${x(it.lo)}" x2="${x(it.lo)}" y1="${y + 4}" y2="${y + bh - 4}" stroke="#111"></line>`;
         s += `<line x1="${x(it.hi)}" x2="${x(it.hi)}" y1="${y + 4}" y2="${y + bh - 4}" stroke="#111"></line>`;
       }
-      s += `<text x="${Math.min(w - right + 4, x(it.hi !== undefined ? it.hi : it.value) + 4)}" y="${y + 13}">${esc(it.text !== undefined ? it.text : it.value)}</text>`;
+      const ci = it.lo !== undefined && opts.max === 1 ? ` [${pct(it.lo)}, ${pct(it.hi)}]` : "";
+      s += `<text x="${Math.min(w - right + 4, x(it.hi !== undefined ? it.hi : it.value) + 4)}" y="${y + 13}">${esc((it.text !== undefined ? it.text : it.value) + ci)}</text>`;
     });
     return s + "</svg>";
   }
@@ -108,7 +110,7 @@
     // --epochs K: each epoch alone and each reducer (report.json's `epochs`)
     const ep = s.epochs;
     const epochBars = ep ? Object.entries(ep.per_epoch || {}).map(([k, b]) => ({label: "epoch " + k, value: b.accuracy,
-      lo: b.ci95[0], hi: b.ci95[1], text: `${pct(b.accuracy)} (${b.correct}/${b.n})`, color: "#8aa3e0"}))
+      lo: b.ci95[0], hi: b.ci95[1], text: `${pct(b.accuracy)} (${b.correct}/${b.n - (b.no_verdict || 0)}${unjudged(b.no_verdict)})`, color: "#8aa3e0"}))
       .concat(Object.entries(ep.reducers || {}).map(([k, r]) => ({label: k, value: r.value, lo: r.ci95[0], hi: r.ci95[1],
         text: `${pct(r.value)}${r.ties && r.ties.length ? ` (${r.ties.length} tie${r.ties.length > 1 ? "s" : ""})` : ""}`, color: "#3c9a3c"}))) : [];
     // per-scorer pass rates (report.json's `scorers`, when this harness writes them)
@@ -131,13 +133,13 @@
       ${extra}
       <div class="cards">
         ${runningCard}
-        <div class="card" id="chart-accuracy"><h3>${unfinished ? "So far: a" : "A"}ccuracy${headline ? ` (${esc(headline)})` : ""}, 95% CI (Wilson), over the ${unfinished ? "finished and " : ""}judged</h3>${barChart(accBars, unfinished ? {max: 1, width: 600, right: 230} : {max: 1, width: 380})}</div>
-        ${ep ? `<div class="card" id="chart-epochs"><h3>${ep.k} epochs: each alone and reduced (headline: ${esc(ep.primary)}); answers agree ${pct(ep.agreement)} of pairs, all ${pct(ep.all_agree)} of instances</h3>${barChart(epochBars, {max: 1, width: 380})}</div>` : ""}
+        <div class="card" id="chart-accuracy"><h3>${unfinished ? "So far: a" : "A"}ccuracy${headline ? ` (${esc(headline)})` : ""}, 95% CI (Wilson), over the ${unfinished ? "finished and " : ""}judged</h3>${barChart(accBars, unfinished ? {max: 1, width: 720, right: 350} : {max: 1, width: 560, right: 290})}</div>
+        ${ep ? `<div class="card" id="chart-epochs"><h3>${ep.k} epochs: each alone and reduced (headline: ${esc(ep.primary)}); answers agree ${pct(ep.agreement)} of pairs, all ${pct(ep.all_agree)} of instances</h3>${barChart(epochBars, {max: 1, width: 560, right: 290})}</div>` : ""}
         <div class="card" id="chart-outcomes"><h3>Outcomes</h3>${barChart(outcomes)}</div>
         <div class="card" id="chart-errors"><h3>Error kinds</h3>${errs.length ? barChart(errs) : '<p class="muted">no errors</p>'}</div>
         ${noVerdict.length ? `<div class="card" id="no-verdict"><h3>No verdict</h3>${noVerdict.map(([k, v]) =>
           `<p class="no"><b>${esc(k)}</b>: no verdict: ${v.no_verdict} of ${v.n}; first: ${esc(v.first_error || "-")}</p>`).join("")}</div>` : ""}
-        ${scorers.length ? `<div class="card" id="chart-scorers"><h3>Pass rate per scorer, 95% CI (report.json)</h3>${barChart(scorers, {max: 1, width: 380})}</div>` : ""}
+        ${scorers.length ? `<div class="card" id="chart-scorers"><h3>Pass rate per scorer, 95% CI (report.json)</h3>${barChart(scorers, {max: 1, width: 640, right: 370})}</div>` : ""}
         ${envTable ? `<div class="card"><h3>Environment actions</h3>${envTable}</div>` : ""}
         <div class="card"><h3>Tokens per instance</h3>${histogram(rows.map(tokens), "tokens", 0)}</div>
         <div class="card"><h3>Cost per instance</h3>${histogram(rows.map((r) => (r.usage || {}).cost || 0), "cost", 4)}</div>

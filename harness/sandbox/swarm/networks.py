@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import threading
 
-from harness.errors import EngineConflict, EngineNotFound, InfraError, InputError
+import docker.errors
+
+from harness.errors import InfraError, InputError
 from harness.sandbox.docker import engine
 
 ISOLATED = "harness-swarm-none"
@@ -65,8 +67,9 @@ def ensure_node_config(api) -> None:
         try:
             _create(api, {"Name": CONFIG, "ConfigOnly": True, "Options": OPTIONS, "CheckDuplicate": True,
                           "Labels": {"harness.managed": "1"}})
-        except EngineConflict:
-            pass  # another process made it a moment ago
+        except InfraError as exc:
+            if "already exists" not in str(exc):
+                raise
         return
     options = engine.call("network inspect", lambda: api.inspect_network(found["Id"])).get("Options") or {}
     wrong = {k: v for k, v in OPTIONS.items() if options.get(k) != v}
@@ -89,8 +92,9 @@ def ensure_isolated() -> str:
                 # A network made from a config network takes no labels of its own.
                 _create(api, {"Name": ISOLATED, "Driver": "bridge", "Scope": "swarm", "ConfigFrom": {"Network": CONFIG},
                               "CheckDuplicate": True})
-            except EngineConflict:
-                pass  # another process made it a moment ago
+            except InfraError as exc:
+                if "already exists" not in str(exc):
+                    raise
         elif found.get("Scope") != "swarm" or found.get("Driver") != "bridge":
             raise InfraError(f"the network {ISOLATED} exists but is not a swarm-scoped bridge network; remove it "
                              f"(docker network rm {ISOLATED})")
@@ -132,8 +136,8 @@ def remove_isolated(api) -> None:
     global _ready
     for name in (ISOLATED, CONFIG):
         try:
-            engine.call("network remove", lambda: api.remove_network(name))  # noqa: B023 - called now
-        except EngineNotFound:
+            engine.call("network remove", lambda: api.remove_network(name))
+        except docker.errors.NotFound:
             pass
     _ready = False
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import threading
 
+import docker.errors
 import docker.types
 
 from harness.errors import InfraError
@@ -56,7 +57,7 @@ def remove_volume(name: str) -> bool:
     try:
         engine.call("volume remove", lambda: engine.client().api.remove_volume(name), retries=0)
         return True
-    except InfraError:  # gone (EngineNotFound), or just taken into use: leave it
+    except (docker.errors.NotFound, InfraError):  # gone, or just taken into use: leave it
         return False
 
 
