@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from harness import exit_codes
-from harness.errors import HarnessError, InputError, validation_problems
+from harness.errors import HarnessError, InputError
 from harness.terminal import flat, say, stderr_console
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}  # every command, subcommands inherit it
@@ -48,7 +47,7 @@ def _docker_host_option():
     return typer.Option(None, "--docker-host", help=DOCKER_HOST_HELP)
 
 
-def _provider(name: str, docker_host: Optional[str] = None):
+def _provider(name: str, docker_host: str | None = None):
     from harness.sandbox.registry import get_provider
 
     if docker_host:
@@ -86,7 +85,7 @@ def log(message: str) -> None:
 @images_app.command("build")
 def images_build(force: bool = typer.Option(False, help="Rebuild even when the tag exists."),
                  sandbox: str = typer.Option("docker", help=SANDBOX_HELP),
-                 docker_host: Optional[str] = _docker_host_option()) -> None:
+                 docker_host: str | None = _docker_host_option()) -> None:
     """Make the sandbox image present on the engine: copied from this machine's engine when it has
     it, else built there (and an offline Debian base when none can be pulled)."""
     try:
@@ -98,7 +97,7 @@ def images_build(force: bool = typer.Option(False, help="Rebuild even when the t
 
 @images_app.command("list")
 def images_list(sandbox: str = typer.Option("docker", help=SANDBOX_HELP),
-                docker_host: Optional[str] = _docker_host_option()) -> None:
+                docker_host: str | None = _docker_host_option()) -> None:
     """Show the harness images on the engine."""
     try:
         found = _provider(sandbox, docker_host).list_images()
@@ -112,7 +111,7 @@ def images_list(sandbox: str = typer.Option("docker", help=SANDBOX_HELP),
 
 @images_app.command("prune")
 def images_prune(sandbox: str = typer.Option("docker", help=SANDBOX_HELP),
-                 docker_host: Optional[str] = _docker_host_option()) -> None:
+                 docker_host: str | None = _docker_host_option()) -> None:
     """Remove sandbox images of older build contexts (the current one and the base stay)."""
     try:
         removed = _provider(sandbox, docker_host).prune_images(log=log)
@@ -124,11 +123,11 @@ def images_prune(sandbox: str = typer.Option("docker", help=SANDBOX_HELP),
 
 @app.command()
 def cleanup(
-    run_id: Optional[str] = typer.Option(None, "--run-id", help="Remove every container of this run."),
+    run_id: str | None = typer.Option(None, "--run-id", help="Remove every container of this run."),
     everything: bool = typer.Option(False, "--all", help="Remove every harness container."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Only list what would be removed."),
     sandbox: str = typer.Option("docker", help=SANDBOX_HELP),
-    docker_host: Optional[str] = _docker_host_option(),
+    docker_host: str | None = _docker_host_option(),
 ) -> None:
     """Remove harness containers whose owner process is gone (never others' containers)."""
     try:
@@ -145,7 +144,7 @@ def cleanup(
 def smoke(
     sandboxes: int = typer.Option(4, "--sandboxes", "-n", min=1, help="Sandboxes to start in parallel."),
     sandbox: str = typer.Option("docker", help=SANDBOX_HELP),
-    docker_host: Optional[str] = _docker_host_option(),
+    docker_host: str | None = _docker_host_option(),
 ) -> None:
     """Start sandboxes in parallel, copy a file in, run commands, tear them down."""
     from harness.sandbox.smoke import run_smoke
@@ -162,25 +161,25 @@ def run_cmd(
     dataset: Path = typer.Option(..., help="GAIA folder (metadata.jsonl/.parquet) or a .jsonl/.csv file."),
     model: str = typer.Option(..., help="A \\[llm.NAME] section of --config, 'replay', or "
                                         "openai-compatible/NAME with --model-base-url (no config needed)."),
-    model_base_url: Optional[str] = typer.Option(None, help="With --model openai-compatible/NAME: the server's "
+    model_base_url: str | None = typer.Option(None, help="With --model openai-compatible/NAME: the server's "
                                                             "OpenAI-compatible address (http://HOST:PORT/v1)."),
-    model_key_env: Optional[str] = typer.Option(None, help="With --model openai-compatible/NAME: the variable "
+    model_key_env: str | None = typer.Option(None, help="With --model openai-compatible/NAME: the variable "
                                                            "holding the key (default: OPENAI_API_KEY if set)."),
-    output_dir: Optional[Path] = typer.Option(None, help="Results go to DIR/output.jsonl; re-running resumes. "
+    output_dir: Path | None = typer.Option(None, help="Results go to DIR/output.jsonl; re-running resumes. "
                                                          "Default: runs/<dataset>-<YYYYmmdd-HHMMSS>."),
-    split: Optional[str] = typer.Option(None, help="With a GAIA root: use 2023/SPLIT/."),
+    split: str | None = typer.Option(None, help="With a GAIA root: use 2023/SPLIT/."),
     agent: str = typer.Option("assistant", help="Built-in agent name or module:function."),
     workers: int = typer.Option(2, help="Instances run in parallel."),
-    config: Optional[Path] = typer.Option(None, help="TOML file with \\[llm.NAME] sections."),
+    config: Path | None = typer.Option(None, help="TOML file with \\[llm.NAME] sections."),
     max_retries: int = typer.Option(2, help="Retries of infrastructure failures, each on a fresh sandbox."),
     instance_timeout: float = typer.Option(600, help="Wall seconds per instance (the agent is killed)."),
     max_steps: int = typer.Option(30, help="Model calls per instance."),
-    max_tokens: Optional[int] = typer.Option(None, help="Tokens (prompt+completion) per instance."),
+    max_tokens: int | None = typer.Option(None, help="Tokens (prompt+completion) per instance."),
     command_timeout: float = typer.Option(120, help="Seconds per code-environment command."),
     page_size: int = typer.Option(8000, help="Characters per page of a file or web page shown to the agent."),
-    limit: Optional[int] = typer.Option(None, help="Run at most N instances."),
-    ids: Optional[str] = typer.Option(None, help="Comma-separated instance ids to run."),
-    skip: Optional[str] = typer.Option(None, help="Comma-separated instance ids to skip."),
+    limit: int | None = typer.Option(None, help="Run at most N instances."),
+    ids: str | None = typer.Option(None, help="Comma-separated instance ids to run."),
+    skip: str | None = typer.Option(None, help="Comma-separated instance ids to skip."),
     offset: int = typer.Option(0, help="Start at this index (sharding: --offset K --stride N)."),
     stride: int = typer.Option(1, help="Take every N-th instance."),
     shuffle: bool = typer.Option(False, help="Shuffle before offset/stride/limit."),
@@ -196,20 +195,20 @@ def run_cmd(
     warm_pool: int = typer.Option(0, help="Keep N sandboxes started ahead of the instances (each used once)."),
     reducer: list[str] = typer.Option([], help="With --epochs: mean (default), majority, pass@K, at_least_N; "
                                                "repeat for several, the first is the headline."),
-    record: Optional[Path] = typer.Option(None, help="Append the model's turns to this replay file."),
-    judge_model: Optional[str] = typer.Option(None, help="\\[llm.NAME] section for --scorer llm_judge."),
-    website: Optional[Path] = typer.Option(None, help="Offline site folder to serve on an internal network."),
-    prompt_template: Optional[Path] = typer.Option(None, help="The task's instruction, a text file with {question}, "
+    record: Path | None = typer.Option(None, help="Append the model's turns to this replay file."),
+    judge_model: str | None = typer.Option(None, help="\\[llm.NAME] section for --scorer llm_judge."),
+    website: Path | None = typer.Option(None, help="Offline site folder to serve on an internal network."),
+    prompt_template: Path | None = typer.Option(None, help="The task's instruction, a text file with {question}, "
                                                               "{files}, {conventions}, {instance_id} (default: the "
                                                               "question, its files, the benchmark's answer rules)."),
     sandbox: str = typer.Option("docker", help=SANDBOX_HELP),
-    docker_host: Optional[str] = _docker_host_option(),
-    user_reply: Optional[str] = typer.Option(None, help="What the simulated user says to a turn that ends "
+    docker_host: str | None = _docker_host_option(),
+    user_reply: str | None = typer.Option(None, help="What the simulated user says to a turn that ends "
                                                         "without <solution> (default: carry on alone)."),
     max_user_replies: int = typer.Option(3, help="Simulated user replies per instance (0: none)."),
-    user_function: Optional[str] = typer.Option(None, help="module:function(final_message, instance, number) "
+    user_function: str | None = typer.Option(None, help="module:function(final_message, instance, number) "
                                                            "-> reply or None, instead of --user-reply."),
-    fail_on_error: Optional[str] = typer.Option(None, help="Start no more instances once N have errored "
+    fail_on_error: str | None = typer.Option(None, help="Start no more instances once N have errored "
                                                            "(or a fraction, 0.2 or 20%, of those selected); "
                                                            "exit 3."),
     fail_on_divergence: bool = typer.Option(False, help="With a replay model: exit 5 when a tool result differs "
@@ -222,52 +221,41 @@ def run_cmd(
     left containers); 2 bad input, before any container; 3 some instance errored or was not
     run; 4 output.jsonl became unwritable (rows rescued); 5 --fail-on-divergence and the replay
     diverged from its recording; 128+N ended by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP)."""
-    from harness.agents.contract import Limits, UserSimulation
-    from harness.runner.preflight import RunOptions, error_budget
+    from harness.config import RunConfiguration
     from harness.runner.run import run
     from harness.signals import exit_code, interrupts, stopped_by
 
     if docker_host:
         _use_docker_host(docker_host)
-    split_list = lambda text: [x.strip() for x in text.split(",") if x.strip()] if text else None  # noqa: E731
-    try:
-        from pydantic import ValidationError
-
-        from harness.sandbox.contract import SandboxSpec
-
-        SandboxSpec(image="-", run_id="-", instance_id="-", network=network, memory=memory, cpus=cpus, disk=disk)
-    except ValidationError as exc:
-        fail(InputError(validation_problems(exc, field_prefix="--")))
-    for flag, value, low in (("--max-steps", max_steps, 1), ("--max-tokens", max_tokens, 1),
-                             ("--instance-timeout", instance_timeout, 1e-9), ("--command-timeout", command_timeout, 1e-9),
-                             ("--page-size", page_size, 100)):
-        if value is not None and value < low:
-            fail(InputError(f"{flag} must be > 0, not {value}"))
-    if max_user_replies < 0:
-        fail(InputError(f"--max-user-replies must be >= 0, not {max_user_replies}"))
-    user = UserSimulation(max_replies=max_user_replies, function=user_function,
-                          **({"reply": user_reply} if user_reply else {}))
+    split_list = lambda text: tuple(x.strip() for x in text.split(",") if x.strip()) if text else None  # noqa: E731
+    defaulted = output_dir is None
     if output_dir is None:
         from harness.results.layout import default_run_dir
 
         output_dir = default_run_dir(dataset, split)
-        log(f"output directory: {output_dir} (to resume this run: --output-dir {output_dir})")
-    opts = RunOptions(
-        dataset=dataset, model=model, model_base_url=model_base_url, model_key_env=model_key_env,
-        output_dir=output_dir, split=split, agent=agent, workers=workers,
-        config=config, max_retries=max_retries, scorers=scorer, force=force, epochs=epochs, reducers=reducer, warm_pool=warm_pool, record=record, judge_model=judge_model, website=website,
-        prompt_template=prompt_template,
-        fail_on_divergence=fail_on_divergence,
-        limits=Limits(max_steps=max_steps, max_tokens=max_tokens, instance_timeout=instance_timeout,
-                      command_timeout=command_timeout, page_size=page_size),
-        selection={"ids": split_list(ids), "skip": split_list(skip), "offset": offset, "stride": stride,
-                   "shuffle": shuffle, "seed": seed, "limit": limit},
-        sandbox={"network": network, "memory": memory, "cpus": cpus, "disk": disk}, provider=sandbox, user=user,
-    )
     try:
-        opts.fail_on_error = error_budget(fail_on_error)
+        configuration = RunConfiguration.from_flags(
+            dataset=dataset, model=model, model_base_url=model_base_url, model_key_env=model_key_env,
+            config=config, scorers=scorer, judge_model=judge_model, agent=agent, prompt_template=prompt_template,
+            selection={"ids": split_list(ids), "skip": split_list(skip), "offset": offset, "stride": stride,
+                       "shuffle": shuffle, "seed": seed, "limit": limit},
+            limits={"max_steps": max_steps, "max_tokens": max_tokens, "instance_timeout": instance_timeout,
+                    "command_timeout": command_timeout, "page_size": page_size},
+            sandbox={"provider": sandbox, "network": network, "memory": memory, "cpus": cpus, "disk": disk,
+                     "website": website, "warm_pool": warm_pool},
+            execution={"workers": workers, "max_retries": max_retries, "fail_on_error": fail_on_error},
+            user={"max_replies": max_user_replies, "function": user_function,
+                  **({"reply": user_reply} if user_reply else {})},
+            epochs={"count": epochs, "reducers": reducer}, split=split,
+            replay={"fail_on_divergence": fail_on_divergence, "record": record},
+            output={"dir": output_dir, "force": force})
+    except HarnessError as exc:
+        fail(exc)
+    if defaulted:
+        log(f"output directory: {output_dir} (to resume this run: --output-dir {output_dir})")
+    try:
         with interrupts():
-            code = run(opts, console)
+            code = run(configuration, console)
     except HarnessError as exc:
         fail(exc)
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP: the run has cleaned up already
@@ -281,14 +269,15 @@ def run_cmd(
 def score_cmd(
     output_dir: Path = typer.Argument(..., help="A run's output directory."),
     scorer: list[str] = typer.Option(["gaia"], help="Scorers; the first decides 'correct'."),
-    config: Optional[Path] = typer.Option(None, help="TOML config (for the judge's model section)."),
-    judge_model: Optional[str] = typer.Option(None, help="\\[llm.NAME] section for --scorer llm_judge."),
+    config: Path | None = typer.Option(None, help="TOML config (for the judge's model section)."),
+    judge_model: str | None = typer.Option(None, help="\\[llm.NAME] section for --scorer llm_judge."),
 ) -> None:
     """Rescore a run's answers without re-running agents; rewrites report.json. Exit 3 when a verdict is missing."""
+    from harness.config import Scoring, TomlConfig
     from harness.runner.rescore import rescore
 
     try:
-        report = rescore(output_dir, scorer, config=config, judge_model=judge_model)
+        report = rescore(output_dir, Scoring.from_flags(scorer, judge_model, TomlConfig(config)))
     except HarnessError as exc:
         fail(exc)
     from harness.report import render
@@ -303,7 +292,7 @@ def score_cmd(
 def report_cmd(
     output_dirs: list[Path] = typer.Argument(..., help="Run output directories; with several, the first is the baseline."),
     html: bool = typer.Option(False, "--html", help="Write one self-contained HTML report."),
-    out: Optional[Path] = typer.Option(None, "--out", help="The HTML file (default: DIR/report.html of the first DIR)."),
+    out: Path | None = typer.Option(None, "--out", help="The HTML file (default: DIR/report.html of the first DIR)."),
     compare: bool = typer.Option(False, "--compare", help="Compare runs of another dataset or selection too "
                                                           "(over the instances they have in common)."),
 ) -> None:
@@ -340,7 +329,7 @@ def report_cmd(
 
 @app.command("view")
 def view_cmd(
-    output_dirs: Optional[list[Path]] = typer.Argument(None, help="Run directories, or folders of runs (watched: a run "
+    output_dirs: list[Path] | None = typer.Argument(None, help="Run directories, or folders of runs (watched: a run "
                                                                   "started there appears; a path not there yet is "
                                                                   "waited for). Default: the folder ./runs."),
     port: int = typer.Option(8765, help="Port on 127.0.0.1 (0: any free port)."),

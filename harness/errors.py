@@ -17,7 +17,10 @@ An exception that is not a HarnessError is classified by `kind_of` where it is c
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal, get_args
+from typing import TYPE_CHECKING, ClassVar, Literal, get_args
+
+if TYPE_CHECKING:  # only for the annotation: this module imports nothing at run time
+    from pydantic import ValidationError
 
 ErrorKind = Literal["input", "infra", "agent", "model", "scorer", "harness"]
 ERROR_KINDS: tuple[str, ...] = get_args(ErrorKind)
@@ -33,7 +36,7 @@ class InputError(HarnessError):
 
 
 class InfraError(HarnessError):
-    kind = "infra"
+    kind: ClassVar[ErrorKind] = "infra"  # declared: a subclass may be another kind's (SandboxExhausted)
     retryable = True
 
 
@@ -57,6 +60,33 @@ class SandboxExhausted(SandboxDied):
 
 class EngineUnavailable(InfraError):
     """No sandbox engine answers."""
+
+
+# ---------------------------------------------------------------- engine refusals
+# The engine answered one call with a refusal of a cause the harness decides on. Raised only by a
+# provider's engine module (sandbox/docker/engine.py reads the engine's status and words, once);
+# every other module decides by these types, never by an exception's text. They live here, not
+# beside the engine, because the causes are any container engine's, and the type is what a row
+# records. Still infra: unhandled, the instance is retried on a fresh sandbox.
+class EngineRefused(InfraError):
+    """A refusal of a known cause (one of the subclasses)."""
+
+
+class EngineNotFound(EngineRefused):
+    """The object named (container, network, image, volume, service, task, node) does not exist."""
+
+
+class EngineConflict(EngineRefused):
+    """The call collides with the object's state: its name is taken, it exists already, or its
+    removal is already in progress."""
+
+
+class EngineInUse(EngineRefused):
+    """The object cannot be removed while something uses it (a network with active endpoints)."""
+
+
+class PortTaken(EngineRefused):
+    """The host port asked for is held by something else (the container did not start)."""
 
 
 class AgentError(HarnessError):
@@ -126,11 +156,11 @@ def kind_of(exc: BaseException) -> ErrorKind:
     return "agent"
 
 
-def validation_problems(exc, field_prefix: str = "") -> str:
+def validation_problems(exc: ValidationError, field_prefix: str = "") -> str:
     """A pydantic ValidationError as one line naming each field (after `field_prefix`, e.g. "--" for
     flags) and its problem: `temperature: Input should be a valid number (got 'hot'); max_connections:
     ...`. Where an InputError carries one, this is its text (pydantic's own is several lines with links)."""
-    parts = []
+    parts: list[str] = []
     for error in exc.errors():
         where = field_prefix + (".".join(str(x) for x in error.get("loc", ())) or "value")
         message = str(error.get("msg", "invalid")).removeprefix("Value error, ").removeprefix("Assertion failed, ")

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from harness.agents.contract import Limits
 from harness.cli import app
+from harness.config import Scoring
 from harness.datasets import load_dataset
 from harness.datasets.model import Instance
 from harness.errors import InputError
@@ -29,15 +30,16 @@ from tests.fakes.openai_server import FakeOpenAI, text, tool_calls
 from tests.helpers.e2e import (
     FAKE_KEY,
     REPO,
+    SUM,
     containers_created_between,
     explain,
     harness,
+    one_instance,
     out_dir,
     replay_instance,
     rows,
     trace,
 )
-from tests.test_run_e2e import SUM, one_instance
 
 QUESTION = "Sum column x of nums.csv."
 
@@ -112,7 +114,7 @@ def test_the_template_is_part_of_the_run_configuration(tmp_path):
 def test_score_context_carries_the_instance_id_and_metadata():
     context = context_for(tool_calls=[], total_tokens=0, steps=0, limits=Limits(), question="q",
                           instance_id="t-1", metadata={"tolerance": 0.5})
-    (echo,) = build_scorers(["tests.helpers.scorers:echo_context"], {})
+    (echo,) = build_scorers(Scoring(names=("tests.helpers.scorers:echo_context",)))
     assert score_one(echo, "1", "1", context).details == {"instance_id": "t-1", "metadata": {"tolerance": 0.5}}
     old_style = context_for(tool_calls=[], total_tokens=0, steps=0, limits=Limits(), question="q")
     assert (old_style.instance_id, old_style.metadata) == ("", {})
@@ -189,7 +191,7 @@ def test_readme_examples_load_as_written(tmp_path, monkeypatch):
     assert (gpt4o.max_connections, gpt4o.model_info["function_calling"]) == (8, True)
     (task,) = load_dataset(tmp_path / "tasks.jsonl", None)
     assert (task.instance_id, task.files, task.metadata) == ("sum-1", ["nums.csv"], {"tolerance": 0.01})
-    (scorer,) = build_scorers(["my_scorers:close_enough"], {})
+    (scorer,) = build_scorers(Scoring(names=("my_scorers:close_enough",)))
     context = context_for(tool_calls=[], total_tokens=0, steps=0, limits=Limits(), question=task.question,
                           instance_id=task.instance_id, metadata=task.metadata)
     assert [score_one(scorer, a, "6", context).correct for a in ("6", "6.05", "6.1", "six")] == [True, True, False, False]

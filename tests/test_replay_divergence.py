@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from harness import exit_codes
+from harness.config import RunConfiguration
 from harness.models.replay import check_replay, fingerprint, recorded_turns
-from harness.runner.preflight import RunOptions, unserved_website
+from harness.runner.preflight import unserved_website
 from harness.traces import ModelCall, ToolCall, ToolResult
 from tests.fakes.openai_server import FakeOpenAI, text, tool_calls
 from tests.helpers.e2e import REPO, explain, fake_config, harness, out_dir, rows, trace
@@ -87,13 +88,15 @@ def test_website_warning_when_the_dataset_ships_one(tmp_path):
     (tmp_path / "website").mkdir()
     data = tmp_path / "tasks.jsonl"
     data.write_text("")
-    warning = unserved_website(RunOptions(dataset=data, model="replay", output_dir=tmp_path / "o"))
+    def configuration(dataset, **sandbox):
+        return RunConfiguration.from_flags(dataset=dataset, model="replay", output={"dir": tmp_path / "o"},
+                                           sandbox=sandbox)
+
+    warning = unserved_website(configuration(data))
     assert warning is not None and str(tmp_path / "website") in warning and "--website" in warning
     assert "\n" not in warning
-    assert unserved_website(RunOptions(dataset=tmp_path, model="replay", output_dir=tmp_path / "o",
-                                       website=tmp_path / "website")) is None
-    assert unserved_website(RunOptions(dataset=REPO / "datasets" / "math500-sample", model="replay",
-                                       output_dir=tmp_path / "o")) is None
+    assert unserved_website(configuration(tmp_path, website=tmp_path / "website")) is None
+    assert unserved_website(configuration(REPO / "datasets" / "math500-sample")) is None
 
 
 def test_fail_on_divergence_needs_a_replay_model(tmp_path):

@@ -13,6 +13,7 @@ import pytest
 from rich.console import Console
 
 from harness import exit_codes
+from harness.config import Scoring
 from harness.errors import InputError
 from harness.report import build_report, render
 from harness.results.model import ResultRow
@@ -23,9 +24,17 @@ from harness.scoring.apply import MAX_ERROR, score_row
 from harness.scoring.base import ScoreContext
 from harness.scoring.judge import MAX_REPLY
 from tests.fakes.openai_server import FakeOpenAI, text
-from tests.helpers.e2e import FAKE_KEY_ENV, containers_created_between, explain, harness, rows
+from tests.helpers.e2e import (
+    FAKE_KEY_ENV,
+    SUM,
+    containers_created_between,
+    explain,
+    harness,
+    one_instance,
+    rows,
+    run_replayed,
+)
 from tests.test_html_report import browser, open_report, page, report  # noqa: F401 - fixtures
-from tests.test_run_e2e import SUM, one_instance, run_replayed
 
 CTX = ScoreContext(question="Sum column x of nums.csv.")
 HELPERS = "tests.helpers.scorers"
@@ -40,7 +49,7 @@ def table_text(rep) -> str:
 
 # ------------------------------------------------------------------ a scorer's failure is its own verdict
 def test_a_raising_scorer_gives_no_verdict_with_its_message_on_one_line():
-    (bad,) = build_scorers([f"{HELPERS}:raises"], {})
+    (bad,) = build_scorers(Scoring(names=(f"{HELPERS}:raises",)))
     scores, correct = score_row("6", "6", [bad, get_scorer("gaia")], CTX)
     assert correct is None and scores["gaia"]["correct"] is True
     why = scores["raises"]["explanation"]
@@ -57,7 +66,7 @@ def test_a_raising_scorer_gives_no_verdict_with_its_message_on_one_line():
 
 
 def test_a_class_scorer_that_returns_a_bool_is_a_scorer_error_not_a_crash():
-    (bad,) = build_scorers([f"{HELPERS}:ReturnsBool"], {})
+    (bad,) = build_scorers(Scoring(names=(f"{HELPERS}:ReturnsBool",)))
     scores, correct = score_row("6", "6", [bad], CTX)
     assert correct is None
     assert scores["returns_bool"]["explanation"] == ("scorer error: ScorerError: returns_bool.score returned bool, "
@@ -68,7 +77,7 @@ def test_a_class_scorer_that_returns_a_bool_is_a_scorer_error_not_a_crash():
                                         ("OldStyle", "score(answer, target)")])
 def test_the_old_two_argument_signature_is_refused_when_loaded(spec, shown):
     with pytest.raises(InputError) as caught:
-        build_scorers([f"{HELPERS}:{spec}"], {})
+        build_scorers(Scoring(names=(f"{HELPERS}:{spec}",)))
     message = str(caught.value)
     assert f"--scorer {HELPERS}:{spec}" in message and "(answer, target, *, context)" in message
     assert shown in message and "\n" not in message
@@ -84,9 +93,9 @@ def test_signatures_that_fit_load_partials_and_callables_included(monkeypatch):
     monkeypatch.setattr(module, "partial_bad", functools.partial(lambda unit, answer, target: True, 1), raising=False)
     monkeypatch.setattr(module, "catch_all", lambda *args, **kwargs: True, raising=False)
     for name in ("partial_ok", "catch_all", "said_six", "QuestionMentionsCsv"):
-        build_scorers([f"{HELPERS}:{name}"], {})
+        build_scorers(Scoring(names=(f"{HELPERS}:{name}",)))
     with pytest.raises(InputError, match="partial_bad"):
-        build_scorers([f"{HELPERS}:partial_bad"], {})
+        build_scorers(Scoring(names=(f"{HELPERS}:partial_bad",)))
 
 
 def test_an_unparseable_judge_reply_is_kept_bounded_and_is_no_verdict():

@@ -6,13 +6,14 @@ import json
 
 import pytest
 
+from harness.config import Scoring
 from harness.errors import InputError
+from harness.models.config import ModelSection
 from harness.runner.scorers import build_scorers
 from harness.scoring.apply import score_one
 from harness.scoring.base import Score, ScoreContext
 from harness.scoring.plugin import as_score
-from tests.helpers.e2e import explain, harness, rows
-from tests.test_run_e2e import SUM, run_replayed
+from tests.helpers.e2e import SUM, explain, harness, rows, run_replayed
 
 CTX = ScoreContext(question="Sum column x of nums.csv.")
 
@@ -27,8 +28,9 @@ def test_return_values_become_scores():
 
 
 def test_plugins_load_by_module_attr_with_the_builtin_contract():
-    grade, six, csv = build_scorers(["tests.helpers.scorers:digits_share@0.5", "tests.helpers.scorers:said_six",
-                                     "tests.helpers.scorers:QuestionMentionsCsv"], {})
+    grade, six, csv = build_scorers(Scoring(names=("tests.helpers.scorers:digits_share@0.5",
+                                                   "tests.helpers.scorers:said_six",
+                                                   "tests.helpers.scorers:QuestionMentionsCsv")))
     assert (grade.name, grade.threshold, six.name, csv.name) == ("digits_share", 0.5, "said_six", "mentions_csv")
     assert score_one(grade, "12", "123", CTX).correct is True  # 2/3 >= 0.5
     assert score_one(six, "6", "6", CTX).correct is True
@@ -36,7 +38,7 @@ def test_plugins_load_by_module_attr_with_the_builtin_contract():
 
 
 def test_a_plugin_that_returns_nonsense_costs_only_its_verdict():
-    (bad,) = build_scorers(["tests.helpers.scorers:broken"], {})
+    (bad,) = build_scorers(Scoring(names=("tests.helpers.scorers:broken",)))
     score = score_one(bad, "6", "6", CTX)
     assert score.correct is None and "scorer error" in score.explanation
 
@@ -47,7 +49,7 @@ def test_a_plugin_that_returns_nonsense_costs_only_its_verdict():
 ])
 def test_bad_scorer_specs_are_input_errors(spec, message):
     with pytest.raises(InputError, match=message.replace("[", r"\[")):
-        build_scorers([spec], {"scorer": {"llm_judge": {"model": "x"}}, "llm": {"x": {"kind": "replay", "path": "r"}}})
+        build_scorers(Scoring(names=(spec,), judge=ModelSection(name="x", kind="replay", path="r")))
 
 
 def test_plugin_scorers_in_a_real_run_and_a_rescore(tmp_path):

@@ -11,9 +11,10 @@ trace events (harness/traces) and sees the instance only through `AgentContext`.
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -37,13 +38,14 @@ DEFAULT_USER_REPLY = (
 class Limits(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    max_steps: int | None = None  # model calls
-    max_tokens: int | None = None  # prompt + completion, all clients of the instance
-    instance_timeout: float | None = None  # wall seconds, enforced by killing the agent's process
-    command_timeout: float = 120.0  # one code-environment command
-    page_size: int = 8000  # characters per page of a file or web page shown to the agent
+    # The run's limits section (harness/config.py): each field is the flag of its name (--max-steps).
+    max_steps: int | None = Field(None, ge=1)  # model calls
+    max_tokens: int | None = Field(None, ge=1)  # prompt + completion, all clients of the instance
+    instance_timeout: float | None = Field(None, gt=0)  # wall seconds, enforced by killing the agent's process
+    command_timeout: float = Field(120.0, gt=0)  # one code-environment command
+    page_size: int = Field(8000, ge=100)  # characters per page of a file or web page shown to the agent
 
-    def tightened(self, max_steps: int | None = None, max_tokens: int | None = None) -> "Limits":
+    def tightened(self, max_steps: int | None = None, max_tokens: int | None = None) -> Limits:
         """These limits with a task's own max_steps/max_tokens where they are stricter."""
         tighter = {name: mine for name, mine in (("max_steps", max_steps), ("max_tokens", max_tokens))
                    if mine is not None and (getattr(self, name) is None or mine < getattr(self, name))}
@@ -77,7 +79,7 @@ class AgentRequest(BaseModel):
     slots_dir: str | None = None
 
     @model_validator(mode="after")
-    def _slots_to_model(self) -> "AgentRequest":
+    def _slots_to_model(self) -> AgentRequest:
         """The model's clients see only its section: give it the slot directory."""
         if self.slots_dir:
             self.model = self.model.with_slots(self.slots_dir)
@@ -140,7 +142,7 @@ class AgentRunner(abc.ABC):
     async def turn(self, message: str) -> str:
         """Give the agent a user message (the task first) and run it until it ends its turn."""
 
-    async def close(self) -> None:
+    async def close(self) -> None:  # noqa: B027 - a default, not abstract: a runner that made nothing keeps it
         """Release what setup made."""
 
     def classify(self, exc: BaseException) -> ErrorKind:

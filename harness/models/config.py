@@ -125,20 +125,20 @@ class ModelSection(BaseModel):
         """Seconds one call may take, the client's retries included (None: no instance limit)."""
         return None if instance_timeout is None else instance_timeout * MODEL_SHARE
 
-    def within(self, instance_timeout: float | None) -> "ModelSection":
+    def within(self, instance_timeout: float | None) -> ModelSection:
         """This section with its per-request timeout cut to one call's deadline."""
         deadline = self.call_deadline(instance_timeout)
         if deadline is None or self.timeout <= deadline:
             return self
         return self.model_copy(update={"timeout": deadline})
 
-    def with_slots(self, directory: str | Path | None) -> "ModelSection":
+    def with_slots(self, directory: str | Path | None) -> ModelSection:
         """This section with its calls capped by slots under `directory` (the run's slot directory)."""
         copy = self.model_copy()
         copy._slots_dir = None if directory is None else str(directory)
         return copy
 
-    def slots(self) -> "Slots | None":
+    def slots(self) -> Slots | None:
         """The cross-process cap on this model's calls in flight (models/slots.py), or None: replay
         models and sections without a slot directory are not capped."""
         if self.kind != "openai" or not self._slots_dir:
@@ -168,6 +168,13 @@ def load_config(path: Path | None) -> dict:
 
 
 def model_section(config: dict, name: str, *, dataset_root: Path | None = None) -> ModelSection:
+    """The section `name` of `config`, checked against this machine (check_section)."""
+    return check_section(parse_section(config, name, dataset_root=dataset_root))
+
+
+def parse_section(config: dict, name: str, *, dataset_root: Path | None = None) -> ModelSection:
+    """The section `name` of `config` (`replay` without one: replay.jsonl beside the dataset), valid
+    as a section; what it needs of the machine (its replay file, its key's variable) is check_section's."""
     sections = config.get("llm", {})
     raw = sections.get(name)
     if raw is None and name == "replay":
@@ -180,12 +187,17 @@ def model_section(config: dict, name: str, *, dataset_root: Path | None = None) 
         section = ModelSection(name=name, **raw)
     except ValidationError as exc:
         raise InputError(f"[llm.{name}] in the config: {validation_problems(exc)}") from None
-    if section.kind == "replay" and (not section.path or not Path(section.path).is_file()):
-        raise InputError(f"--model {name}: replay file {section.path!r} not found")
     if section.kind == "openai" and not section.model:
         raise InputError(f"[llm.{name}]: 'model' is required")
+    return section
+
+
+def check_section(section: ModelSection) -> ModelSection:
+    """A section's replay file is there and its key's variable is set: InputError now, before any container."""
+    if section.kind == "replay" and (not section.path or not Path(section.path).is_file()):
+        raise InputError(f"--model {section.name}: replay file {section.path!r} not found")
     if section.kind == "openai":
-        section.api_key()  # a missing key variable is an input error now, before any container starts
+        section.api_key()
     return section
 
 

@@ -1,4 +1,10 @@
-"""DIR/run.json: what a run was started with, so a resume cannot silently mix configs."""
+"""DIR/run.json: what a run was started with, so a resume cannot silently mix configs.
+
+`RunConfig.of` derives the record from the run's one configuration (harness/config.py), with what
+only the run knows (the image, the dataset's fingerprint, the website's hash, the template's). Its
+sections are typed; a section is written and fingerprinted as it was given (`as_written`: the
+fields set, so a run.json of another version reads back, and compares, as it was written).
+"""
 
 from __future__ import annotations
 
@@ -11,14 +17,32 @@ from typing import Any
 from filelock import FileLock, Timeout
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from harness.agents.contract import Limits, UserSimulation
+from harness.config import RunConfiguration, Selection
 from harness.errors import InputError
 from harness.fsutil import write_atomic
+from harness.models.config import ModelSection
 from harness.results.layout import RunDir
+from harness.sandbox.registry import DEFAULT as DEFAULT_PROVIDER
 
 # Fields that change results; `selection` and the dataset path are left out on purpose
 # (a resume may widen --limit; a moved dataset with the same content is the same dataset).
 FINGERPRINTED = ("dataset_fingerprint", "model", "model_settings", "agent", "image", "limits", "scorers",
                  "environment", "user", "epochs", "prompt_template")
+
+
+class Environment(BaseModel):
+    """Where the instances ran: the sandbox's resources and network, the provider when not the
+    default, the offline website (its name and the hash of its folder) when one was served."""
+
+    model_config = ConfigDict(frozen=True)
+
+    network: str = "none"
+    memory: str = "2g"
+    cpus: float = 1.0
+    disk: str = "2g"
+    provider: str | None = None
+    website: tuple[str, str] | None = None
 
 
 class RunConfig(BaseModel):
@@ -27,14 +51,15 @@ class RunConfig(BaseModel):
     dataset: str
     dataset_fingerprint: str
     model: str
-    model_settings: dict[str, Any] = Field(default_factory=dict)  # never secrets
+    # ModelSection.public(): never secrets; a replay file by its content
+    model_settings: ModelSection = Field(default_factory=lambda: ModelSection(name=""))
     agent: str
     image: str
-    limits: dict[str, Any] = Field(default_factory=dict)  # Limits: what a rescore's scorers are told too
+    limits: Limits = Field(default_factory=Limits)  # what a rescore's scorers are told too
     scorers: list[str] = Field(default_factory=list)
-    selection: dict[str, Any] = Field(default_factory=dict)  # ids/skip/offset/stride/shuffle/seed/limit
-    environment: dict[str, Any] = Field(default_factory=dict)  # provider, sandbox limits, network, website hash
-    user: dict[str, Any] = Field(default_factory=dict)  # the simulated user (UserSimulation)
+    selection: Selection = Field(default_factory=Selection)
+    environment: Environment = Field(default_factory=Environment)
+    user: UserSimulation = Field(default_factory=UserSimulation)  # the simulated user
     epochs: int = 1  # --epochs: runs of each instance
     prompt_template: str = "default"  # --prompt-template: "default", or the sha256 of the file's text
     # --reducer: how the report reduces the epochs (the first is the headline); a resume may change
@@ -44,8 +69,31 @@ class RunConfig(BaseModel):
     # --run-id`). Not fingerprinted: each run adds its own.
     run_ids: list[str] = Field(default_factory=list)
 
+    @classmethod
+    def of(cls, cfg: RunConfiguration, *, dataset_fingerprint: str, image: str, model_settings: dict[str, Any],
+           website: tuple[str, str] | None, prompt_template: str, run_id: str) -> RunConfig:
+        """The record of a run of `cfg` (every field of its sections given: all are written)."""
+        sandbox = cfg.sandbox
+        environment = Environment(network=sandbox.network, memory=sandbox.memory, cpus=sandbox.cpus, disk=sandbox.disk,
+                                  **({"provider": sandbox.provider} if sandbox.provider != DEFAULT_PROVIDER else {}),
+                                  **({"website": website} if website is not None else {}))
+        return cls(dataset=str(cfg.dataset.path), dataset_fingerprint=dataset_fingerprint, model=cfg.model_flag,
+                   model_settings=ModelSection.model_validate(model_settings), agent=cfg.agent, image=image,
+                   limits=Limits(**cfg.limits.model_dump()), scorers=cfg.scoring.recorded(),
+                   selection=Selection(**cfg.selection.model_dump()), environment=environment,
+                   user=UserSimulation(**cfg.user.model_dump()), epochs=cfg.epochs.count,
+                   reducers=list(cfg.epochs.reducers), prompt_template=prompt_template, run_ids=[run_id])
+
+    def as_written(self, name: str) -> Any:
+        """Field `name` as run.json holds it: a section by the fields it was given."""
+        value = getattr(self, name)
+        return value.model_dump(mode="json", exclude_unset=True) if isinstance(value, BaseModel) else value
+
+    def to_json(self) -> dict[str, Any]:
+        return {name: self.as_written(name) for name in type(self).model_fields}
+
     def fingerprint(self) -> str:
-        payload = {name: getattr(self, name) for name in FINGERPRINTED}
+        payload = {name: self.as_written(name) for name in FINGERPRINTED}
         blob = json.dumps(payload, sort_keys=True, default=str, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -59,7 +107,7 @@ def diff(old: RunConfig, new: RunConfig) -> list[str]:
     """Human-readable differences in the fingerprinted fields ("image changed (a -> b)")."""
     out: list[str] = []
     for name in FINGERPRINTED:
-        a, b = getattr(old, name), getattr(new, name)
+        a, b = old.as_written(name), new.as_written(name)
         if a == b:
             continue
         if isinstance(a, dict) and isinstance(b, dict):
@@ -102,7 +150,7 @@ def save_or_check(output_dir: Path, config: RunConfig, *, force: bool) -> RunCon
     layout = RunDir(output_dir)
     path = layout.run_json
     config = config.model_copy(update={"run_ids": list(dict.fromkeys(_old_run_ids(path) + config.run_ids))})
-    text = json.dumps({**config.model_dump(mode="json"), "fingerprint": config.fingerprint()}, indent=2) + "\n"
+    text = json.dumps({**config.to_json(), "fingerprint": config.fingerprint()}, indent=2) + "\n"
     old = None
     if path.exists() and not force:
         try:

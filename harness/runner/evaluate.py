@@ -25,13 +25,13 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from harness import exit_codes
+from harness.config import RunConfiguration
 from harness.models.replay import recorded_turns
 from harness.results.layout import RunDir
 from harness.results.model import ResultRow
 from harness.results.store import RowWriter, rescue
 from harness.runner import forkserver
 from harness.runner.instance import RunSettings, kill_agents, run_instance
-from harness.runner.preflight import RunOptions
 from harness.settings import settings as harness_settings
 from harness.terminal import first_line, say
 from harness.traces import LimitEvent, read_trace
@@ -79,12 +79,12 @@ class _Workers:
     results (ok, limit) are kept: an error row then is the interrupt's doing (a killed agent),
     and an errored instance is run again on resume anyway."""
 
-    def __init__(self, out: Path, opts: RunOptions, n_selected: int, console: Console, progress):
+    def __init__(self, out: Path, cfg: RunConfiguration, n_selected: int, console: Console, progress):
         self.out, self.console, self.progress = out, console, progress
         self.writer = RowWriter(out)
-        self.fail_on_error = opts.fail_on_error
-        self.budget = opts.fail_on_error.threshold(n_selected) if opts.fail_on_error else None
-        self.record = opts.record is not None
+        self.fail_on_error = cfg.execution.fail_on_error
+        self.budget = self.fail_on_error.threshold(n_selected) if self.fail_on_error else None
+        self.record = cfg.replay.record is not None
         self.lock = threading.Lock()
         self.stop = threading.Event()
         self.interrupted = threading.Event()
@@ -129,19 +129,19 @@ class _Workers:
         return Outcome(write_error=self.writer.failed, held=self.writer.held, stopped=stopped)
 
 
-def evaluate(todo, settings: RunSettings, out: Path, opts: RunOptions, console: Console,
+def evaluate(todo, settings: RunSettings, out: Path, cfg: RunConfiguration, console: Console,
               n_selected: int) -> Outcome:
     """Run `todo`, a list of (instance, epoch)."""
-    label = "instances" if opts.epochs == 1 else "instance runs"
+    label = "instances" if cfg.epochs.count == 1 else "instance runs"
     shown = _Bar if console.is_terminal else _Lines
     try:
         with shown(console, label, len(todo)) as progress:
-            workers = _Workers(out, opts, n_selected, console, progress)
+            workers = _Workers(out, cfg, n_selected, console, progress)
             # Leaving this block waits for every sandbox removal, on success and on Ctrl-C alike.
             # Removals run in parallel well (each waits on the engine), so the pool is as wide as the run:
             # the run's end waits for the slowest removal, not for a queue of them.
-            with ThreadPoolExecutor(2 * opts.workers, thread_name_prefix="reaper") as reaper, \
-                    ThreadPoolExecutor(opts.workers) as pool:
+            with ThreadPoolExecutor(2 * cfg.execution.workers, thread_name_prefix="reaper") as reaper, \
+                    ThreadPoolExecutor(cfg.execution.workers) as pool:
                 settings.reaper = reaper
                 futures = [pool.submit(workers.run, inst, epoch, settings) for inst, epoch in todo]
                 try:
@@ -155,8 +155,8 @@ def evaluate(todo, settings: RunSettings, out: Path, opts: RunOptions, console: 
                     raise
     finally:
         forkserver.close_all()
-    if opts.record is not None:
-        write_recording(opts.record, settings.output_dir, workers.recorded)
+    if cfg.replay.record is not None:
+        write_recording(cfg.replay.record, settings.output_dir, workers.recorded)
     return workers.outcome()
 
 

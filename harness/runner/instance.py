@@ -19,6 +19,7 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Mapping
 from concurrent.futures import Executor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -27,15 +28,18 @@ from typing import Any, Iterator
 
 from harness.agents.contract import AgentRequest, AgentResult, Limits, UserSimulation
 from harness.answers import extract_answer
+from harness.config import RunConfiguration
+from harness.config import Sandbox as SandboxResources
 from harness.datasets.model import Instance
 from harness.errors import HarnessError, InfraError, InputError, SandboxOutputLimit, SandboxRequestError
 from harness.models.config import ModelSection
-from harness.models.replay import check_replay, turns_for
+from harness.models.replay import Turns, check_replay, turns_for
 from harness.results.integrity import instance_hash
 from harness.results.layout import RunDir
 from harness.results.model import ReplayCheck, ResultRow, Usage
 from harness.runner import forkserver
 from harness.runner.child import EXIT_CANNOT_WRITE
+from harness.runner.pool import WarmPool
 from harness.runner.prompt import DEFAULT as DEFAULT_PROMPT, PromptTemplate, instruction
 from harness.sandbox.contract import Sandbox, SandboxProvider, SandboxSpec
 from harness.scoring.apply import context_for, score_row
@@ -48,6 +52,9 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class RunSettings:
+    """What a worker needs of the run: a view of its configuration (harness/config.py, `of`) and
+    what the run made for it (the image, the provider, the scorers, the recording, the pools)."""
+
     run_id: str
     image: str
     agent: str
@@ -57,16 +64,24 @@ class RunSettings:
     provider: SandboxProvider
     scorers: list = field(default_factory=list)  # Scorer objects; the first gives `correct`
     max_retries: int = 2
-    sandbox: dict = field(default_factory=dict)  # extra SandboxSpec fields (memory, cpus, network...)
+    sandbox: SandboxResources = field(default_factory=SandboxResources)  # each sandbox's resources and network
+    network: str | None = None  # the offline website's network, once it is up (else the section's)
     user: UserSimulation = field(default_factory=UserSimulation)
-    replay: Any = None  # replay models: the recording (harness/models/replay.py Turns), read per instance
+    # replay models: the recording (a dict in tests), read per instance
+    replay: Turns | Mapping[str, list[dict[str, Any]]] | None = None
     # Where sandboxes are removed. Removing a container whose Chromium ran takes ~4 s here
     # (the engine tears down its memory cgroup), so a run removes them on a background pool
     # and waits for it before its leak audit; None removes them in the worker itself.
     reaper: Executor | None = None
-    pool: Any = None  # --warm-pool: started sandboxes to take before starting one (runner/pool.py WarmPool)
+    pool: WarmPool | None = None  # --warm-pool: started sandboxes to take before starting one
     dataset: str | None = None  # the dataset's fingerprint, carried by every row (results/integrity.py)
     prompt: PromptTemplate = DEFAULT_PROMPT  # --prompt-template: the task's instruction (runner/prompt.py)
+
+    @classmethod
+    def of(cls, cfg: RunConfiguration, **run: Any) -> RunSettings:
+        """The view of `cfg` a worker reads, with what the run made (`run`: run_id, image, model...)."""
+        return cls(agent=cfg.agent, limits=cfg.limits, output_dir=cfg.output.dir, max_retries=cfg.execution.max_retries,
+                   sandbox=cfg.sandbox, user=cfg.user, **run)
 
 
 @contextmanager
@@ -294,7 +309,7 @@ def _run_instance(instance: Instance, settings_: RunSettings, started: str, t0: 
         trace_path.parent.mkdir(parents=True, exist_ok=True)
         trace_path.unlink(missing_ok=True)
         spec = SandboxSpec(image=settings_.image, run_id=settings_.run_id, instance_id=instance.instance_id,
-                           attempt=attempt, **settings_.sandbox)
+                           attempt=attempt, **settings_.sandbox.resources(settings_.network))
         try:
             with _sandbox(settings_, spec) as sandbox:
                 sandbox_name = sandbox.name

@@ -18,9 +18,9 @@ import json
 from pathlib import Path
 
 from harness.agents.contract import Limits
+from harness.config import Scoring
 from harness.errors import InputError
 from harness.fsutil import write_atomic
-from harness.models.config import load_config
 from harness.report import Report, append_summary, build_report, write_report
 from harness.results.layout import RunDir
 from harness.results.run_config import load_run_config, lock_output_dir
@@ -30,18 +30,18 @@ from harness.runner.scorers import build_scorers
 from harness.scoring.apply import context_for, score_row
 
 
-def rescore(output_dir: Path, scorer_names: list[str], *, config: Path | None = None,
-            judge_model: str | None = None) -> Report:
+def rescore(output_dir: Path, scoring: Scoring) -> Report:
+    """Score DIR's rows again with `scoring` (`harness score`'s flags and TOML: harness/config.py)."""
     layout = RunDir(Path(output_dir))
     if not layout.output.exists() or not layout.selected.exists():
         raise InputError(f"{output_dir} is not a harness run directory (no output.jsonl / selected.json)")
-    scorers = build_scorers(scorer_names, load_config(config), judge_model)
+    scorers = build_scorers(scoring)
     selected = json.loads(layout.selected.read_text())
     questions = json.loads(layout.questions.read_text()) if layout.questions.exists() else {}
     expected = json.loads(layout.tasks.read_text()) if layout.tasks.exists() else {}
     metadata = json.loads(layout.metadata.read_text()) if layout.metadata.exists() else {}
     run_config = load_run_config(layout.root)
-    limits = Limits(**run_config.limits) if run_config else Limits()
+    limits = run_config.limits if run_config else Limits()
     with lock_output_dir(layout.root):
         rows = read_rows(layout.output)
         for row in rows:

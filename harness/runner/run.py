@@ -32,6 +32,7 @@ from rich.console import Console
 
 from harness import exit_codes
 from harness.bulk import collector_paused
+from harness.config import RunConfiguration
 from harness.datasets import dataset_fingerprint
 from harness.errors import InputError
 from harness.fsutil import slug, write_atomic
@@ -47,102 +48,94 @@ from harness.runner import forkserver
 from harness.runner.evaluate import evaluate, rescue_rows
 from harness.runner.instance import RunSettings, reset_scratch
 from harness.runner.pool import WarmPool
-from harness.runner.preflight import RunOptions, check_capacity, prepare, unserved_website
+from harness.runner.preflight import check_capacity, prepare, unserved_website
 from harness.sandbox.contract import SandboxSpec
-from harness.sandbox.registry import DEFAULT, get_provider
+from harness.sandbox.registry import get_provider
 from harness.sandbox.site import site_info
 from harness.terminal import say, stderr_console
 
 
-def run(opts: RunOptions, console: Console | None = None) -> int:
+def run(cfg: RunConfiguration, console: Console | None = None) -> int:
     """Evaluate; return the exit code (harness/exit_codes.py). Input problems raise InputError."""
-    provider = get_provider(opts.provider)
+    provider = get_provider(cfg.sandbox.provider)
     # The agents' fork server: forked now, before the dataset is read, so it loads on another core
     # while this process prepares (forkserver.py); ended once the instances are (or on any exit).
-    forkserver.start(opts.agent)
+    forkserver.start(cfg.agent)
     try:
         with collector_paused() as loaded:  # harness/bulk.py
-            return _run(opts, provider, console or stderr_console(), loaded)
+            return _run(cfg, provider, console or stderr_console(), loaded)
     finally:
         forkserver.close_all()
 
 
-def _run(opts: RunOptions, provider, console: Console, loaded) -> int:
-    prepared = prepare(opts)
+def _run(cfg: RunConfiguration, provider, console: Console, loaded) -> int:
+    prepared = prepare(cfg)
     for warning in probe_all(prepared.models):
         say(console, warning, style="yellow")
-    if (unserved := unserved_website(opts)) is not None:
+    if (unserved := unserved_website(cfg)) is not None:
         say(console, unserved, style="yellow")
     selected, section = prepared.selected, prepared.section
     # Preflight: the engine, the image and the network policy, before any instance starts.
-    image = provider.preflight(network=opts.sandbox.get("network", "none"), log=lambda m: say(console, m))
-    check_capacity(opts.sandbox, provider.capacity())
-    layout = RunDir(opts.output_dir)
+    image = provider.preflight(network=cfg.sandbox.network, log=lambda m: say(console, m))
+    check_capacity(cfg.sandbox, provider.capacity())
+    output_dir, epochs, force, website = cfg.output.dir, cfg.epochs.count, cfg.output.force, cfg.sandbox.website
+    layout = RunDir(output_dir)
     out = layout.output
-    environment = dict(opts.sandbox)
-    if opts.provider != DEFAULT:
-        environment["provider"] = opts.provider
-    if opts.website is not None:
-        environment["website"] = site_info(opts.website)
-    run_id = f"{slug(opts.output_dir.name, 12)}-{secrets.token_hex(3)}"
-    with lock_output_dir(opts.output_dir):
+    instances = prepared.instances
+    run_id = f"{slug(output_dir.name, 12)}-{secrets.token_hex(3)}"
+    with lock_output_dir(output_dir):
         previous_wall = _previous_wall_time(layout)
-        fingerprint = getattr(opts.all_instances, "fingerprint", None) or dataset_fingerprint(opts.all_instances)
-        vouched = vouches(opts.output_dir, fingerprint)  # before run.json is replaced
-        refuse_foreign(out, opts.all_instances, vouched=vouched, force=opts.force)  # rows of another dataset
-        earlier = save_or_check(opts.output_dir, RunConfig(
-            dataset=str(opts.dataset), model=opts.model, dataset_fingerprint=fingerprint,
-            model_settings=section.public(), agent=opts.agent, image=image, limits=opts.limits.model_dump(),
-            scorers=opts.scorers + ([f"judge={opts.judge_model}"] if opts.judge_model else []),
-            selection=opts.selection, environment=environment, user=opts.user.model_dump(),
-            epochs=opts.epochs, reducers=opts.reducers, prompt_template=prepared.prompt.fingerprint,
-            run_ids=[run_id]), force=opts.force)
+        fingerprint = getattr(instances, "fingerprint", None) or dataset_fingerprint(instances)
+        vouched = vouches(output_dir, fingerprint)  # before run.json is replaced
+        refuse_foreign(out, instances, vouched=vouched, force=force)  # rows of another dataset
+        earlier = save_or_check(output_dir, RunConfig.of(
+            cfg, dataset_fingerprint=fingerprint, image=image, model_settings=section.public(),
+            website=site_info(website) if website is not None else None,
+            prompt_template=prepared.prompt.fingerprint, run_id=run_id), force=force)
         tasks = {i.instance_id: t for i in selected if (t := {**i.expectations(), **task_labels(i.metadata)})}
         tasks_json = json.dumps(tasks)
-        basis = _report_basis(fingerprint, tasks_json, opts)
+        basis = _report_basis(fingerprint, tasks_json, cfg)
         # selected.json, questions.json and metadata.json follow from the dataset and the selection:
         # unchanged since the run before (the same dataset fingerprint and selection), they are not written again.
-        if not (earlier is not None and earlier.dataset_fingerprint == fingerprint and earlier.selection == opts.selection
-                and layout.selected.exists() and layout.questions.exists() and layout.metadata.exists()):
+        if not (earlier is not None and earlier.dataset_fingerprint == fingerprint
+                and earlier.selection == cfg.selection and layout.selected.exists() and layout.questions.exists() and layout.metadata.exists()):
             _write(layout.selected, json.dumps({i.instance_id: i.level for i in selected}))
             _write(layout.questions, json.dumps({i.instance_id: i.question for i in selected}))
             _write(layout.metadata, json.dumps({i.instance_id: i.metadata for i in selected if i.metadata}))
         _write(layout.tasks, tasks_json)
         # What resuming needs of each row (the full rows only for a new report), once output.jsonl is put
         # right: torn, damaged and foreign lines, rescued rows (results/integrity.py).
-        scanned, notes = settle(out, opts.all_instances, vouched=vouched, force=opts.force)
+        scanned, notes = settle(out, instances, vouched=vouched, force=force)
         for note in notes:
             say(console, note, style="yellow")
-        reset_scratch(opts.output_dir)
+        reset_scratch(output_dir)
         reaped = provider.cleanup()
         if reaped:
             say(console, f"removed {len(reaped)} container(s) left by killed harness processes")
-        to_run, done = pending([i.instance_id for i in selected], scanned.rows, opts.epochs)
+        to_run, done = pending([i.instance_id for i in selected], scanned.rows, epochs)
         del scanned
         loaded()
         if done:
-            what = "instance(s)" if opts.epochs == 1 else f"of {len(selected) * opts.epochs} instance runs"
+            what = "instance(s)" if epochs == 1 else f"of {len(selected) * epochs} instance runs"
             say(console, f"resuming: {len(done)} {what} already finished, {len(to_run)} to run")
         by_id = {i.instance_id: i for i in selected}
         started = time.monotonic()
         with contextlib.ExitStack() as stack:
-            sandbox = dict(opts.sandbox)
-            if opts.website is not None and to_run:
-                sandbox["network"] = stack.enter_context(provider.website(opts.website, image, run_id))
-                say(console, f"website {site_info(opts.website)[0]} up ({sandbox['network']})")
-            pool = None
-            if opts.warm_pool and to_run:  # closed before the site goes and before the leak audit
+            network = None
+            if website is not None and to_run:
+                network = stack.enter_context(provider.website(website, image, run_id))
+                say(console, f"website {site_info(website)[0]} up ({network})")
+            pool, warm = None, cfg.sandbox.warm_pool
+            if warm and to_run:  # closed before the site goes and before the leak audit
                 pool = stack.enter_context(WarmPool(provider, SandboxSpec(
-                    image=image, run_id=run_id, instance_id="warm", **sandbox), min(opts.warm_pool, len(to_run)),
-                    total=len(to_run)))
-            settings = RunSettings(run_id=run_id, image=image, agent=opts.agent, model=section,
-                                   limits=opts.limits, output_dir=opts.output_dir, provider=provider,
-                                   scorers=prepared.scorers, max_retries=opts.max_retries, sandbox=sandbox,
-                                   user=opts.user, replay=prepared.replay, pool=pool, prompt=prepared.prompt,
-                                   dataset=fingerprint[:16])
+                    image=image, run_id=run_id, instance_id="warm", **cfg.sandbox.resources(network)),
+                    min(warm, len(to_run)), total=len(to_run)))
+            settings = RunSettings.of(cfg, run_id=run_id, image=image, model=section, provider=provider,
+                                      scorers=prepared.scorers, network=network, replay=prepared.replay, pool=pool,
+                                      prompt=prepared.prompt, dataset=fingerprint[:16])
             try:
-                outcome = evaluate([(by_id[i], e) for i, e in to_run], settings, out, opts, console,
-                                   len(selected) * opts.epochs)
+                outcome = evaluate([(by_id[i], e) for i, e in to_run], settings, out, cfg, console,
+                                   len(selected) * epochs)
             except BaseException:  # Ctrl-C (a second one may have cut the removals short), or a crash
                 provider.cleanup(run_id=run_id)
                 raise
@@ -157,31 +150,31 @@ def _run(opts: RunOptions, provider, console: Console, loaded) -> int:
             with collector_paused():  # every row read in full: as many objects as at loading
                 report = build_report(read_rows(out), [i.instance_id for i in selected], leaked_containers=leaked,
                                       wall_time_s=wall, levels={i.instance_id: i.level for i in selected},
-                                      epochs=opts.epochs, reducers=opts.reducers,
+                                      epochs=epochs, reducers=list(cfg.epochs.reducers),
                                       normalize=getattr(prepared.scorers[0], "normalize", None),
                                       tasks=tasks, run_dir=layout.root)
             report.basis = basis
             try:
-                write_report(report, opts.output_dir)
+                write_report(report, output_dir)
             except OSError as exc:  # a full disk after the last row: the rows are all there
                 say(console, f"error: cannot write the report {layout.report}: {exc}; every row is in {out}: "
                              f"run again with --output-dir {layout.root} once the disk takes files (it writes the report)", style="red")
                 return exit_codes.FAILED
         try:
-            append_summary(report, opts.summary_csv or opts.output_dir.parent / "summary.csv",
-                           run_label=opts.output_dir.name, output_dir=opts.output_dir,
-                           extra={"model": opts.model, "agent": opts.agent, "dataset": str(opts.dataset)})
+            append_summary(report, cfg.output.summary_csv or output_dir.parent / "summary.csv",
+                           run_label=output_dir.name, output_dir=output_dir,
+                           extra={"model": cfg.model_flag, "agent": cfg.agent, "dataset": str(cfg.dataset.path)})
         except OSError as exc:
             say(console, f"warning: cannot update the summary CSV: {exc}", style="yellow")
     stdout = Console()
     stdout.print(render(report))
-    for line in end_lines(report, opts.output_dir):  # what did not end well, where the run is, how to open it
+    for line in end_lines(report, output_dir):  # what did not end well, where the run is, how to open it
         say(stdout, line)
     if outcome.stopped:
         say(console, outcome.stopped, style="yellow")
     if (unjudged := report.missing_verdicts()) is not None:  # a scorer failed: exit 3, said in one line
         say(console, unjudged, style="red")
-    diverged = replay_failure(report) if opts.fail_on_divergence else None
+    diverged = replay_failure(report) if cfg.replay.fail_on_divergence else None
     if diverged is not None:
         say(console, diverged, style="red")
     code = _exit_code(report)
@@ -196,10 +189,11 @@ def _write(path, text: str) -> None:
         raise InputError(f"cannot write {path}: {exc}") from None
 
 
-def _report_basis(fingerprint: str, tasks_json: str, opts: RunOptions) -> str:
+def _report_basis(fingerprint: str, tasks_json: str, cfg: RunConfiguration) -> str:
     """What a report is computed from besides the rows: the dataset, the selection, the tasks' labels,
     epochs, reducers and scorers. A report with the same basis, newer than output.jsonl, is still true."""
-    blob = json.dumps([fingerprint, opts.selection, tasks_json, opts.epochs, opts.reducers, opts.scorers],
+    blob = json.dumps([fingerprint, cfg.selection.model_dump(mode="json"), tasks_json, cfg.epochs.count,
+                       list(cfg.epochs.reducers), list(cfg.scoring.names)],
                       sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

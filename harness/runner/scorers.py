@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from harness.config import Scoring
 from harness.errors import InputError
 from harness.models.completion import completer
-from harness.models.config import ModelSection, model_section
+from harness.models.config import check_section
 from harness.scoring import SCORERS, get_scorer
 from harness.scoring.plugin import load_scorer
 
@@ -17,14 +18,6 @@ def _with_threshold(scorer, threshold: float | None, given: str):
                          "scorers (llm_judge, function scorers)")
     scorer.threshold = threshold
     return scorer
-
-
-def judge_section(config: dict, judge_model: str | None) -> ModelSection:
-    """The LLM judge's model section: --judge-model, else [scorer.llm_judge] model."""
-    judge = judge_model or config.get("scorer", {}).get("llm_judge", {}).get("model")
-    if not judge:
-        raise InputError("--scorer llm_judge needs --judge-model NAME or [scorer.llm_judge] model = NAME")
-    return model_section(config, judge)
 
 
 def _threshold(spec: str) -> tuple[str, float | None]:
@@ -41,11 +34,12 @@ def _threshold(spec: str) -> tuple[str, float | None]:
     return name, value
 
 
-def build_scorers(names: list[str], config: dict, judge_model: str | None = None) -> list:
+def build_scorers(scoring: Scoring) -> list:
     """The scorers `--scorer` names: a built-in (`NAME` or `NAME:ARG`) or a plug-in
-    (`package.module:attr`, harness/scoring/plugin.py), each optionally `@THRESHOLD` when graded."""
+    (`package.module:attr`, harness/scoring/plugin.py), each optionally `@THRESHOLD` when graded;
+    the LLM judge calls `scoring.judge` with `scoring.rubric` (harness/config.py Scoring)."""
     scorers = []
-    for given in names:
+    for given in scoring.names:
         spec, threshold = _threshold(given)
         name, _, arg = spec.partition(":")  # e.g. tool_calls:run_python,visit_url
         if name not in SCORERS and arg:
@@ -54,17 +48,14 @@ def build_scorers(names: list[str], config: dict, judge_model: str | None = None
         kwargs: dict = {}
         if name == "tool_calls":  # without names: each task's expected_tool_calls
             kwargs = {"expected": [x for x in arg.split(",") if x]}
-        if name == "llm_judge":
-            settings = config.get("scorer", {}).get("llm_judge", {})
-            kwargs = {"complete": completer(judge_section(config, judge_model))}
-            if settings.get("rubric"):
-                kwargs["rubric"] = settings["rubric"]
+        if name == "llm_judge" and scoring.judge is not None:
+            kwargs = {"complete": completer(check_section(scoring.judge))}
+            if scoring.rubric:
+                kwargs["rubric"] = scoring.rubric
         try:
             scorers.append(_with_threshold(get_scorer(name, **kwargs), threshold, given))
         except (ValueError, TypeError) as exc:
             raise InputError(f"--scorer {name}: {exc}") from None
-    if not scorers:
-        raise InputError("--scorer: at least one scorer is needed")
     names = [s.name for s in scorers]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:  # a row keeps one verdict per scorer name: a second one would overwrite the first

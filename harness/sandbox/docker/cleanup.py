@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 
-from harness.errors import InfraError
+from harness.errors import EngineInUse
 from harness.sandbox.contract import Leftover as Found
 from harness.sandbox.docker import engine, naming, networks
 
@@ -73,9 +73,7 @@ def reap(*, run_id: str | None = None, everything: bool = False, dry_run: bool =
     for item in select(find_networks(run_id), run_id=run_id, everything=everything):
         try:
             engine.remove_network(item.id)
-        except InfraError as exc:
-            if "active endpoints" not in str(exc):
-                raise
+        except EngineInUse:
             continue  # a container the passes above did not choose still uses it
         nets.append(item)
     if nets:

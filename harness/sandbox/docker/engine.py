@@ -3,7 +3,10 @@
 This module holds the client, each timeout, each retry and the concurrency gate:
 code elsewhere builds the SDK call and passes it to `call`, which retries what is
 safe to retry (transient errors, `retries=0` for calls that must not run twice) and
-maps engine failures to InfraError. Its tunables are HARNESS_DOCKER_* settings
+maps engine failures to InfraError. An engine's refusal of a cause the harness decides on is
+classified here and nowhere else (`refusal`: by the answer's status, and by its words only where
+the status does not tell) and raised as its type from harness/errors.py: EngineNotFound,
+EngineConflict, EngineInUse, PortTaken. Its tunables are HARNESS_DOCKER_* settings
 (harness/settings.py). The shared client is never reconfigured: a call that needs
 another timeout gets a client of its own from `new_client`.
 """
@@ -16,16 +19,28 @@ import random
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 import docker
 import docker.constants
-import docker.tls
 import docker.errors
+import docker.tls
 import requests.exceptions
 
-from harness.errors import EngineUnavailable, InfraError, InputError, SandboxDied, SandboxExhausted
+from harness.errors import (
+    EngineConflict,
+    EngineInUse,
+    EngineNotFound,
+    EngineRefused,
+    EngineUnavailable,
+    InfraError,
+    InputError,
+    PortTaken,
+    SandboxDied,
+    SandboxExhausted,
+)
 from harness.settings import settings
 
 # Why the defaults (harness/settings.py): dockerd on a loaded 2-core machine can take
@@ -185,30 +200,51 @@ def sandbox_host() -> str:
     return "127.0.0.1"
 
 
+# (status or None for any, words of which one must be in the message or () for any, type): the first
+# row that matches wins. Words only where the status is not enough: a taken port is a 500 at start
+# ("Bind for 127.0.0.1:P failed: port is already allocated", or the userland proxy's "bind: address
+# already in use"); a network that still has endpoints is a 403 among other 403s (a predefined network).
+# A 409 on a forced container remove can only be a removal already in progress.
+REFUSALS: tuple[tuple[int | None, tuple[str, ...], type[EngineRefused]], ...] = (
+    (None, ("port is already allocated", "address already in use"), PortTaken),
+    (None, ("has active endpoints",), EngineInUse),
+    (404, (), EngineNotFound),
+    (409, (), EngineConflict),
+)
+
+
+def refusal(exc: BaseException) -> type[EngineRefused] | None:
+    """The type of an engine's refusal, or None when it is none the harness decides on."""
+    if not isinstance(exc, docker.errors.APIError):
+        return None
+    status = exc.status_code
+    text = str(exc).lower()
+    for wanted, words, kind in REFUSALS:
+        if (wanted is None or status == wanted) and (not words or any(w in text for w in words)):
+            return kind
+    return None
+
+
 def is_transient(exc: BaseException) -> bool:
     if isinstance(exc, (requests.exceptions.ConnectionError, requests.exceptions.Timeout)):
         return True
-    if isinstance(exc, docker.errors.APIError):
+    if isinstance(exc, docker.errors.APIError) and refusal(exc) is None:
         status = exc.status_code or 0
-        text = str(exc).lower()
-        if "port is already allocated" in text or "address already in use" in text:
-            return False  # the port allocator decides what to do about these
         return status >= 500 or status == 429
     return False
 
 
 def call(what: str, fn: Callable[[], T], *, retries: int | None = None) -> T:
-    """Run one engine call, retrying transient failures; map failures to InfraError."""
+    """Run one engine call, retrying transient failures; map failures to InfraError, a refusal of a
+    known cause to its type (see REFUSALS)."""
     attempts = 1 + (settings().docker_retries if retries is None else retries)
     for attempt in range(attempts):
         try:
             return fn()
-        except docker.errors.NotFound:
-            raise
         except Exception as exc:  # noqa: BLE001 - classified below
             if not is_transient(exc) or attempt == attempts - 1:
                 if isinstance(exc, (docker.errors.DockerException, requests.exceptions.RequestException)):
-                    raise InfraError(f"docker {what} failed: {exc}") from exc
+                    raise (refusal(exc) or InfraError)(f"docker {what} failed: {exc}") from exc
                 raise
             time.sleep(settings().docker_backoff * (2**attempt) * (0.5 + random.random()))
     raise AssertionError("unreachable")
@@ -218,7 +254,7 @@ def container_state(container_id: str) -> dict:
     """The container's State dict, or {} when it no longer exists."""
     try:
         attrs = call("inspect", lambda: client().api.inspect_container(container_id))
-    except docker.errors.NotFound:
+    except EngineNotFound:
         return {}
     return attrs.get("State", {})
 
@@ -244,22 +280,19 @@ def raise_if_dead(container_id: str, name: str, cause: BaseException | None = No
 
 
 def remove_container(container_id: str) -> None:
-    """Force-remove with volumes; gone already, or being removed by someone else, is fine."""
+    """Force-remove with volumes; gone already, or being removed by someone else (a concurrent
+    `harness cleanup`: the conflict a forced remove can meet), is fine."""
     try:
         call("remove", lambda: client().api.remove_container(container_id, force=True, v=True))
-    except docker.errors.NotFound:
+    except (EngineNotFound, EngineConflict):
         pass
-    except InfraError as exc:
-        # Another process (a concurrent `harness cleanup`) may be removing it right now.
-        if "already in progress" not in str(exc):
-            raise
 
 
 def remove_network(name: str) -> None:
-    """Remove a harness network; already gone is fine."""
+    """Remove a harness network; already gone is fine (EngineInUse while a container uses it)."""
     try:
         call("network remove", lambda: client().api.remove_network(name))
-    except docker.errors.NotFound:
+    except EngineNotFound:
         pass
 
 

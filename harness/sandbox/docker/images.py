@@ -2,8 +2,8 @@
 
 The context is the top-level `images/` (shipped in the package, so an installed wheel builds too):
 `base/build.sh` (a Debian base from packages, for machines without a registry) and
-`sandbox/` (Dockerfile, toolbox requirements, sandboxd). A change anywhere there changes the tag and so triggers a build; no
-change finds the tag present and skips it. Concurrent builders (several harness
+`sandbox/` (Dockerfile, toolbox requirements, sandboxd). A change anywhere there changes the tag
+and so triggers a build; no change finds the tag present and skips it. Concurrent builders (several harness
 processes, parallel test workers) are serialized by a file lock.
 """
 
@@ -16,10 +16,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import docker.errors
 from filelock import FileLock
 
-from harness.errors import InfraError, InputError
+from harness.errors import EngineNotFound, InfraError, InputError
 from harness.fsutil import tree_hash
 from harness.sandbox.contract import ImageInfo
 from harness.sandbox.docker import engine
@@ -46,7 +45,7 @@ def _exists(tag: str) -> bool:
     try:
         engine.call("image inspect", lambda: engine.client().api.inspect_image(tag))
         return True
-    except docker.errors.NotFound:
+    except EngineNotFound:
         return False
 
 
@@ -123,8 +122,8 @@ def build(*, force: bool = False, log=print) -> str:
 def _copy_from(source, tag: str, log) -> bool:
     """Stream the image from another engine into ours; False when the source does not have it."""
     try:
-        source.api.inspect_image(tag)
-    except docker.errors.NotFound:
+        engine.call("image inspect", lambda: source.api.inspect_image(tag))
+    except EngineNotFound:
         return False
     log(f"copying {tag} to {engine.engine_url()} (docker save | docker load) ...")
     started = time.monotonic()
@@ -175,7 +174,7 @@ def list_images() -> list[ImageInfo]:
         for tag in image.get("RepoTags") or []:  # untagged ones are build stages (the toolbox stage inherits the label)
             if tag == "<none>:<none>":
                 continue
-            created = dt.datetime.fromtimestamp(image.get("Created", 0), dt.timezone.utc).isoformat()[:19]
+            created = dt.datetime.fromtimestamp(image.get("Created", 0), dt.UTC).isoformat()[:19]
             found.append(ImageInfo(tag, image["Id"].removeprefix("sha256:")[:12], image.get("Size", 0) / 1e6,
                                    created, current=tag == current))
     return found
@@ -187,8 +186,9 @@ def prune(log=print) -> list[str]:
     for info in list_images():
         if info.tag.startswith("harness-sandbox:") and info.tag != current:
             try:
-                engine.call("image remove", lambda: engine.client().api.remove_image(info.tag), retries=0)
+                engine.call("image remove", lambda: engine.client().api.remove_image(info.tag),  # noqa: B023 - called now
+                            retries=0)
                 removed.append(info.tag)
-            except (InfraError, docker.errors.NotFound) as exc:  # in use by a container: keep it
+            except InfraError as exc:  # in use by a container (EngineConflict): keep it
                 log(f"kept {info.tag}: {exc}")
     return removed

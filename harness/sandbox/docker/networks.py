@@ -57,10 +57,9 @@ import shutil
 import subprocess
 import threading
 
-import docker.errors
 from filelock import FileLock
 
-from harness.errors import InfraError, InputError
+from harness.errors import EngineNotFound, InfraError, InputError
 from harness.sandbox.docker import engine
 from harness.settings import state_dir
 
@@ -258,7 +257,8 @@ def unsealed_warning(policy: str, network: dict, problem: str | None = None) -> 
     gateway = configs[0].get("Gateway") or "its gateway"
     why = f"no firewall rules for bridge {bridge_of(network)} ({problem})" if problem else (
         "the harness adds firewall rules only to networks it creates")
-    routed = "" if network.get("Internal") else f", and whatever {network.get('Name')} routes to (not an internal network)"
+    routed = ("" if network.get("Internal")
+              else f", and whatever {network.get('Name')} routes to (not an internal network)")
     return (f"warning: network {policy} is not sealed: {why}; sandboxes on it can reach host services "
             f"listening on all addresses via {gateway}{routed}")
 
@@ -287,6 +287,8 @@ def extra_networks(policy: str) -> list[str]:
 def connect(container_id: str, policy: str) -> None:
     for name in extra_networks(policy):
         try:
-            engine.call("network connect", lambda: engine.client().api.connect_container_to_network(container_id, name))
-        except docker.errors.NotFound as exc:
+            # noqa B023 below: engine.call runs the lambda before the loop moves on
+            engine.call("network connect",
+                        lambda: engine.client().api.connect_container_to_network(container_id, name))  # noqa: B023
+        except EngineNotFound as exc:
             raise InputError(f"network policy {policy}: no Docker network named {name!r}") from exc

@@ -8,15 +8,16 @@ Optional: HARNESS_PORT_RANGE=LOW-HIGH (remote hosts behind a firewall that opens
 only a range). Choosing a port and starting the container then happen under one
 file lock shared by every harness process on this machine; ports held by any
 container on the engine are skipped, and a port that still turns out taken at
-start is skipped too. Processes on *other* machines using the same remote engine
-are not covered by the lock; the start-time check and retry cover them.
+start (PortTaken, raised by engine.py) is skipped too. Processes on *other* machines
+using the same remote engine are not covered by the lock; the start-time check and
+retry cover them.
 """
 
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from filelock import FileLock
 
@@ -77,8 +78,3 @@ def range_lock() -> Iterator[None]:
     # port_lock_timeout: one create+start is ~0.3 s, so 120 s is a queue of hundreds of starts.
     with FileLock(str(state_dir() / "ports.lock"), timeout=settings().port_lock_timeout):
         yield
-
-
-def is_port_taken_error(exc: BaseException) -> bool:
-    text = str(exc).lower()
-    return "port is already allocated" in text or "address already in use" in text

@@ -11,7 +11,7 @@ import secrets
 import time
 from pathlib import Path
 
-from harness.errors import InfraError
+from harness.errors import InfraError, PortTaken
 from harness.sandbox.contract import Capacity, ImageInfo, Leftover, Sandbox, SandboxHandle, SandboxProvider, SandboxSpec
 from harness.sandbox.docker import cleanup, engine, images, naming, networks, ports, storage
 from harness.sandbox.service import ServiceSandbox
@@ -96,9 +96,8 @@ def _start_in_range(kwargs: dict, policy: str, port_range: range):
                     continue
                 try:
                     return _create_and_start(kwargs, policy, port)
-                except InfraError as exc:
-                    if not ports.is_port_taken_error(exc):
-                        raise
+                except PortTaken:
+                    continue  # held by a process the checks above do not see, or another machine's start
         if time.monotonic() >= deadline:
             raise InfraError(f"no port of HARNESS_PORT_RANGE ({port_range.start}-{port_range.stop - 1}) freed up "
                              f"in {settings().port_wait:g} s (HARNESS_PORT_WAIT)")
@@ -108,6 +107,7 @@ def _start_in_range(kwargs: dict, policy: str, port_range: range):
 
 class DockerProvider(SandboxProvider):
     name = NAME
+    preload = ("harness.sandbox.service",)  # attach(): every agent process speaks to sandboxd through it
 
     def preflight(self, *, network: str = "none", log=print) -> str:
         engine.client()  # EngineUnavailable when nothing answers

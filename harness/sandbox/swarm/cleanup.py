@@ -12,15 +12,12 @@ from __future__ import annotations
 
 import time
 
-import docker.errors
 import docker.types
 
-from harness.errors import InfraError
-
+from harness.errors import EngineNotFound, InfraError
 from harness.sandbox.contract import Leftover
-from harness.sandbox.docker import naming
 from harness.sandbox.docker import cleanup as docker_cleanup
-from harness.sandbox.docker import engine
+from harness.sandbox.docker import engine, naming
 from harness.sandbox.swarm import cluster, tasks, volumes
 
 
@@ -33,7 +30,7 @@ def find(run_id: str | None = None) -> list[Leftover]:
         labels = row.get("Spec", {}).get("Labels") or {}
         try:
             task = tasks.current(row["ID"])
-        except docker.errors.NotFound:
+        except EngineNotFound:
             task = None
         found.append(Leftover(row["ID"], labels.get(naming.LABEL_NAME) or row["Spec"].get("Name", "?"),
                               labels.get(naming.LABEL_RUN, ""), labels.get(naming.LABEL_OWNER, ""),
@@ -45,7 +42,7 @@ def remove(service_id: str) -> None:
     """Remove a service; already gone is fine."""
     try:
         engine.call("service remove", lambda: cluster.api().remove_service(service_id))
-    except docker.errors.NotFound:
+    except EngineNotFound:
         pass
 
 
@@ -77,7 +74,7 @@ def _scale_to_zero_and_wait(service_id: str) -> None:
         engine.call("service update", lambda: api.update_service(
             service_id, current["Version"]["Index"], mode=docker.types.ServiceMode("replicated", replicas=0),
             fetch_current_spec=True), retries=0)
-    except (docker.errors.NotFound, InfraError):
+    except InfraError:
         return  # gone, or changed under us: removing it is all that is left
     deadline = time.monotonic() + STOP_WAIT
     while time.monotonic() < deadline:

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import threading
 
-import docker.errors
-
-from harness.errors import InfraError, InputError
+from harness.errors import EngineNotFound, InfraError, InputError
 from harness.sandbox.contract import Capacity
 from harness.sandbox.docker import engine
 
@@ -54,7 +52,7 @@ def node(node_id: str) -> dict | None:
     """The node as the manager sees it now, or None when it left the swarm."""
     try:
         return engine.call("node inspect", lambda: api().inspect_node(node_id))
-    except docker.errors.NotFound:
+    except EngineNotFound:
         return None
 
 

@@ -26,9 +26,7 @@ from __future__ import annotations
 
 import threading
 
-import docker.errors
-
-from harness.errors import InfraError, InputError
+from harness.errors import EngineConflict, EngineNotFound, InfraError, InputError
 from harness.sandbox.docker import engine
 
 ISOLATED = "harness-swarm-none"
@@ -67,9 +65,8 @@ def ensure_node_config(api) -> None:
         try:
             _create(api, {"Name": CONFIG, "ConfigOnly": True, "Options": OPTIONS, "CheckDuplicate": True,
                           "Labels": {"harness.managed": "1"}})
-        except InfraError as exc:
-            if "already exists" not in str(exc):
-                raise
+        except EngineConflict:
+            pass  # another process made it a moment ago
         return
     options = engine.call("network inspect", lambda: api.inspect_network(found["Id"])).get("Options") or {}
     wrong = {k: v for k, v in OPTIONS.items() if options.get(k) != v}
@@ -92,9 +89,8 @@ def ensure_isolated() -> str:
                 # A network made from a config network takes no labels of its own.
                 _create(api, {"Name": ISOLATED, "Driver": "bridge", "Scope": "swarm", "ConfigFrom": {"Network": CONFIG},
                               "CheckDuplicate": True})
-            except InfraError as exc:
-                if "already exists" not in str(exc):
-                    raise
+            except EngineConflict:
+                pass  # another process made it a moment ago
         elif found.get("Scope") != "swarm" or found.get("Driver") != "bridge":
             raise InfraError(f"the network {ISOLATED} exists but is not a swarm-scoped bridge network; remove it "
                              f"(docker network rm {ISOLATED})")
@@ -136,8 +132,8 @@ def remove_isolated(api) -> None:
     global _ready
     for name in (ISOLATED, CONFIG):
         try:
-            engine.call("network remove", lambda: api.remove_network(name))
-        except docker.errors.NotFound:
+            engine.call("network remove", lambda: api.remove_network(name))  # noqa: B023 - called now
+        except EngineNotFound:
             pass
     _ready = False
 

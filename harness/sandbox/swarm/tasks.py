@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import time
 
-import docker.errors
-
-from harness.errors import InfraError, SandboxDied, SandboxExhausted
+from harness.errors import EngineNotFound, InfraError, SandboxDied, SandboxExhausted
 from harness.sandbox.docker import engine, ports
 from harness.sandbox.swarm import cluster
 
@@ -28,7 +26,7 @@ def service_tasks(service_id: str) -> list[dict]:
     """The service's tasks; [] when the service is gone."""
     try:
         return engine.call("task list", lambda: cluster.api().tasks(filters={"service": service_id}))
-    except docker.errors.NotFound:
+    except EngineNotFound:
         return []
 
 
@@ -62,7 +60,7 @@ def _exists(service_id: str) -> bool:
     try:
         engine.call("service inspect", lambda: cluster.api().inspect_service(service_id))
         return True
-    except docker.errors.NotFound:
+    except EngineNotFound:
         return False
 
 
@@ -93,8 +91,8 @@ def raise_if_dead(service_id: str, name: str, cause: BaseException | None = None
         if node is None or not cluster.usable(node):
             what = "left the swarm" if node is None else (
                 f"is {node.get('Status', {}).get('State')}/{node.get('Spec', {}).get('Availability')}")
-            raise SandboxDied(f"sandbox {name} died: its node {cluster.node_name(node) if node else task['NodeID'][:12]}"
-                              f" {what}") from cause
+            where = cluster.node_name(node) if node else task['NodeID'][:12]
+            raise SandboxDied(f"sandbox {name} died: its node {where} {what}") from cause
 
 
 def wait_running(service_id: str, name: str, timeout: float) -> tuple[str, int]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import threading
 
-import docker.errors
 import docker.types
 
 from harness.errors import InfraError
@@ -57,7 +56,7 @@ def remove_volume(name: str) -> bool:
     try:
         engine.call("volume remove", lambda: engine.client().api.remove_volume(name), retries=0)
         return True
-    except (docker.errors.NotFound, InfraError):  # gone, or just taken into use: leave it
+    except InfraError:  # gone (EngineNotFound), or just taken into use: leave it
         return False
 
 
