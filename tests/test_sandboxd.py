@@ -31,6 +31,7 @@ from pathlib import Path
 import pytest
 
 import harness
+from tests.helpers.wait import wait_for
 
 SANDBOXD = Path(harness.__file__).parents[1] / "images" / "sandbox" / "sandboxd.py"
 TOKEN = "test-" + secrets.token_urlsafe(16)
@@ -263,8 +264,7 @@ def test_exec_timeout_kills_the_whole_tree(server, work):
         result = server.exec(argv=["bash", "-c", command], cwd=str(work), timeout=1.0)
         assert result["timed_out"] and (result["exit_code"], result["signal"]) == (137, 9)
         assert time.monotonic() - started < 8
-        time.sleep(0.3)
-        assert _procs_with(marker) == []
+        wait_for(lambda: _procs_with(marker) == [], 10, "the timed-out command's processes to be gone")
     finally:
         for pid in _procs_with(marker):
             os.kill(pid, 9)
@@ -585,14 +585,13 @@ def test_unauthenticated_connections_over_the_cap_are_closed_oldest_first_and_th
     _limits(monkeypatch, sandboxd, MAX_UNAUTHENTICATED=8, FIRST_REQUEST_TIMEOUT_S=60)
     strangers = [socket.create_connection(("127.0.0.1", server.port), timeout=5) for _ in range(40)]
     try:
-        time.sleep(0.5)
-        closed = [_closed_within(s, 0.1) for s in strangers]
-        assert all(closed[:30]) and not any(closed[-6:]), closed
+        # The oldest are closed as the newer ones arrive (each waited for); the newest are kept.
+        assert all(_closed_within(s, 10) for s in strangers[:30])
+        assert not any(_closed_within(s, 0.1) for s in strangers[-6:])
         started = time.monotonic()
         status, _ = server.json("GET", "/health", timeout=5)  # a new connection, with the token
         assert status == 200 and time.monotonic() - started < 2
-        time.sleep(0.2)
-        assert sum(not _closed_within(s, 0.05) for s in strangers) <= 8
+        wait_for(lambda: sum(not _closed_within(s, 0.05) for s in strangers) <= 8, 10, "at most 8 strangers open")
     finally:
         for s in strangers:
             s.close()
@@ -605,8 +604,8 @@ def test_authenticated_connections_over_the_cap_close_the_least_recently_used_id
     try:
         for conn in conns:
             assert _ask(conn)[0] == 200
-        time.sleep(0.2)
-        assert [_closed_within(c, 0.2) for c in conns] == [True, True, False, False, False]
+        assert [_closed_within(c, 10) for c in conns[:2]] == [True, True]  # each waited for, up to 10 s
+        assert [_closed_within(c, 0.2) for c in conns[2:]] == [False, False, False]
         for conn in conns[2:]:
             assert _ask(conn)[0] == 200
     finally:
@@ -619,10 +618,12 @@ def test_a_busy_connection_is_never_cut_and_a_newcomer_over_the_cap_is_told_503(
     _limits(monkeypatch, sandboxd, MAX_AUTHENTICATED=1)
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as busy:
         assert _ask(busy)[0] == 200
-        request = json.dumps({"argv": ["sleep", "1"], "cwd": str(work), "timeout": 10}).encode()
+        running = work / "running"
+        request = json.dumps({"argv": ["bash", "-c", f"touch {running}; sleep 1"], "cwd": str(work),
+                              "timeout": 10}).encode()
         busy.sendall(f"POST /exec HTTP/1.1\r\nHost: x\r\nX-Harness-Token: {TOKEN}\r\n"
                      f"Content-Length: {len(request)}\r\n\r\n".encode() + request)
-        time.sleep(0.3)  # the command runs
+        wait_for(running.exists, 10, "the busy connection's command to run")
         with socket.create_connection(("127.0.0.1", server.port), timeout=5) as newcomer:
             status, body = _ask(newcomer)
             assert status == 503 and json.loads(body)["code"] == "busy"
@@ -634,8 +635,8 @@ def test_a_busy_connection_is_never_cut_and_a_newcomer_over_the_cap_is_told_503(
             assert chunk, "the busy connection was cut"
             answer += chunk
         assert answer.startswith(b"HTTP/1.1 200")
-    time.sleep(0.2)
-    assert server.request("GET", "/health")[0] == 200  # the idle slot is free again
+    # The idle slot is free again once the server has seen the busy connection close.
+    wait_for(lambda: server.request("GET", "/health")[0] == 200, 10, "a free connection slot")
 
 
 def test_an_upload_is_spooled_in_chunks_not_held_in_memory(server, work):
@@ -705,7 +706,9 @@ def test_an_upload_cut_short_is_dropped_and_the_service_goes_on(server, work):
         conn.sendall(b"POST /upload?" + urllib.parse.urlencode({"dest": str(work / "cut")}).encode()
                      + b" HTTP/1.1\r\nHost: x\r\nX-Harness-Token: " + TOKEN.encode()
                      + b"\r\nContent-Length: %d\r\n\r\n" % len(body) + body[:50_000])
-    time.sleep(0.3)
+        wait_for((work / "cut").exists, 10, "the upload to begin (its destination made)")
+    # Cut: the upload is dropped, and with it the folder it made.
+    wait_for(lambda: not (work / "cut").exists(), 10, "the cut upload to be dropped")
     assert not (work / "cut" / "a.txt").exists()
     assert server.request("GET", "/health")[0] == 200
 
@@ -786,7 +789,9 @@ def test_sandboxd_out_of_descriptors_neither_crashes_nor_wedges(tmp_path):
                 strangers.append(socket.create_connection(("127.0.0.1", port), timeout=1))
             except OSError:
                 break
-        time.sleep(0.5)
+        # Out of descriptors: the server took the backlog in, shedding all but the few it can hold.
+        wait_for(lambda: sum(_closed_within(s, 0.01) for s in strangers) >= len(strangers) - 10, 15,
+                 "the server to shed the strangers it has no descriptors for")
         started = time.monotonic()
         with socket.create_connection(("127.0.0.1", port), timeout=5) as harness_conn:
             assert _ask(harness_conn, timeout=5)[0] == 200
@@ -794,11 +799,14 @@ def test_sandboxd_out_of_descriptors_neither_crashes_nor_wedges(tmp_path):
         resource.prlimit(proc.pid, resource.RLIMIT_NOFILE, limit)
         for s in strangers:
             s.close()
-        time.sleep(0.3)
-        with socket.create_connection(("127.0.0.1", port), timeout=5) as harness_conn:
-            status, body = _ask(harness_conn, "POST", "/exec",
-                                json.dumps({"argv": ["echo", "ok"], "cwd": str(tmp_path)}).encode())
-        assert status == 200 and json.loads(body)["stdout"] == "ok\n"
+
+        def echo() -> str | bool:
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as harness_conn:
+                status, body = _ask(harness_conn, "POST", "/exec",
+                                    json.dumps({"argv": ["echo", "ok"], "cwd": str(tmp_path)}).encode())
+            return status == 200 and json.loads(body)["stdout"]
+
+        assert wait_for(echo, 15, "the service to run a command again") == "ok\n"  # it recovers
         proc.kill()
         assert b"sandboxd: accept: Too many open files" in proc.communicate(timeout=10)[1]  # EMFILE was met
     finally:
