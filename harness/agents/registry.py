@@ -39,6 +39,12 @@ def resolve(name: str) -> Callable[[], AgentRunner]:
     return lambda: runner_cls(target)
 
 
+def preload(name: str) -> tuple[str, ...]:
+    """The modules agent `name`'s runner declares for its processes (`AgentRunner.preload`); the
+    agents' fork server imports them once per run."""
+    return load_runner(name)[0].preload
+
+
 def load_runner(name: str) -> tuple[type[AgentRunner], Any]:
     """(runner class, target) for the agent `name`, checked as the module docstring says."""
     if name in BUILTIN:

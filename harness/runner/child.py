@@ -4,28 +4,26 @@ AutoGen's cancellation can hang while a tool runs, so the wall-clock limit is
 enforced by the parent killing this process (and then the sandbox). This process
 reads an AgentRequest, attaches to the parent's sandbox by its handle, drives the
 agent's runner turn by turn (the simulated user answers turns that end without an
-answer), and writes an AgentResult as JSON. It exits by itself if its parent dies.
+answer), and writes an AgentResult as JSON. It dies with the process that started it
+(runner/agent_process/lifeline.py): a fresh one is given its parent's pid on its command line, a
+fork of the fork server calls `run` after the server's own `die_with` for it.
 
     python -m harness.runner.child REQUEST.json RESULT.json PARENT_PID
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
-import signal
 import sys
 
 if __name__ == "__main__":
     # Die with the harness, even if it is SIGKILLed while this process still imports.
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if len(sys.argv) > 3 and os.getppid() != int(sys.argv[3]):
-        os._exit(1)  # the harness died before the line above took effect
+    from harness.runner.agent_process.lifeline import die_with
+
+    die_with(int(sys.argv[3]), watch=True)
 
 import asyncio
 import contextlib
-import threading
-import time
 import traceback
 from pathlib import Path
 
@@ -35,19 +33,6 @@ from harness.fsutil import write_atomic
 
 EXIT_SANDBOX_DIED = 70
 EXIT_CANNOT_WRITE = 71  # the result file could not be written (the harness's own disk): the harness's failure
-
-
-def _watch_parent() -> None:
-    """Belt and braces beside PR_SET_PDEATHSIG: exit once re-parented."""
-    parent = int(sys.argv[3]) if len(sys.argv) > 3 else os.getppid()
-
-    def loop() -> None:
-        while True:
-            time.sleep(0.5)
-            if os.getppid() != parent:
-                os._exit(1)  # orphaned: the harness run was killed
-
-    threading.Thread(target=loop, daemon=True).start()
 
 
 def run(request: AgentRequest, result_path: Path) -> int:
@@ -158,11 +143,10 @@ async def _drive(runner: AgentRunner, ctx: AgentContext, request: AgentRequest, 
             await ctx.envs.web.close()
 
 
-def main() -> None:
-    _watch_parent()
-    request = AgentRequest.model_validate_json(Path(sys.argv[1]).read_text())
-    sys.exit(run(request, Path(sys.argv[2])))
+def main(request_path: str, result_path: str) -> None:
+    request = AgentRequest.model_validate_json(Path(request_path).read_text())
+    sys.exit(run(request, Path(result_path)))
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1], sys.argv[2])

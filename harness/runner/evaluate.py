@@ -31,7 +31,8 @@ from harness.results.layout import RunDir
 from harness.results.model import ResultRow
 from harness.results.store import RowWriter, rescue
 from harness.runner import forkserver
-from harness.runner.instance import RunSettings, kill_agents, run_instance
+from harness.runner.agent_process.supervise import kill_all
+from harness.runner.instance import RunSettings, run_instance
 from harness.settings import settings as harness_settings
 from harness.terminal import first_line, say
 from harness.traces import LimitEvent, read_trace
@@ -151,7 +152,7 @@ def evaluate(todo, settings: RunSettings, out: Path, cfg: RunConfiguration, cons
                     workers.interrupted.set()
                     for future in futures:
                         future.cancel()
-                    kill_agents()  # running instances end now; their sandboxes are removed in finally
+                    kill_all()  # running instances end now; their sandboxes are removed in finally
                     raise
     finally:
         forkserver.close_all()

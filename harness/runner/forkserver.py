@@ -24,16 +24,20 @@ Protocol (JSON lines): the harness writes {"id", "request", "result", "stderr"} 
 stdin; the server answers {"id", "pid"} once forked and {"pid", "exit"} once that child has
 ended (a signal death is -N). A server that cannot start or dies makes the harness fall back to
 fresh processes (`HARNESS_AGENT_FORK=0` chooses them from the start); the agents a dying server takes
-along are the harness's machinery failing, not the agents: `ForkedChild.lost_with_server` says so
-and the runner records an infra error (retried in a fresh sandbox and process).
+along are the harness's machinery failing, not the agents: `orphaned` holds them, the agent process
+says so (runner/agent_process/process.py ForkedAgent) and the runner records an infra error (retried
+in a fresh sandbox and process).
 
-    python -m harness.runner.forkserver PARENT_PID AGENT
+What the server imports is declared, never named here: the agent process's own modules, then the
+sandbox provider's (its module and its class's `preload`: sandbox/registry.py `preload`) and the
+agent runner's (`AgentRunner.preload`: agents/registry.py `preload`).
+
+    python -m harness.runner.forkserver PARENT_PID AGENT PROVIDER
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import itertools
 import json
 import logging
@@ -46,34 +50,32 @@ import sys
 import threading
 import time
 from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 
-PR_SET_PDEATHSIG = 1
+from harness.runner.agent_process.lifeline import die_with, orphaned
+
 log = logging.getLogger(__name__)
 
 
-def _die_with_parent() -> None:
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-def preload(agent: str) -> None:
+def preload(agent: str, provider: str) -> None:
     """Import what every agent process of this run needs (best effort: a failure shows in the child)."""
     import importlib
 
     import harness.runner.child  # noqa: F401 - the child's own imports
-    from harness.agents import registry, user  # noqa: F401
+    from harness.agents import registry as agents
+    from harness.agents import user  # noqa: F401
     from harness.environments import CodeEnv  # noqa: F401
     from harness.models import meter  # noqa: F401
-    from harness.sandbox import registry as sandboxes  # noqa: F401
-    from harness.sandbox.docker import provider  # noqa: F401 - attach() in every child: the SDK, requests
+    from harness.sandbox import registry as sandboxes
     from harness.settings import settings
 
     settings()
-    try:
-        runner = registry.resolve(agent)()
-    except Exception:  # noqa: BLE001
-        return
-    for name in getattr(type(runner), "preload", ()):
+    modules: list[str] = []
+    for declared in (lambda: sandboxes.preload(provider), lambda: agents.preload(agent)):
+        try:
+            modules += declared()
+        except Exception:  # noqa: BLE001 - a bad name fails in the preflight and the child, not here
+            pass
+    for name in modules:
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001
@@ -94,16 +96,12 @@ def _child(message: dict, server_pid: int, fds: tuple[int, ...]) -> None:
         os.dup2(null, 0)
         os.dup2(null, 1)
         os.dup2(err, 2)
-        _die_with_parent()
-        if os.getppid() != server_pid:
-            os._exit(1)
-        sys.argv = ["harness.runner.child", message["request"], message["result"], str(server_pid)]
+        die_with(server_pid, watch=True)
         from pathlib import Path
 
         from harness.agents.contract import AgentRequest
         from harness.runner import child
 
-        child._watch_parent()
         request = AgentRequest.model_validate_json(Path(message["request"]).read_text())
         code = child.run(request, Path(message["result"]))
     except SystemExit as exc:
@@ -124,12 +122,10 @@ def _send(out, payload: dict) -> None:
     out.flush()
 
 
-def serve(harness_pid: int, agent: str, stdin: int = 0, out=None) -> None:
+def serve(harness_pid: int, agent: str, provider: str, stdin: int = 0, out=None) -> None:
     """The server's loop: requests on fd `stdin`, answers on the binary stream `out` (stdout)."""
-    _die_with_parent()
-    if os.getppid() != harness_pid:
-        return
-    preload(agent)
+    die_with(harness_pid)  # no watch thread: the loop below asks, as the server must not hold threads
+    preload(agent, provider)
     import gc
 
     gc.collect()
@@ -144,7 +140,7 @@ def serve(harness_pid: int, agent: str, stdin: int = 0, out=None) -> None:
     pending, children = b"", set()
     while True:
         ready, _, _ = select.select([stdin, wake_r], [], [], 0.5)
-        if os.getppid() != harness_pid:
+        if orphaned(harness_pid):
             break
         if wake_r in ready:
             os.read(wake_r, 4096)
@@ -176,37 +172,13 @@ def serve(harness_pid: int, agent: str, stdin: int = 0, out=None) -> None:
 
 # --- the harness's side -------------------------------------------------------------------------
 
-class ForkedChild:
-    """An agent process forked by the server, shaped like the subprocess.Popen the runner used."""
-
-    def __init__(self, server: Server, pid: int):
-        self.pid, self._exit, self.returncode = pid, server.exit_of(pid), None
-        self._server = server
-
-    @property
-    def lost_with_server(self) -> str | None:
-        """Why this process ended when it ended with the fork server (it died and took its children
-        along: the harness's machinery, not the agent), else None."""
-        return self._server.death() if self.pid in self._server.orphaned else None
-
-    def wait(self, timeout: float | None = None) -> int:
-        try:
-            self.returncode = self._exit.result(timeout)
-        except FutureTimeout:
-            raise subprocess.TimeoutExpired(f"agent process {self.pid}", timeout) from None
-        return self.returncode
-
-    def poll(self) -> int | None:
-        return self.wait(0) if self._exit.done() else None
-
-
 class _ForkedProcess:
     """A fork of this harness process running `serve`, shaped like the subprocess.Popen of a fresh
     server (stdin, stdout, wait, kill). Taken only while this process has no other thread, before
     it has read the dataset or opened any engine connection, so the fork holds just the imported
     modules: the server then imports only what the harness itself did not."""
 
-    def __init__(self, agent: str):
+    def __init__(self, agent: str, provider: str):
         to_server, from_server = os.pipe(), os.pipe()
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
@@ -223,7 +195,7 @@ class _ForkedProcess:
                 os.dup2(from_server[1], 1)
                 os.dup2(null, 2)
                 os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # pipes, lock files, sockets: none of the harness's
-                serve(parent, agent, 0, open(1, "wb", closefd=False))
+                serve(parent, agent, provider, 0, open(1, "wb", closefd=False))
             finally:
                 os._exit(0)
         os.close(to_server[0])
@@ -265,10 +237,10 @@ class Server:
         threading.Thread(target=self._read, args=(self.ready,), name="forkserver-reader", daemon=True).start()
 
     @classmethod
-    def fresh(cls, agent: str) -> Server:
+    def fresh(cls, agent: str, provider: str) -> Server:
         """A server in a fresh interpreter (imports everything itself)."""
         return cls(agent, subprocess.Popen(
-            [sys.executable, "-m", "harness.runner.forkserver", str(os.getpid()), agent],
+            [sys.executable, "-m", "harness.runner.forkserver", str(os.getpid()), agent, provider],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True))
 
     def death(self) -> str:
@@ -320,8 +292,8 @@ class Server:
                         os.killpg(pid, signal.SIGKILL)
                     future.set_result(-signal.SIGKILL)
 
-    def spawn(self, request: str, result: str, stderr: str, timeout: float = 30) -> ForkedChild:
-        """Fork an agent process; RuntimeError when the server cannot."""
+    def spawn(self, request: str, result: str, stderr: str, timeout: float = 30) -> int:
+        """Fork an agent process, its pid (its end: `exit_of`); RuntimeError when the server cannot."""
         future: Future = Future()
         with self._lock:
             if self.dead:
@@ -335,7 +307,7 @@ class Server:
             except OSError as exc:
                 self.dead = True
                 raise RuntimeError(f"the fork server is gone: {exc}") from exc
-        return ForkedChild(self, future.result(timeout))
+        return future.result(timeout)
 
     def close(self) -> None:
         try:
@@ -361,23 +333,26 @@ _keeper_thread: threading.Thread | None = None
 def _keep() -> None:
     # PR_SET_PDEATHSIG fires when the *thread* that started the server ends: this one never does.
     while True:
-        agent, future = _keeper.get()
+        agent, provider, future = _keeper.get()
         try:
-            future.set_result(Server.fresh(agent))
+            future.set_result(Server.fresh(agent, provider))
         except Exception as exc:  # noqa: BLE001 - fresh processes still work
             log.warning("no fork server for agent %s (%s): agent processes start fresh", agent, exc)
             future.set_result(None)
 
 
-def start(agent: str) -> Future:
+def start(agent: str, provider: str | None = None) -> Future:
     """Begin loading `agent`'s fork server (once per run) without waiting for it to load. From the
     main thread of a process with no other thread (`harness run` calls this before it reads the
     dataset) the server is a fork of this process, so it imports only what the harness did not;
     otherwise (the harness is multi-threaded: forking it is unsafe) a fresh interpreter, started
-    by a thread that outlives the run (see `_keep`)."""
+    by a thread that outlives the run (see `_keep`). `provider` is the run's --sandbox (default:
+    the default provider): the server preloads what it declares."""
     global _keeper_thread
+    from harness.sandbox.registry import DEFAULT
     from harness.settings import settings
 
+    provider = provider or DEFAULT
     with _servers_lock:
         if agent in _servers:
             return _servers[agent]
@@ -387,7 +362,7 @@ def start(agent: str) -> Future:
         future.set_result(None)
     elif threading.current_thread() is threading.main_thread() and threading.active_count() == 1:
         try:
-            future.set_result(Server(agent, _ForkedProcess(agent)))
+            future.set_result(Server(agent, _ForkedProcess(agent, provider)))
         except OSError as exc:
             log.warning("no fork server for agent %s (%s): agent processes start fresh", agent, exc)
             future.set_result(None)
@@ -396,7 +371,7 @@ def start(agent: str) -> Future:
             if _keeper_thread is None:
                 _keeper_thread = threading.Thread(target=_keep, name="forkserver-keeper", daemon=True)
                 _keeper_thread.start()
-        _keeper.put((agent, future))
+        _keeper.put((agent, provider, future))
     return future
 
 
@@ -430,4 +405,4 @@ def close_all() -> None:
 
 
 if __name__ == "__main__":
-    serve(int(sys.argv[1]), sys.argv[2], sys.stdin.buffer.raw.fileno(), sys.stdout.buffer)
+    serve(int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.stdin.buffer.raw.fileno(), sys.stdout.buffer)

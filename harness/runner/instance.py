@@ -10,21 +10,14 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import os
-import shutil
-import signal
-import subprocess
-import sys
-import tempfile
-import threading
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import Executor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from harness.agents.contract import AgentRequest, AgentResult, Limits, UserSimulation
 from harness.answers import extract_answer
@@ -37,15 +30,16 @@ from harness.models.replay import Turns, check_replay, turns_for
 from harness.results.integrity import instance_hash
 from harness.results.layout import RunDir
 from harness.results.model import ReplayCheck, ResultRow, Usage
-from harness.runner import forkserver
-from harness.runner.child import EXIT_CANNOT_WRITE
+from harness.runner.agent_process.supervise import cancelled, run_agent, stopping
 from harness.runner.pool import WarmPool
-from harness.runner.prompt import DEFAULT as DEFAULT_PROMPT, PromptTemplate, instruction
+from harness.runner.prompt import DEFAULT as DEFAULT_PROMPT
+from harness.runner.prompt import PromptTemplate, instruction
 from harness.sandbox.contract import Sandbox, SandboxProvider, SandboxSpec
 from harness.scoring.apply import context_for, score_row
 from harness.settings import settings
-from harness.traces import (EnvAction, ErrorEvent, LimitEvent, Message, ModelCall, ModelCallStarted, Tracer,
-                            VerdictEvent, append_event, read_trace)
+from harness.traces import ErrorEvent, LimitEvent, Tracer, append_event
+from harness.traces.appends import append_divergences, append_verdict
+from harness.traces.forensics import TraceFacts, read_facts
 
 log = logging.getLogger(__name__)
 
@@ -113,148 +107,15 @@ def _teardown_logged(provider: SandboxProvider, sandbox: Sandbox) -> None:
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
-_live: set[subprocess.Popen] = set()
-_live_lock = threading.Lock()
-_stopping = threading.Event()
-
-
-def kill_agents() -> None:
-    """Kill every running agent process and start no more (Ctrl-C); sandboxes are still removed."""
-    with _live_lock:
-        _stopping.set()
-        for proc in list(_live):
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-
-
-def _cancelled() -> AgentResult:
-    return AgentResult(error_kind="infra", error="cancelled (Ctrl-C)", retryable=False)
-
-
-def _private_dir(path: Path) -> Path:
-    """A directory only this user can enter (the request files in it hold sandbox tokens)."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(path, 0o700)
-    return path
-
-
-def reset_scratch(output_dir: Path) -> None:
-    """Empty DIR/.harness-tmp: what a killed run left there (tokens included) goes when the next run starts.
-    Called under the output-dir lock, so no other run is using it."""
-    scratch = RunDir(output_dir).scratch
-    shutil.rmtree(scratch, ignore_errors=True)
-    _private_dir(scratch)
-
-
-def _start_agent(agent: str, req_path: Path, res_path: Path, stderr: Path):
-    """The agent's process: forked from the run's preloaded server, else started fresh. Either has
-    its own process group (killed whole at the limit) and dies with the harness."""
-    server = forkserver.server_for(agent)
-    if server is not None:
-        try:
-            return server.spawn(str(req_path), str(res_path), str(stderr))
-        except RuntimeError as exc:
-            log.warning("fork server failed (%s): starting the agent process fresh", exc)
-    with open(stderr, "wb") as err:
-        return subprocess.Popen([sys.executable, "-m", "harness.runner.child", str(req_path), str(res_path),
-                                 str(os.getpid())], start_new_session=True, stdout=subprocess.DEVNULL, stderr=err)
-
-
-def _run_child(request: AgentRequest, timeout: float | None, scratch: Path) -> tuple[AgentResult, bool]:
-    """Run the agent process; kill it (whole group) at the wall-clock limit. Its files live in the
-    run directory's scratch (never /tmp), removed when it ends, or by the next run if this one is killed."""
-    with _own_write("the agent's request file in", scratch):
-        tmp_dir = tempfile.TemporaryDirectory(prefix="child-", dir=_private_dir(scratch), ignore_cleanup_errors=True)
-    with tmp_dir as tmp:
-        req_path, res_path = Path(tmp, "request.json"), Path(tmp, "result.json")
-        with _own_write("the agent's request file", req_path):
-            fd = os.open(req_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w") as fh:
-                fh.write(request.model_dump_json())
-        with _live_lock:
-            if _stopping.is_set():
-                return _cancelled(), False
-            proc = _start_agent(request.agent, req_path, res_path, Path(tmp, "stderr"))
-            _live.add(proc)
-        killed = False
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            killed = True
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-            with _live_lock:
-                _live.discard(proc)
-        if res_path.exists():
-            return AgentResult.model_validate_json(res_path.read_text()), killed
-        lost = getattr(proc, "lost_with_server", None)
-        if lost:  # the harness's machinery died, not the agent: retried in a fresh sandbox (and process)
-            raise InfraError(lost)
-        if killed:
-            return AgentResult(limit="wall_time"), True
-        try:
-            stderr = Path(tmp, "stderr").read_text(errors="replace")[-3000:]
-        except OSError:
-            stderr = ""
-        if proc.returncode == EXIT_CANNOT_WRITE:
-            return AgentResult(error_kind="harness", error=stderr.strip() or f"the harness could not write the "
-                               f"agent's result in {tmp} (its disk is full or refuses files)"), False
-        return AgentResult(error_kind="agent", error=f"agent process exited {proc.returncode}: {stderr}"), False
-
-
-@contextmanager
-def _own_write(what: str, path: Path) -> Iterator[None]:
-    """A file the harness writes for itself (a full disk, a read-only mount) failing is the harness's
-    failure, with its path and the OS error: never the agent's."""
-    try:
-        yield
-    except OSError as exc:
-        raise HarnessError(f"cannot write {what} {path}: {exc}") from exc
-
-
-def waiting_on_model(trace_path: Path, now: float | None = None) -> str | None:
-    """Why a killed agent's row is the model's error, or None.
-
-    Rule: the trace's last model event is a `model_call_started` (no reply, no failure after
-    it) that had waited at least one request's timeout when the agent was killed: the model
-    hung or kept failing. A call younger than that is a slow answer cut short by the
-    wall-clock limit: a limit, not an error."""
-    last = None
-    for event in read_trace(trace_path):
-        if isinstance(event, (ModelCallStarted, ModelCall)) or (isinstance(event, ErrorEvent) and event.kind == "model"):
-            last = event
-    if not isinstance(last, ModelCallStarted):
-        return None
-    waited = (time.time() if now is None else now) - last.at
-    if last.timeout is not None and waited < last.timeout:
-        return None
-    return (f"model {last.model}: no reply after {waited:.0f} s; the agent was killed at the instance's "
-            f"wall-clock limit while waiting (per-request timeout {last.timeout or 0:.0f} s)")
-
-
-def salvage(result: AgentResult, trace_path: Path, *, usage_too: bool = True) -> AgentResult:
+def salvage(result: AgentResult, trace: TraceFacts, *, usage_too: bool = True) -> AgentResult:
     """Recover the last message and tool calls (and, after a kill, usage) from the trace's own events."""
-    usage, last_text, tools = Usage(), "", []
-    for event in read_trace(trace_path):
-        if isinstance(event, ModelCall):
-            usage.llm_calls += 1
-            usage.prompt_tokens += event.usage.get("prompt_tokens", 0)
-            usage.completion_tokens += event.usage.get("completion_tokens", 0)
-        elif event.type == "tool_call":
-            tools.append(event.name)
-        elif isinstance(event, Message):
-            last_text = event.content
     if usage_too:
-        result.usage = usage
-    result.final_message = result.final_message or last_text
-    result.tool_calls = result.tool_calls or tools
+        result.usage = trace.usage.model_copy()
+    result.final_message = result.final_message or trace.last_message
+    result.tool_calls = result.tool_calls or list(trace.tool_calls)
     return result
 
 
@@ -298,27 +159,30 @@ def _copy_files(sandbox: Sandbox, instance: Instance) -> None:
 def _run_instance(instance: Instance, settings_: RunSettings, started: str, t0: float, epoch: int) -> ResultRow:
     layout = RunDir(settings_.output_dir)
     result, sandbox_name, trace_rel, attempt = AgentResult(), None, None, 0
+    trace: TraceFacts | None = None  # the last attempt's trace, read once its agent process ended
     spent = Usage()  # every attempt's tokens count, not just the last one's
     backoff = settings().retry_backoff
     for attempt in range(1, settings_.max_retries + 2):
-        if _stopping.is_set():
-            result = _cancelled()
+        if stopping():
+            result = cancelled()
             break
         trace_rel = layout.trace_name(instance.instance_id, attempt, epoch)
         trace_path = settings_.output_dir / trace_rel
         trace_path.parent.mkdir(parents=True, exist_ok=True)
         trace_path.unlink(missing_ok=True)
+        trace = None
         spec = SandboxSpec(image=settings_.image, run_id=settings_.run_id, instance_id=instance.instance_id,
                            attempt=attempt, **settings_.sandbox.resources(settings_.network))
         try:
             with _sandbox(settings_, spec) as sandbox:
                 sandbox_name = sandbox.name
                 _copy_files(sandbox, instance)
-                result, killed = _run_child(_request(instance, settings_, sandbox, trace_path, epoch),
-                                            settings_.limits.instance_timeout, layout.scratch)
-                if killed:
-                    result = salvage(result, trace_path)
-                    hung = waiting_on_model(trace_path)
+                ended = run_agent(_request(instance, settings_, sandbox, trace_path, epoch),
+                                  settings_.limits.instance_timeout, layout.scratch)
+                result, trace = ended.result, ended.trace
+                if ended.killed:
+                    result = salvage(result, trace)
+                    hung = trace.waiting_on_model()
                     detail = f"killed at --instance-timeout {settings_.limits.instance_timeout:g} s"
                     if hung:  # a model that hangs is the model's failure, retried on resume
                         result.limit, result.error_kind, result.error = None, "model", hung
@@ -328,7 +192,7 @@ def _run_instance(instance: Instance, settings_: RunSettings, started: str, t0: 
                     with suppress(OSError):  # the row says it too
                         append_event(trace_path, LimitEvent(limit="wall_time", detail=detail))
                 elif result.limit or result.error_kind:
-                    result = salvage(result, trace_path, usage_too=False)
+                    result = salvage(result, trace, usage_too=False)
         except HarnessError as exc:
             result = AgentResult(error_kind=exc.kind, error=str(exc), retryable=exc.retryable)
         spent = _add(spent, result.usage)
@@ -336,7 +200,7 @@ def _run_instance(instance: Instance, settings_: RunSettings, started: str, t0: 
             break
         time.sleep(backoff * attempt)
     result.usage = spent
-    return _finish(instance, settings_, result, attempt, started, t0, sandbox_name, trace_rel, epoch)
+    return _finish(instance, settings_, result, attempt, started, t0, sandbox_name, trace_rel, epoch, trace)
 
 
 def _add(a: Usage, b: Usage) -> Usage:
@@ -346,7 +210,8 @@ def _add(a: Usage, b: Usage) -> Usage:
 
 
 def _finish(instance, settings_: RunSettings, result: AgentResult, attempt, started, t0, sandbox_name,
-            trace_rel, epoch: int = 1) -> ResultRow:
+            trace_rel, epoch: int = 1, trace: TraceFacts | None = None) -> ResultRow:
+    """The row of an attempt that ended with `result`; `trace` is its trace's facts when read already."""
     answer, source = extract_answer(result.final_message)
     status = "error" if result.error_kind else ("limit" if result.limit else "ok")
     scores, correct = {}, None
@@ -367,43 +232,17 @@ def _finish(instance, settings_: RunSettings, result: AgentResult, attempt, star
     )
     if trace_rel is not None:
         trace_path = settings_.output_dir / trace_rel
-        row.env_outcomes = env_outcomes(trace_path)
+        facts = trace if trace is not None else read_facts(trace_path)
+        row.env_outcomes = dict(facts.env_outcomes)
         if settings_.replay is not None:
-            row.replay = replay_check(trace_path, turns_for(settings_.replay, instance.instance_id, epoch) or [])
+            row.replay = replay_check(trace_path, facts, turns_for(settings_.replay, instance.instance_id, epoch) or [])
         append_verdict(trace_path, row, "run")
     return row
 
 
-def replay_check(trace_path: Path, turns: list[dict]) -> ReplayCheck:
+def replay_check(trace_path: Path, trace: TraceFacts, turns: list[dict]) -> ReplayCheck:
     """A replayed row's tool results against the recording's fingerprints (models/replay.py check_replay);
     each divergence is appended to the trace, before the verdict."""
-    check, divergences = check_replay(turns, read_trace(trace_path))
-    for event in divergences:
-        try:
-            append_event(trace_path, event)
-        except OSError as exc:  # the row counts it all the same
-            log.warning("could not append a divergence to %s: %s", trace_path, exc)
-            break
+    check, divergences = check_replay(turns, trace.events)
+    append_divergences(trace_path, divergences)
     return check
-
-
-def env_outcomes(trace_path: Path) -> dict[str, dict[str, int]]:
-    """env -> outcome -> count of the trace's environment actions."""
-    counts: dict[str, dict[str, int]] = {}
-    for event in read_trace(trace_path):
-        if isinstance(event, EnvAction):
-            per_env = counts.setdefault(event.env, {})
-            per_env[event.outcome] = per_env.get(event.outcome, 0) + 1
-    return counts
-
-
-def append_verdict(trace_path: Path, row: ResultRow, source: str) -> None:
-    """The row's verdict as the trace's last event (run: after scoring; rescore: the new scores)."""
-    if not trace_path.parent.exists():
-        return
-    try:
-        append_event(trace_path, VerdictEvent(source=source, status=row.status, answer=row.answer,
-                                              answer_source=row.answer_source, target=row.target,
-                                              correct=row.correct, scores=row.scores))
-    except OSError as exc:  # the row is the truth; a trace that takes no more lines costs only this event
-        log.warning("could not append the verdict to %s: %s", trace_path, exc)

@@ -25,9 +25,9 @@ from harness.report import Report, append_summary, build_report, write_report
 from harness.results.layout import RunDir
 from harness.results.run_config import load_run_config, lock_output_dir
 from harness.results.store import latest_by_key, read_rows
-from harness.runner.instance import append_verdict
 from harness.runner.scorers import build_scorers
 from harness.scoring.apply import context_for, score_row
+from harness.traces.appends import append_verdict
 
 
 def rescore(output_dir: Path, scoring: Scoring) -> Report:

@@ -45,8 +45,9 @@ from harness.results.layout import RunDir
 from harness.results.run_config import RunConfig, lock_output_dir, save_or_check, vouches
 from harness.results.store import pending, read_rows
 from harness.runner import forkserver
+from harness.runner.agent_process.supervise import reset_scratch
 from harness.runner.evaluate import evaluate, rescue_rows
-from harness.runner.instance import RunSettings, reset_scratch
+from harness.runner.instance import RunSettings
 from harness.runner.pool import WarmPool
 from harness.runner.preflight import check_capacity, prepare, unserved_website
 from harness.sandbox.contract import SandboxSpec
@@ -60,7 +61,7 @@ def run(cfg: RunConfiguration, console: Console | None = None) -> int:
     provider = get_provider(cfg.sandbox.provider)
     # The agents' fork server: forked now, before the dataset is read, so it loads on another core
     # while this process prepares (forkserver.py); ended once the instances are (or on any exit).
-    forkserver.start(cfg.agent)
+    forkserver.start(cfg.agent, cfg.sandbox.provider)
     try:
         with collector_paused() as loaded:  # harness/bulk.py
             return _run(cfg, provider, console or stderr_console(), loaded)

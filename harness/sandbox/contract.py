@@ -170,10 +170,10 @@ class Sandbox(abc.ABC):
         timeout=None waits for the command however long it takes. `user` other than the
         sandbox's own raises SandboxUnsupported where the provider cannot switch users."""
 
-    def shell(self, command: str, **kwargs) -> ExecResult:
+    def shell(self, command: str, **kwargs: Any) -> ExecResult:
         return self.exec(["bash", "-c", command], **kwargs)
 
-    def python(self, code: str, **kwargs) -> ExecResult:
+    def python(self, code: str, **kwargs: Any) -> ExecResult:
         """Run Python code (the sandbox's toolbox interpreter), passed on stdin."""
         return self.exec(["python3", "-"], stdin=code, **kwargs)
 
@@ -205,7 +205,7 @@ class Sandbox(abc.ABC):
         """Start (or find, or restart) the sandbox's browser; return its DevTools WebSocket path,
         reachable through `connection()`. force: kill a running but stuck browser first."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - a default, not abstract: a provider without connections keeps it
         """Drop this process's connections (the sandbox itself keeps running)."""
 
 
@@ -243,9 +243,13 @@ class SandboxProvider(abc.ABC):
     """The lifecycle of sandboxes on one kind of engine."""
 
     name: str
+    # Modules every agent process needs to `attach` and use this provider's sandboxes, beyond the
+    # provider's own module: the agents' fork server imports both once per run (sandbox/registry.py
+    # `preload`, harness/runner/forkserver.py).
+    preload: tuple[str, ...] = ()
 
     @abc.abstractmethod
-    def preflight(self, *, network: str = "none", log=print) -> str:
+    def preflight(self, *, network: str = "none", log: Callable[[str], None] = print) -> str:
         """Check everything a run needs before any instance starts (engine answers, image present
         or built, network policy possible); return the image reference. InputError for a bad
         setting, InfraError/EngineUnavailable when the engine is the problem."""

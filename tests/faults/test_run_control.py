@@ -16,7 +16,6 @@ import signal
 import socket
 import stat
 import subprocess
-import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,67 +25,26 @@ import pytest
 from harness import exit_codes
 from tests.fakes.openai_server import FakeOpenAI, error, hang, raw, text
 from tests.helpers.e2e import (
-    FAKE_KEY,
     FAKE_KEY_ENV,
-    REPO,
+    SOLVE,
     containers_created_between,
     containers_of,
+    dataset_42,
     explain,
     fake_config,
     harness,
+    lost_results,
+    no_traceback,
     out_dir,
     remove_leftovers,
     rows,
+    sleeping,
+    start,
 )
-
-SOLVE = [{"tool_calls": [{"name": "run_python", "arguments": {"code": "print(6*7)"}}]},
-         {"content": "<solution>42</solution>"}]
+from tests.helpers.wait import wait_for
 
 
 # ------------------------------------------------------------------ helpers
-def _dataset(folder: Path, ids: list[str], turns_for=lambda iid: SOLVE) -> tuple[Path, Path]:
-    """Instances `ids` (question 6*7, answer 42) and a [llm.rec] replay config playing turns_for(id)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    data, replay = folder / "tasks.jsonl", folder / "turns.jsonl"
-    data.write_text("".join(json.dumps({"instance_id": i, "question": "What is 6*7?", "answer": "42"}) + "\n"
-                            for i in ids))
-    replay.write_text("".join(json.dumps({"instance_id": i, "turns": turns_for(i)}) + "\n" for i in ids))
-    config = folder / "replay.toml"
-    config.write_text(f'[llm.rec]\nkind = "replay"\npath = "{replay}"\n')
-    return data, config
-
-
-def _sleeping(seconds: float) -> list[dict]:
-    return [{"tool_calls": [{"name": "run_shell", "arguments": {"command": f"sleep {seconds}"}}]},
-            {"content": "<solution>42</solution>"}]
-
-
-def _start(*args, env: dict | None = None) -> subprocess.Popen:
-    full = {**os.environ, "HARNESS_RETRY_BACKOFF": "0", FAKE_KEY_ENV: FAKE_KEY, **(env or {})}
-    return subprocess.Popen([sys.executable, "-m", "harness", *map(str, args)], cwd=REPO, env=full,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-
-
-def _wait_for(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
-
-
-def _lost(out: Path, ids: list[str]) -> int:
-    """Selected instances without exactly one final row: no row at all, or a finished result twice."""
-    got = rows(out) if (out / "output.jsonl").is_file() else []
-    present = {r["instance_id"] for r in got}
-    finished = [r["instance_id"] for r in got if r["status"] != "error"]
-    return sum(i not in present or finished.count(i) > 1 for i in ids)
-
-
-def _no_traceback(proc) -> None:
-    assert "Traceback" not in proc.stderr, explain(proc)
-
-
 @contextmanager
 def _immutable(path: Path):
     """`chattr +i`: unwritable even for root (tests run as root); undone on the way out."""
@@ -109,19 +67,19 @@ def _free_port() -> int:
 @pytest.mark.docker
 def test_unwritable_output_mid_run_rescues_the_rows_and_a_resume_merges_them(tmp_path, image, reliability):
     ids = [f"w{i}" for i in range(4)]
-    data, config = _dataset(tmp_path / "data", ids, lambda iid: _sleeping(1))
+    data, config = dataset_42(tmp_path / "data", ids, lambda iid: sleeping(1))
     out = out_dir(tmp_path)
     args = ("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out, "--workers", 1)
     t0 = time.monotonic()
-    proc = _start(*args)
+    proc = start(*args)
     try:
-        _wait_for(lambda: (out / "output.jsonl").is_file() and (out / "output.jsonl").read_text().count("\n") >= 1,
+        wait_for(lambda: (out / "output.jsonl").is_file() and (out / "output.jsonl").read_text().count("\n") >= 1,
                   60, "the first row")
         with _immutable(out / "output.jsonl"):
             stdout, stderr = proc.communicate(timeout=120)
             first = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
             started = {p.name.split("-")[0] for p in (out / "traces").glob("*.jsonl")}
-        _no_traceback(first)
+        no_traceback(first)
         assert first.returncode == exit_codes.ROWS_NOT_WRITTEN, explain(first)
         assert f"cannot write results to {out / 'output.jsonl'}" in first.stderr, explain(first)
         assert "Operation not permitted" in first.stderr, explain(first)
@@ -131,7 +89,7 @@ def test_unwritable_output_mid_run_rescues_the_rows_and_a_resume_merges_them(tmp
         assert rescued and len(rows(out)) + len(rescued) == len(started), (rescued, started)
 
         resumed = harness(*args)
-        lost, leaked = _lost(out, ids), len(containers_of(out))
+        lost, leaked = lost_results(out, ids), len(containers_of(out))
         reliability.record("output.jsonl unwritable mid-run (chattr +i), then resume",
                            f"exit {first.returncode}, {len(rescued)} row(s) rescued, "
                            f"{len(ids) - len(started)} not started; resume merged them",
@@ -176,7 +134,7 @@ def test_rescue_falls_back_to_the_temp_dir_when_the_run_dir_refuses_too(tmp_path
 @pytest.mark.docker
 def test_a_hanging_model_is_a_model_error_in_the_report_and_retried_on_resume(tmp_path, image, reliability):
     iid = f"hang-{out_dir(tmp_path).name}"
-    data, _ = _dataset(tmp_path / "data", [iid])
+    data, _ = dataset_42(tmp_path / "data", [iid])
     out = out_dir(tmp_path)
     t0 = time.monotonic()
     # The agent's first call hangs; whatever comes later is answered. The section's own timeout (30 s)
@@ -191,7 +149,7 @@ def test_a_hanging_model_is_a_model_error_in_the_report_and_retried_on_resume(tm
         resumed = harness(*args, timeout=120)
     reliability.record("model hangs (no answer at all)", f"row error_kind {row['error_kind']}, exit "
                        f"{first.returncode}; resume retried it: exit {resumed.returncode}",
-                       lost=_lost(out, [iid]), leaked=len(containers_of(out)), started=t0)
+                       lost=lost_results(out, [iid]), leaked=len(containers_of(out)), started=t0)
     assert row["status"] == "error" and row["error_kind"] == "model", row
     assert row["limit"] is None and ("timed out" in row["error"].lower() or "no reply" in row["error"]), row
     # Ended by the capped client ("no reply" above), not by the kill at 6 s; the row's duration also
@@ -207,7 +165,7 @@ def test_a_hanging_model_is_a_model_error_in_the_report_and_retried_on_resume(tm
 
 @pytest.mark.docker
 def test_an_agent_killed_while_waiting_on_its_model_is_a_model_error(tmp_path, image, reliability):
-    data, config = _dataset(tmp_path / "data", ["stuck"])
+    data, config = dataset_42(tmp_path / "data", ["stuck"])
     out = out_dir(tmp_path)
     t0 = time.monotonic()
     proc = harness("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out,
@@ -215,7 +173,7 @@ def test_an_agent_killed_while_waiting_on_its_model_is_a_model_error(tmp_path, i
     (row,) = rows(out)
     reliability.record("model call that ignores every timeout (killed at the wall-clock limit)",
                        f"row error_kind {row['error_kind']}, exit {proc.returncode}",
-                       lost=_lost(out, ["stuck"]), leaked=len(containers_of(out)), started=t0)
+                       lost=lost_results(out, ["stuck"]), leaked=len(containers_of(out)), started=t0)
     assert row["status"] == "error" and row["error_kind"] == "model" and row["limit"] is None, row
     assert "stuck-model" in row["error"] and "wall-clock" in row["error"], row
     assert proc.returncode == exit_codes.INSTANCE_ERRORS, explain(proc)
@@ -228,8 +186,8 @@ def test_an_agent_killed_while_waiting_on_its_model_is_a_model_error(tmp_path, i
 
 def test_a_slow_answer_cut_by_the_wall_clock_is_still_a_limit(tmp_path):
     """The rule: a call waiting less than one request's timeout when killed is a limit, not the model's fault."""
-    from harness.runner.instance import waiting_on_model
     from harness.traces import ModelCall, ModelCallStarted, Tracer
+    from harness.traces.forensics import read_facts
 
     path = tmp_path / "t.jsonl"
     tracer = Tracer(path)
@@ -237,11 +195,11 @@ def test_a_slow_answer_cut_by_the_wall_clock_is_still_a_limit(tmp_path):
     tracer.emit(ModelCall(model="m"))
     tracer.emit(ModelCallStarted(model="m", timeout=60, at=2000.0))
     tracer.close()
-    assert waiting_on_model(path, now=2010.0) is None  # 10 s into a 60 s request
-    assert "no reply after 70 s" in waiting_on_model(path, now=2070.0)
+    assert read_facts(path).waiting_on_model(now=2010.0) is None  # 10 s into a 60 s request
+    assert "no reply after 70 s" in read_facts(path).waiting_on_model(now=2070.0)
     with open(path, "a") as fh:
         fh.write(json.dumps({"type": "error", "kind": "model", "message": "failed"}) + "\n")
-    assert waiting_on_model(path, now=2070.0) is None  # the call failed: nothing was in flight
+    assert read_facts(path).waiting_on_model(now=2070.0) is None  # the call failed: nothing was in flight
 
 
 # ------------------------------------------------------------------ item 6: SIGTERM, SIGHUP, kill -9
@@ -249,18 +207,18 @@ def test_a_slow_answer_cut_by_the_wall_clock_is_still_a_limit(tmp_path):
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
 def test_sigterm_and_sighup_end_the_run_like_ctrl_c(tmp_path, image, reliability, signum):
     ids = ["quick", "long1", "long2"]
-    data, config = _dataset(tmp_path / "data", ids, lambda iid: SOLVE if iid == "quick" else _sleeping(120))
+    data, config = dataset_42(tmp_path / "data", ids, lambda iid: SOLVE if iid == "quick" else sleeping(120))
     out = out_dir(tmp_path)
-    proc = _start("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out,
+    proc = start("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out,
                   "--workers", 2)
     try:
-        _wait_for(lambda: (out / "output.jsonl").is_file() and len(containers_of(out)) >= 2, 90,
+        wait_for(lambda: (out / "output.jsonl").is_file() and len(containers_of(out)) >= 2, 90,
                   "a finished row and two running sandboxes")
         t0 = time.monotonic()
         proc.send_signal(signum)
         stdout, stderr = proc.communicate(timeout=60)
         ended = time.monotonic() - t0
-        _wait_for(lambda: not containers_of(out) or time.monotonic() - t0 > 15, 20, "sandbox removal")
+        wait_for(lambda: not containers_of(out) or time.monotonic() - t0 > 15, 20, "sandbox removal")
         leaked = len(containers_of(out))
         got = rows(out)
         reliability.record(f"{signal.Signals(signum).name} mid-run",
@@ -268,7 +226,7 @@ def test_sigterm_and_sighup_end_the_run_like_ctrl_c(tmp_path, image, reliability
                            leaked=leaked, started=t0)
         result = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
         assert proc.returncode == exit_codes.signalled(signum), explain(result)
-        _no_traceback(result)
+        no_traceback(result)
         assert leaked == 0
         assert [r["instance_id"] for r in got] == ["quick"] and got[0]["correct"] is True
     finally:
@@ -294,12 +252,12 @@ def _token_files(out: Path) -> list[Path]:
 def test_kill9_leaves_no_sandbox_token_outside_the_run_dir_and_the_next_run_removes_them(tmp_path, image,
                                                                                          reliability):
     ids = ["quick", "long1", "long2"]
-    data, config = _dataset(tmp_path / "data", ids, lambda iid: SOLVE if iid == "quick" else _sleeping(120))
+    data, config = dataset_42(tmp_path / "data", ids, lambda iid: SOLVE if iid == "quick" else sleeping(120))
     out = out_dir(tmp_path)
-    proc = _start("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out,
+    proc = start("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out,
                   "--workers", 3)
     try:
-        _wait_for(lambda: len(_token_files(out)) >= 2, 90, "two running agents")
+        wait_for(lambda: len(_token_files(out)) >= 2, 90, "two running agents")
         t0 = time.monotonic()
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
@@ -329,13 +287,13 @@ def test_kill9_leaves_no_sandbox_token_outside_the_run_dir_and_the_next_run_remo
 
 # ------------------------------------------------------------------ item 9: errors as plain text
 def test_errors_are_printed_as_plain_text_on_one_line(tmp_path):
-    data, config = _dataset(tmp_path / "data", ["p0"])
+    data, config = dataset_42(tmp_path / "data", ["p0"])
     nope = harness("run", "--dataset", data, "--model", "nope", "--config", config, "--output-dir", tmp_path / "o")
     assert nope.returncode == 2 and "no [llm.nope] section in the config" in nope.stderr, explain(nope)
 
     odd = tmp_path / "odd[/x]dir" / ("very-long-name-" * 6) / "tasks.jsonl"
     missing = harness("run", "--dataset", odd, "--model", "replay", "--output-dir", tmp_path / "o")
-    _no_traceback(missing)
+    no_traceback(missing)
     assert missing.returncode == 2, explain(missing)
     (line,) = [x for x in missing.stderr.splitlines() if "error (input)" in x]
     assert str(odd) in line and len(line) > 120, missing.stderr  # the whole message, [/x] and all, one line
@@ -345,7 +303,7 @@ def test_errors_are_printed_as_plain_text_on_one_line(tmp_path):
 @pytest.mark.docker
 def test_errored_instances_exit_3_and_fail_on_error_stops_starting_more(tmp_path, image, reliability):
     ids = [f"e{i}" for i in range(4)]
-    data, config = _dataset(tmp_path / "data", ids, lambda iid: [])  # nothing recorded: a model error each
+    data, config = dataset_42(tmp_path / "data", ids, lambda iid: [])  # nothing recorded: a model error each
     one = out_dir(tmp_path)
     alone = harness("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", one,
                     "--ids", "e0")
@@ -389,7 +347,7 @@ BAD_KEY = error(401, {"error": {"message": "Incorrect API key provided.", "type"
 ])
 def test_model_preflight_exits_2_before_any_container(tmp_path, reliability, case, expect):
     iid = f"pre-{out_dir(tmp_path).name}"
-    data, _ = _dataset(tmp_path / "data", [iid])
+    data, _ = dataset_42(tmp_path / "data", [iid])
     out = out_dir(tmp_path)
     probe = {"model 404": NOT_FOUND, "key 401": BAD_KEY, "not json": raw("<html>hello</html>", 200, "text/html")}
     with FakeOpenAI([], default=text("<solution>42</solution>"), probe=probe.get(case)) as agent, \
@@ -405,7 +363,7 @@ def test_model_preflight_exits_2_before_any_container(tmp_path, reliability, cas
                            leaked=len(created), started=t0)
         assert agent.chat_requests == [] and judge.chat_requests == []
     assert proc.returncode == exit_codes.INPUT, explain(proc)
-    _no_traceback(proc)
+    no_traceback(proc)
     assert expect in proc.stderr, explain(proc)
     assert created == [] and not (out / "output.jsonl").exists()
 
@@ -418,7 +376,7 @@ def test_model_preflight_exits_2_before_any_container(tmp_path, reliability, cas
 ])
 def test_sandbox_resources_beyond_the_engine_exit_2_before_any_container(tmp_path, image, flags, expect):
     iid = f"res-{out_dir(tmp_path).name}"
-    data, config = _dataset(tmp_path / "data", [iid])
+    data, config = dataset_42(tmp_path / "data", [iid])
     since = time.time()
     proc = harness("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir",
                    out_dir(tmp_path), *flags)
@@ -429,7 +387,7 @@ def test_sandbox_resources_beyond_the_engine_exit_2_before_any_container(tmp_pat
 @pytest.mark.docker
 def test_an_unwritable_output_dir_exits_2_before_any_container(tmp_path, image):
     iid = f"ro-{out_dir(tmp_path).name}"
-    data, config = _dataset(tmp_path / "data", [iid])
+    data, config = dataset_42(tmp_path / "data", [iid])
     args = ("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir")
     since = time.time()
     readonly = out_dir(tmp_path)
@@ -443,7 +401,7 @@ def test_an_unwritable_output_dir_exits_2_before_any_container(tmp_path, image):
     with _immutable(old / "output.jsonl"):
         frozen = harness(*args, old)
     for proc in (refused, under_a_file, frozen):
-        _no_traceback(proc)
+        no_traceback(proc)
         assert proc.returncode == exit_codes.INPUT and "is not writable" in proc.stderr, explain(proc)
     assert containers_created_between(iid, since, time.time()) == []
 
@@ -457,7 +415,7 @@ GARBAGE = [raw("<html>busy</html>", 200, "text/html"), raw("{not json", 200, "ap
 @pytest.mark.parametrize("agent", ["assistant", "plain"])
 def test_garbage_model_replies_are_model_errors(tmp_path, image, reliability, agent):
     ids = ["g-html", "g-badjson", "g-nochoices"]
-    data, _ = _dataset(tmp_path / "data", ids)
+    data, _ = dataset_42(tmp_path / "data", ids)
     out = out_dir(tmp_path)
     t0 = time.monotonic()
     with FakeOpenAI(GARBAGE) as server:
@@ -466,7 +424,7 @@ def test_garbage_model_replies_are_model_errors(tmp_path, image, reliability, ag
                        "--agent", agent, "--workers", 1, timeout=180)
     got = {r["instance_id"]: r for r in rows(out)}
     reliability.record(f"model replies garbage ({agent} agent)", "rows: " + ", ".join(
-        f"{i} {got[i]['error_kind']}" for i in ids), lost=_lost(out, ids), leaked=len(containers_of(out)),
+        f"{i} {got[i]['error_kind']}" for i in ids), lost=lost_results(out, ids), leaked=len(containers_of(out)),
                        started=t0)
     assert {i: got[i]["error_kind"] for i in ids} == {i: "model" for i in ids}, got
     assert proc.returncode == exit_codes.INSTANCE_ERRORS, explain(proc)
@@ -483,7 +441,7 @@ def test_a_model_servers_escape_sequences_never_reach_the_terminal(tmp_path, rel
     """Issue 18 item 11: a model server's error text reached the terminal with its escape sequences
     (a title change, a cleared screen). The words arrive; the sequences and control characters do not."""
     iid = f"esc-{out_dir(tmp_path).name}"
-    data, _ = _dataset(tmp_path / "data", [iid])
+    data, _ = dataset_42(tmp_path / "data", [iid])
     out = out_dir(tmp_path)
     probe = error(status, {"error": {"message": HOSTILE, "type": "x", "param": None, "code": status}})
     with FakeOpenAI([], default=text("<solution>42</solution>"), probe=probe) as agent:

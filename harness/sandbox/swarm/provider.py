@@ -64,6 +64,7 @@ def _remove_by_name(name: str) -> None:
 
 class SwarmProvider(SandboxProvider):
     name = NAME
+    preload = ("harness.sandbox.service",)  # attach(): every agent process speaks to sandboxd through it
 
     def preflight(self, *, network: str = "none", log=print) -> str:
         """The engine is a manager, the policy is possible, the image is on every usable node."""

@@ -1,0 +1,40 @@
+"""Events the parent appends to an ended agent's trace: divergences, then the verdict.
+
+Both are written after the agent process ended, with t = 0 (events.py append_event). The row is
+the truth: a trace that takes no more lines (a full disk) costs only these events, logged, never
+the row. The verdict is the trace's last event; `harness run` appends one of source "run", each
+`harness score` another of source "rescore" (the last verdict is the current one).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+
+from harness.results.model import ResultRow
+from harness.traces.events import Divergence, VerdictEvent, append_event
+
+log = logging.getLogger(__name__)
+
+
+def append_divergences(trace_path: Path, divergences: Iterable[Divergence]) -> None:
+    """A replayed row's divergences from its recording (models/replay.py), in order, before the verdict."""
+    for event in divergences:
+        try:
+            append_event(trace_path, event)
+        except OSError as exc:  # the row counts them all the same
+            log.warning("could not append a divergence to %s: %s", trace_path, exc)
+            break
+
+
+def append_verdict(trace_path: Path, row: ResultRow, source: str) -> None:
+    """The row's verdict as the trace's last event (run: after scoring; rescore: the new scores)."""
+    if not trace_path.parent.exists():
+        return
+    try:
+        append_event(trace_path, VerdictEvent(source=source, status=row.status, answer=row.answer,
+                                              answer_source=row.answer_source, target=row.target,
+                                              correct=row.correct, scores=row.scores))
+    except OSError as exc:
+        log.warning("could not append the verdict to %s: %s", trace_path, exc)
