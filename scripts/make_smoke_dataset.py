@@ -129,12 +129,12 @@ def new_pdf():
 def pdf_table(pdf, widths: list[float], header: list[str], rows: list[list[str]],
               aligns: list[str]) -> None:
     pdf.set_font("Helvetica", "B", 10)
-    for w, h in zip(widths, header):
+    for w, h in zip(widths, header, strict=True):
         pdf.cell(w, 7, h, border=1, align="C")
     pdf.ln()
     pdf.set_font("Helvetica", "", 10)
     for row in rows:
-        for w, cell, a in zip(widths, row, aligns):
+        for w, cell, a in zip(widths, row, aligns, strict=True):
             pdf.cell(w, 7, cell, border=1, align=a)
         pdf.ln()
 
@@ -165,7 +165,7 @@ LAST = ["Okafor", "Kovacs", "Durand", "Volkov", "Lindqvist", "Haddad", "Muller",
 def unique_names(rng: random.Random, n: int) -> list[str]:
     firsts = rng.sample(FIRST, n)
     lasts = rng.sample(LAST, n)
-    return [f"{f} {l}" for f, l in zip(firsts, lasts)]
+    return [f"{first} {last}" for first, last in zip(firsts, lasts, strict=True)]
 
 
 # --------------------------------------------------------------------------
@@ -225,7 +225,7 @@ def t_sales_xlsx(d: Path) -> dict:
     for row in ws.iter_rows(min_row=2):
         row[0].number_format = "yyyy-mm-dd"
         row[5].number_format = "0.00"
-    for col, w in zip("ABCDEF", (12, 18, 9, 28, 7, 16)):
+    for col, w in zip("ABCDEF", (12, 18, 9, 28, 7, 16), strict=True):
         ws.column_dimensions[col].width = w
     wb.properties.creator = "Sales Operations"
     wb.properties.created = FIXED_TIME
@@ -324,7 +324,7 @@ def t_access_log_txt(d: Path) -> dict:
                  for t, ip, m, p, s, b, ua in events]
         day14 = [e for e in events if e[0].day == 14]
         ans = len({e[1] for e in day14 if 500 <= e[4] <= 599})
-        naive = len({l.split()[0] for l in lines if "14/Mar/2023" in l and re.search(r" 5\d\d ", l)})
+        naive = len({line.split()[0] for line in lines if "14/Mar/2023" in line and re.search(r" 5\d\d ", line)})
         if not 6 <= ans <= 20 or naive == ans:
             continue
         break
@@ -679,7 +679,7 @@ def t_timesheets_csv(d: Path) -> dict:
         counts = [9, 4, 8, 5, 6]
         emps = []
         k = 0
-        for dep, n in zip(depts, counts):
+        for dep, n in zip(depts, counts, strict=True):
             for _ in range(n):
                 emps.append((f"E{1000 + k * 7}", names[k], dep, rng.uniform(0, 1)))
                 k += 1
@@ -696,7 +696,7 @@ def t_timesheets_csv(d: Path) -> dict:
         tot = {dep: 0.0 for dep in depts}
         cnt = {dep: set() for dep in depts}
         rowavg = {dep: [] for dep in depts}
-        for eid, name, dep, week, h in rows:
+        for eid, _name, dep, _week, h in rows:
             tot[dep] += max(0.0, h - 40)
             cnt[dep].add(eid)
             rowavg[dep].append(max(0.0, h - 40))
@@ -829,7 +829,7 @@ def t_monthly_zip(d: Path) -> dict:
             rows.sort(key=lambda r: (r[1], r[0]))
             months[mname] = rows
 
-        def answer(include_refunds: bool) -> list[str]:
+        def answer(include_refunds: bool, customers=customers, months=months) -> list[str]:
             per = {c: [0.0, set()] for c in customers}
             for mname, rows in months.items():
                 for _, _, c, amt, st in rows:
@@ -890,7 +890,7 @@ def t_expenses_zip(d: Path) -> dict:
                          e, cat, f"{amt:.2f}", cur])
         rows.sort(key=lambda r: (r[1], r[0]))
 
-        def conv(r):
+        def conv(r, rates=rates):
             return float(r[4]) * rates.get(r[5], 1.0)
 
         tot = {e: 0.0 for e in emps}
@@ -954,7 +954,7 @@ def t_ferry_pdf(d: Path) -> dict:
         ready = {p: math.inf for p in ports}
         ready[start] = t0
         best = math.inf
-        for sid, a, b, dep, arr, days in sorted(sailings, key=lambda s: s[3]):
+        for _sid, a, b, dep, arr, days in sorted(sailings, key=lambda s: s[3]):
             if saturday and days == "Mon-Fri":
                 continue
             if dep >= ready[a]:
@@ -1110,7 +1110,7 @@ def t_orgchart_json(d: Path) -> dict:
         it = iter(unique_names(rng, headcount))
         emps = []
 
-        def add(title, dept, salary, manager):
+        def add(title, dept, salary, manager, emps=emps, it=it):
             eid = f"EMP{100 + len(emps) * 11:04d}"
             emps.append({"id": eid, "name": next(it), "title": title, "department": dept,
                          "annual_salary_eur": salary, "manager_id": manager})
@@ -1129,7 +1129,7 @@ def t_orgchart_json(d: Path) -> dict:
             kids.setdefault(e["manager_id"], []).append(e["id"])
         sal = {e["id"]: e["annual_salary_eur"] for e in emps}
 
-        def subtree(eid):
+        def subtree(eid, kids=kids):
             out = [eid]
             for k in kids.get(eid, []):
                 out += subtree(k)
@@ -1207,7 +1207,7 @@ def generate(out: Path) -> list[dict]:
 def verify(out: Path, python: str) -> int:
     d = out / SPLIT_DIR
     sol_dir = out / "solutions"
-    records = [json.loads(l) for l in (d / "metadata.jsonl").read_text(encoding="utf-8").splitlines() if l]
+    records = [json.loads(line) for line in (d / "metadata.jsonl").read_text(encoding="utf-8").splitlines() if line]
     failures = 0
     for rec in records:
         sol = sol_dir / f"{rec['task_id']}.py"

@@ -53,7 +53,8 @@ def turns_for(row: dict) -> list[dict]:
     answer = row["Final answer"]
     if row["task_id"] in WEB_TURNS:
         final = f"From the website: <solution>{answer}</solution>"
-        return WEB_TURNS[row["task_id"]] + [{"content": final, "usage": {"prompt_tokens": 1500, "completion_tokens": 20}}]
+        usage = {"prompt_tokens": 1500, "completion_tokens": 20}
+        return WEB_TURNS[row["task_id"]] + [{"content": final, "usage": usage}]
     code = (ROOT / "solutions" / f"{row['task_id']}.py").read_text()
     turns = []
     if row["file_name"]:
@@ -79,7 +80,8 @@ def record(scripted: dict[str, list[dict]]) -> dict[str, list[dict]]:
                                "--website", str(ROOT / "website"), "--output-dir", str(Path(tmp, "run")),
                                "--workers", "2", "--record", str(recording)], capture_output=True, text=True)
         if proc.returncode != 0:
-            sys.exit(f"recording the smoke set failed (exit {proc.returncode}):\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+            sys.exit(f"recording the smoke set failed (exit {proc.returncode}):\n"
+                     f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
         recorded = {}
         for line in recording.read_text().splitlines():
             item = json.loads(line)
