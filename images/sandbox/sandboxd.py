@@ -726,8 +726,8 @@ async def forward(head: bytes, reader: asyncio.StreamReader, writer: asyncio.Str
         writer.write(b"HTTP/1.1 502 X\r\nContent-Length: 0\r\n\r\n")
         await writer.drain()
         return
-    lines = [l for l in head.split(b"\r\n") if not l.lower().startswith((b"host:", b"connection:"))]
-    upgrade = any(l.lower().startswith(b"upgrade:") for l in lines)
+    lines = [line for line in head.split(b"\r\n") if not line.lower().startswith((b"host:", b"connection:"))]
+    upgrade = any(line.lower().startswith(b"upgrade:") for line in lines)
     # Plain /json requests: one per connection, so no later request reaches Chromium unchecked.
     extra = [b"Host: 127.0.0.1:%d" % CDP_PORT, b"Connection: Upgrade" if upgrade else b"Connection: close"]
     up_writer.write(b"\r\n".join(lines[:1] + extra + lines[1:]))
