@@ -10,9 +10,11 @@ from harness.scoring.multihoprag import MultiHopRagScorer
 from harness.traces import EnvAction
 
 META = {
-    "a": {"question_type": "inference_query", "evidence": [{"title": "A1", "url": "u/a1"}, {"title": "A2", "url": "u/a2"},
-                                                           {"title": "A1 again", "url": "u/a1"}]},
-    "b": {"question_type": "comparison_query", "evidence": [{"title": "B One", "url": ""}, {"title": "B2", "url": "u/b2"}]},
+    "a": {"question_type": "inference_query",
+          "evidence": [{"title": "A1", "url": "u/a1"}, {"title": "A2", "url": "u/a2"},
+                       {"title": "A1 again", "url": "u/a1"}]},
+    "b": {"question_type": "comparison_query",
+          "evidence": [{"title": "B One", "url": ""}, {"title": "B2", "url": "u/b2"}]},
     "c": {"question_type": "null_query", "evidence": []},
 }
 

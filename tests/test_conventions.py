@@ -68,7 +68,8 @@ def test_a_custom_template_fills_its_placeholders_and_drops_an_empty_files_line(
                           f"Rules: {FORMAT_RULES}\n{{literal}}")
     assert template.render(_instance(question="What?")) == f"[t-1] What?\n\nRules: {FORMAT_RULES}\n{{literal}}"
     assert "GAIA" not in check_template("{question}\nAnswer briefly.", "t").render(_instance())
-    assert template.fingerprint.startswith("sha256:") and template.fingerprint != check_template("{question}", "t").fingerprint
+    assert template.fingerprint.startswith("sha256:")
+    assert template.fingerprint != check_template("{question}", "t").fingerprint
 
 
 @pytest.mark.parametrize("content,message", [
@@ -194,7 +195,8 @@ def test_readme_examples_load_as_written(tmp_path, monkeypatch):
     (scorer,) = build_scorers(Scoring(names=("my_scorers:close_enough",)))
     context = context_for(tool_calls=[], total_tokens=0, steps=0, limits=Limits(), question=task.question,
                           instance_id=task.instance_id, metadata=task.metadata)
-    assert [score_one(scorer, a, "6", context).correct for a in ("6", "6.05", "6.1", "six")] == [True, True, False, False]
+    judged = [score_one(scorer, a, "6", context).correct for a in ("6", "6.05", "6.1", "six")]
+    assert judged == [True, True, False, False]
     from harness.agents.registry import resolve
 
     assert resolve("my_agents:careful")().target.__name__ == "careful"

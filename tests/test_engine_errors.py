@@ -82,7 +82,7 @@ def test_a_taken_port_is_not_retried_though_it_is_a_500_and_other_500s_are(monke
     for message, kind, tries in [(ANSWERS[0][1], PortTaken, 1), ("Internal Server Error", InfraError, 3)]:
         attempts = []
 
-        def fails(message=message):
+        def fails(message=message, attempts=attempts):
             attempts.append(1)
             raise api_error(500, message)
 

@@ -85,7 +85,8 @@ def test_majority_vote_over_epochs_groups_equivalent_answers(tmp_path):
                    "--scorer", "math", "--epochs", 3, "--reducer", "majority", "--reducer", "mean")
     assert proc.returncode == 0, explain(proc)
     report = json.loads((out / "report.json").read_text())
-    assert report["epochs"]["reducers"]["majority"]["passed"] == 1 and report["epochs"]["reducers"]["majority"]["ties"] == []
+    majority = report["epochs"]["reducers"]["majority"]
+    assert majority["passed"] == 1 and majority["ties"] == []
     assert report["accuracy"] == 1.0  # the headline is the majority vote
     assert report["epochs"]["reducers"]["mean"]["value"] == pytest.approx(2 / 3)
     assert report["breakdowns"]["subject"]["Prealgebra"]["n"] == 3

@@ -27,7 +27,8 @@ def containers_of(prefix: str) -> set[str]:
     out = subprocess.run(["docker", "ps", "-aq", "--no-trunc", "--filter", "label=harness.managed=1",
                           "--format", '{{.ID}} {{.Label "harness.instance_id"}}'],
                          capture_output=True, text=True, check=True, timeout=30).stdout
-    return {line.split()[0] for line in out.splitlines() if len(line.split()) > 1 and line.split()[1].startswith(prefix)}
+    fields = [line.split() for line in out.splitlines()]
+    return {f[0] for f in fields if len(f) > 1 and f[1].startswith(prefix)}
 
 
 @pytest.fixture

@@ -148,7 +148,8 @@ def test_the_quick_try_flags_are_checked_the_same_way(tmp_path, image):
     (["--model", "openai-compatible/m"], "--model openai-compatible/m needs --model-base-url URL"),
     (["--model", "openai-compatible/", "--model-base-url", "http://127.0.0.1:9/v1"], "name the model after"),
     (["--model", "openai-compatible/m", "--model-base-url", "localhost:8000"], "--model-base-url 'localhost:8000'"),
-    (["--model", "openai-compatible/m", "--model-base-url", "http://127.0.0.1:9/v1", "--model-key-env", "NO_SUCH_KEY_17"],
+    (["--model", "openai-compatible/m", "--model-base-url", "http://127.0.0.1:9/v1",
+      "--model-key-env", "NO_SUCH_KEY_17"],
      "--model-key-env NO_SUCH_KEY_17: that environment variable is not set"),
     (["--model", "replay", "--model-base-url", "http://127.0.0.1:9/v1"], "go with --model openai-compatible/NAME"),
 ])
@@ -258,6 +259,7 @@ def test_the_servers_words_are_one_bounded_line():
         with pytest.raises(InputError) as caught:
             probe(ModelCheck("--model", ModelSection(name="fake", model="fake-model-1", base_url=server.base_url)))
     message = str(caught.value)
-    assert message.startswith("--model fake [llm.fake] (fake-model-1 at ") and "400 bad parameter 'top_k' second line" in message
+    assert message.startswith("--model fake [llm.fake] (fake-model-1 at ")
+    assert "400 bad parameter 'top_k' second line" in message
     assert message.isprintable(), message
     assert len(message) < WORDS + 200 and message.endswith("…"), len(message)

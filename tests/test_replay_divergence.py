@@ -45,17 +45,18 @@ def table_text(stdout: str) -> str:
 def _events(*results: tuple[str, str, bool]) -> list:
     """One model call per tool result, each answered: (tool name, result text, is_error)."""
     events = []
-    for number, (name, text, is_error) in enumerate(results):
+    for number, (name, content, is_error) in enumerate(results):
         events += [ModelCall(tool_calls=[{"name": name, "arguments": {}}]),
                    ToolCall(source="a", name=name, call_id=f"c{number}"),
-                   ToolResult(name=name, call_id=f"c{number}", content=text, is_error=is_error)]
+                   ToolResult(name=name, call_id=f"c{number}", content=content, is_error=is_error)]
     return events + [ModelCall(content="<solution>1</solution>")]
 
 
 def test_fingerprint_status_and_volatile_parts():
     assert fingerprint("Error: Page.goto: net::ERR_NAME_NOT_RESOLVED")["status"] == "error"
     assert fingerprint("exit code: 1\nstderr:\nTraceback")["status"] == "error"
-    assert fingerprint("[timed out after 5s; the command and its children were killed]\nexit code: -9")["status"] == "error"
+    killed = "[timed out after 5s; the command and its children were killed]\nexit code: -9"
+    assert fingerprint(killed)["status"] == "error"
     assert fingerprint("fine", is_error=True)["status"] == "error"
     assert fingerprint("exit code: 0\nstdout:\n42\n")["status"] == "ok"
     # durations, timestamps, addresses, random names and spacing do not change the hash; the text does

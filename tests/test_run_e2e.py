@@ -128,8 +128,8 @@ def test_bad_flags_exit_2(tmp_path, flags, message):
 
 
 def test_wall_time_limit_kills_the_agent_and_still_scores(tmp_path):
-    data, config = one_instance(tmp_path, [{"tool_calls": [{"name": "run_shell", "arguments": {"command": "sleep 600"}}]},
-                                           {"content": "<solution>6</solution>"}])
+    sleep = {"tool_calls": [{"name": "run_shell", "arguments": {"command": "sleep 600"}}]}
+    data, config = one_instance(tmp_path, [sleep, {"content": "<solution>6</solution>"}])
     out = tmp_path / f"r{secrets.token_hex(4)}"
     started = time.monotonic()
     proc = harness("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out,

@@ -132,7 +132,7 @@ def work():
 def _split_response(raw: bytes) -> tuple[int, dict, bytes]:
     head, _, body = raw.partition(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")
-    headers = {k.strip().lower(): v.strip() for k, v in (l.split(":", 1) for l in lines[1:] if ":" in l)}
+    headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:] if ":" in line)}
     return int(lines[0].split()[1]), headers, body
 
 

@@ -162,7 +162,8 @@ def _no_verdict_shown(proc, out, name: str, first: str) -> dict:
     (row,) = rows(out)
     assert row["status"] == "ok" and row["correct"] is None and row["scores"][name]["correct"] is None
     rep = json.loads((out / "report.json").read_text())
-    assert (rep["n_selected"], rep["n_judged"], rep["n_no_verdict"], rep["ids"]["no_verdict"]) == (1, 0, 1, ["only one"])
+    counts = (rep["n_selected"], rep["n_judged"], rep["n_no_verdict"], rep["ids"]["no_verdict"])
+    assert counts == (1, 0, 1, ["only one"])
     assert rep["scorers"][name]["no_verdict"] == 1 and rep["scorers"][name]["first_error"].startswith(first)
     line = next(line for line in proc.stderr.splitlines() if line.startswith("no verdict:"))
     assert line.startswith(f"no verdict: {name} 1 of 1 (first: {first}")

@@ -252,7 +252,8 @@ class FakeJudge:
 
 def test_judge_prompt_contents() -> None:
     prompt = build_judge_prompt("Capital of France?", "Paris", "paris, France", rubric="Be strict.")
-    for part in ("Capital of France?", "Paris", "paris, France", "Be strict.", "VERDICT: CORRECT", "VERDICT: INCORRECT"):
+    parts = ("Capital of France?", "Paris", "paris, France", "Be strict.", "VERDICT: CORRECT", "VERDICT: INCORRECT")
+    for part in parts:
         assert part in prompt
     assert "INCORRECT" in build_judge_prompt("q", "a", "b")  # default rubric still asks for a verdict
 

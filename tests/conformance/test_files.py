@@ -10,8 +10,14 @@ import secrets
 import pytest
 
 import harness.sandbox.service
-from harness.errors import (InputError, SandboxFileNotFound, SandboxIsADirectory, SandboxOutputLimit,
-                            SandboxPermissionDenied, SandboxRequestError)
+from harness.errors import (
+    InputError,
+    SandboxFileNotFound,
+    SandboxIsADirectory,
+    SandboxOutputLimit,
+    SandboxPermissionDenied,
+    SandboxRequestError,
+)
 from harness.sandbox.contract import DEFAULT_MAX_READ
 
 

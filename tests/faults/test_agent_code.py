@@ -37,8 +37,9 @@ def test_a_server_started_in_the_background_keeps_serving(sandbox, reliability):
     took = time.monotonic() - t0
     fetched = sandbox.shell("sleep 0.5; python3 -c \"import urllib.request as u; "
                             "print(u.urlopen('http://127.0.0.1:8000/').status)\"", timeout=20)
+    answered = fetched.stdout.strip() or fetched.stderr[-80:]
     reliability.record("`python3 -m http.server 8000 & ...` then a request to it",
-                       f"command returned in {took:.1f} s; server answered {fetched.stdout.strip() or fetched.stderr[-80:]}",
+                       f"command returned in {took:.1f} s; server answered {answered}",
                        seconds=took)
     assert started.stdout == "started\n" and not started.timed_out
     assert took < 5, took

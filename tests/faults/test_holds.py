@@ -206,8 +206,9 @@ def test_engine_restarted_mid_run(tmp_path, image, reliability):
     final = {r["instance_id"]: r for r in rows(out)}
     lost, leaked = sum(f"q{i}" not in final for i in range(6)), len(containers_of(out))
     first_kinds = sorted({r["error_kind"] for r in rows(out) if r["status"] == "error"}, key=str)
-    reliability.record("the engine restarted mid-run", f"run ended (exit {proc.returncode}), errors {first_kinds or 'none'}, "
-                       "resume finished the rest", lost=lost, leaked=leaked, started=t0)
+    reliability.record("the engine restarted mid-run",
+                       f"run ended (exit {proc.returncode}), errors {first_kinds or 'none'}, resume finished the rest",
+                       lost=lost, leaked=leaked, started=t0)
     assert "Traceback" not in stderr, stderr[-3000:]
     assert proc.returncode in (0, 3), stderr[-3000:]  # completed: ok, or instances left as infra errors
     assert set(first_kinds) <= {"infra"}
@@ -218,7 +219,8 @@ def test_engine_restarted_mid_run(tmp_path, image, reliability):
 
 def test_a_sandbox_killed_by_the_engine_is_retried_on_a_fresh_one(tmp_path, image, reliability):
     data, config = _dataset(tmp_path / "data", 1, lambda i: [
-        {"tool_calls": [{"name": "run_shell", "arguments": {"command": "echo 0"}}]}, {"content": "<solution>0</solution>"}])
+        {"tool_calls": [{"name": "run_shell", "arguments": {"command": "echo 0"}}]},
+        {"content": "<solution>0</solution>"}])
     out = out_dir(tmp_path)
     t0 = time.monotonic()
     proc = harness("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out,
@@ -234,7 +236,8 @@ def test_a_sandbox_killed_by_the_engine_is_retried_on_a_fresh_one(tmp_path, imag
 
 
 @pytest.mark.parametrize("fault, content", [
-    ("malformed dataset: duplicate ids", '{"instance_id": "a", "question": "q"}\n{"instance_id": "a", "question": "q"}\n'),
+    ("malformed dataset: duplicate ids",
+     '{"instance_id": "a", "question": "q"}\n{"instance_id": "a", "question": "q"}\n'),
     ("malformed dataset: a torn JSON line", '{"instance_id": "a", "question": "q"}\n{not json\n'),
     ("malformed dataset: a file outside the dataset", '{"instance_id": "a", "question": "q", "files": ["../x"]}\n'),
 ])

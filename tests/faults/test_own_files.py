@@ -104,7 +104,8 @@ def test_a_full_disk_mid_run_loses_no_row_blames_no_agent_and_leaves_no_sandbox(
             assert len({r["instance_id"] for r in written + rescued}) + not_started == len(ids), explain(first)
             blamed = [r for r in written + rescued if r["error_kind"] == "agent"]
             assert blamed == [], blamed
-            assert all(r["status"] == "ok" or r["error_kind"] == "harness" for r in written + rescued), written + rescued
+            every = written + rescued
+            assert all(r["status"] == "ok" or r["error_kind"] == "harness" for r in every), every
             assert leaked_at_exit == 0, "the run's sandboxes outlived it"
 
             filler.unlink()  # space again: the next run merges the rescued rows and resumes

@@ -33,7 +33,8 @@ pytestmark = pytest.mark.docker
 # or when /tmp/flood-stop appears. Progress goes to /tmp/flood-progress.PID, figures to stdout.
 FLOOD = textwrap.dedent("""
     import json, os, selectors, socket, sys, time
-    host, port, target, duration, budget = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+    host, port, target = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    duration, budget = float(sys.argv[4]), int(sys.argv[5])
     sel = selectors.DefaultSelector()
     live, stats = set(), {"opened": 0, "closed_by_server": 0, "connect_failures": 0, "peak_open": 0}
     start = time.monotonic()
@@ -171,9 +172,9 @@ def _flood(provider, image, run_id, network, reliability, *, fault: str, victim_
         try:
             timings, fds = [], []
             for i in range(3):
-                timings.append(_timed_exec(lambda: victim.exec(["echo", f"kept {i}"], timeout=20)))
-                timings.append(_timed_exec(lambda: fresh.exec({"argv": ["echo", f"new {i}"], "cwd": "/workspace"},
-                                                              timeout=20)))
+                timings.append(_timed_exec(lambda i=i: victim.exec(["echo", f"kept {i}"], timeout=20)))
+                timings.append(_timed_exec(lambda i=i: fresh.exec({"argv": ["echo", f"new {i}"], "cwd": "/workspace"},
+                                                                  timeout=20)))
                 fds.append(_descriptors_of_pid1(victim.id))
                 time.sleep(0.3)
         finally:

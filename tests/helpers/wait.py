@@ -20,7 +20,8 @@ and stays a sleep, with a comment saying so.
 from __future__ import annotations
 
 import time
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 T = TypeVar("T")
 
