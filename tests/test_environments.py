@@ -50,10 +50,10 @@ def files_sandbox(provider, image, run_id, tmp_path):
 def test_file_env_converts_documents_inside_the_sandbox_with_paging_find_and_cache(files_sandbox, tmp_path):
     trace = tmp_path / "t.jsonl"
     env = FileEnv(files_sandbox, Tracer(trace), page_size=2000)
-    expected = {"page.html": "| alpha | 42 |", "data.csv": "widget", "brightwater_annual_report_2023.pdf": "Brightwater",
-                "project_falcon_minutes.docx": "Falcon", "kitchen_renovation_plan.xlsx": "|",
-                "regional_review_h1_2023.pptx": "Slide", "warehouse_inventory.json": "{",
-                "card_transactions_q3_2023.zip": ".csv"}
+    expected = {"page.html": "| alpha | 42 |", "data.csv": "widget",
+                "brightwater_annual_report_2023.pdf": "Brightwater", "project_falcon_minutes.docx": "Falcon",
+                "kitchen_renovation_plan.xlsx": "|", "regional_review_h1_2023.pptx": "Slide",
+                "warehouse_inventory.json": "{", "card_transactions_q3_2023.zip": ".csv"}
     for name, needle in expected.items():
         text = env.read(name)
         assert not text.startswith("Error"), (name, text[:300])
@@ -171,7 +171,8 @@ def test_browser_recovers_from_a_crashed_page_a_popup_and_a_hostile_page(provide
         web = WebEnv(sb, Tracer(None), action_timeout=8)
         out = {}
         try:
-            out["popup"] = await web.click("open new tab") if (await web.visit("file:///workspace/site/popup.html")) else ""
+            opened = await web.visit("file:///workspace/site/popup.html")
+            out["popup"] = await web.click("open new tab") if opened else ""
             out["hostile"] = await web.visit("file:///workspace/site/hostile.html")
             out["crash"] = await web.visit("chrome://crash")
             out["after"] = await web.visit("file:///workspace/site/target.html")
@@ -218,3 +219,27 @@ def test_a_failed_download_is_an_error_outcome(provider, image, run_id, tmp_path
     assert text.startswith("Error: download of http://nowhere.gaia.test/file.csv failed: ") and "['" not in text, text
     (event,) = [e for e in read_trace(trace) if e.type == "env" and e.action == "download"]
     assert event.outcome == "error", event
+
+
+def test_a_connection_that_fails_before_it_has_a_page_restarts_the_browser(tmp_path):
+    """Pure logic of the action wrapper: the browser connected but its context or tab was refused,
+    so there is no page. The action answers 'crashed' and the next one connects again (it raised
+    AttributeError on None out of the action)."""
+    from playwright.async_api import Error as PlaywrightError
+
+    class Connected:
+        def is_connected(self) -> bool:
+            return True
+
+    web = WebEnv(None, Tracer(tmp_path / "t.jsonl"), action_timeout=1)
+
+    async def refused() -> None:
+        web._browser = Connected()
+        raise PlaywrightError("Target.createTarget: refused")
+
+    web._ensure = refused
+    text = asyncio.run(web.visit("http://shop.gaia.test/"))
+    assert text.startswith("Error (crashed): the browser crashed"), text
+    assert web._browser is None and web.restarts == 1
+    (event,) = [e for e in read_trace(tmp_path / "t.jsonl") if e.type == "env"]
+    assert event.action == "visit" and event.outcome == "crashed", event

@@ -101,7 +101,7 @@ class FileEnv:
             raise ValueError(f"cannot convert {path!r}: {reason}") from None
         if "error" in data:
             raise ValueError(data["error"])
-        if data.get("cached"):
+        if data.get("cached") and cached is not None:  # it answers cached only when given cached's key
             return cached[1]
         self._cache[rel] = (data["key"], data["markdown"])
         return data["markdown"]

@@ -24,7 +24,8 @@ def find_hits(text: str, query: str, page_size: int) -> list[str]:
     """Case-insensitive hits of query, each as 'page N: ...context...' (at most MAX_HITS)."""
     if not query:
         return []
-    hits, low, q = [], text.lower(), query.lower()
+    hits: list[str] = []
+    low, q = text.lower(), query.lower()
     start = low.find(q)
     while start != -1 and len(hits) < MAX_HITS:
         snippet = text[max(0, start - CONTEXT) : start + len(query) + CONTEXT]

@@ -44,7 +44,8 @@ def sandbox_tools(envs: Environments, instance: Instance | None = None) -> list[
         """Find text in a workspace file (converted to markdown); returns pages and snippets."""
         return await envs.call(envs.file.find, path, text)
 
-    return [run_python, run_shell, list_files, read_file, find_in_file] + search_tools(envs, instance)
+    tools: list[Tool] = [run_python, run_shell, list_files, read_file, find_in_file]
+    return tools + search_tools(envs, instance)
 
 
 def search_tools(envs: Environments, instance: Instance | None) -> list[Tool]:
@@ -121,8 +122,10 @@ def description(fn: Tool) -> str:
 def arguments_model(fn: Tool) -> type[BaseModel]:
     """A pydantic model of a tool's parameters (lax: "2" becomes 2; unknown arguments are refused)."""
     hints = typing.get_type_hints(fn)
-    fields = {name: (hints.get(name, typing.Any), ... if p.default is inspect.Parameter.empty else p.default)
-              for name, p in inspect.signature(fn).parameters.items()}
+    # (type, default) per parameter; Any: create_model takes the definitions as keyword arguments
+    fields: dict[str, typing.Any] = {
+        name: (hints.get(name, typing.Any), ... if p.default is inspect.Parameter.empty else p.default)
+        for name, p in inspect.signature(fn).parameters.items()}
     return create_model(f"{fn.__name__}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
 
 

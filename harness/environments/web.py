@@ -15,12 +15,16 @@ import asyncio
 import re
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.environments.paging import find_hits, page_count, page_of
 from harness.errors import InfraError
 from harness.sandbox.contract import WORKSPACE, Sandbox
 from harness.settings import settings
 from harness.traces import EnvAction, Tracer
+
+if TYPE_CHECKING:
+    from playwright.async_api import Browser, Page, Playwright
 
 PAGE_JS = (Path(__file__).with_name("page.js")).read_text()
 DOWNLOADS = f"{WORKSPACE}/downloads"
@@ -61,7 +65,9 @@ class WebEnv:
         self.sandbox, self.tracer, self.page_size = sandbox, tracer, page_size
         self.screenshots = screenshots
         self.action_timeout = action_timeout or settings().browser_action_timeout
-        self._pw = self._browser = self._page = None
+        self._pw: Playwright | None = None
+        self._browser: Browser | None = None
+        self._page: Page | None = None
         self._text, self._url, self._title, self._page_no = "", "", "", 1
         self._downloads: dict[str, dict] = {}
         self.restarts = 0
@@ -124,7 +130,8 @@ class WebEnv:
             await self._fresh_page()
         except PlaywrightError as exc:
             message = str(exc).lower()
-            if self._browser is None or not self._browser.is_connected() or "closed" in message:
+            # No page: the connection failed before it had one (a context or tab refused): start again.
+            if self._browser is None or not self._browser.is_connected() or "closed" in message or self._page is None:
                 outcome = "crashed"
                 self.restarts += 1
                 self._browser = None
@@ -162,13 +169,19 @@ class WebEnv:
         except Exception:  # noqa: BLE001 - a browser this stuck is restarted, by force, on the next action
             self._browser, self._abandoned = None, True
 
+    @property
+    def _current(self) -> Page:
+        """The page the actions work on: _ensure, which every action runs first, connects and sets it."""
+        assert self._page is not None, "a browser action ran before _ensure"
+        return self._page
+
     # ------------------------------------------------------------------ page text
     async def _snapshot(self) -> None:
-        data = await self._page.evaluate(PAGE_JS)
+        data = await self._current.evaluate(PAGE_JS)
         if not isinstance(data, dict):  # the page can tamper with the built-ins the script uses
             data = {}
         self._text = str(data.get("text", ""))[:5_000_000]
-        self._url, self._title = str(data.get("url", self._page.url))[:2000], str(data.get("title", ""))[:500]
+        self._url, self._title = str(data.get("url", self._current.url))[:2000], str(data.get("title", ""))[:500]
         self._page_no = 1
 
     def _view(self) -> str:
@@ -179,7 +192,7 @@ class WebEnv:
 
     async def _settle(self) -> None:
         try:
-            await self._page.wait_for_load_state("domcontentloaded", timeout=self.action_timeout * 500)
+            await self._current.wait_for_load_state("domcontentloaded", timeout=self.action_timeout * 500)
         except Exception:  # noqa: BLE001 - a page that never settles is still shown as it is
             pass
         await self._snapshot()
@@ -219,7 +232,7 @@ class WebEnv:
 
         Fails at once (not after the action timeout) when nothing on the page matches."""
         target = target.strip().strip("[]")
-        page = self._page
+        page = self._current
         if target.isdigit():
             candidates = [page.locator(f'[data-harness-ref="{target}"]')]
         elif field:
