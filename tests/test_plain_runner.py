@@ -219,3 +219,35 @@ def test_the_ast_check_catches_autogen_imports():
     names = _imports(tree, "harness.agents")
     assert "autogen_core" in names and "autogen_agentchat.agents" in names
     assert "harness.agents.autogen" in names and "os" in names
+
+
+def test_a_reply_with_a_custom_tool_call_is_a_model_error(monkeypatch):
+    """The plain runner offers function tools only: a reply with a custom (free-form) tool call is the
+    model's error that says so (it was "could not be read as a chat completion (AttributeError: ...)")."""
+    import asyncio
+
+    from harness.errors import ModelError
+    from harness.models.chat import OpenAIChat
+    from harness.models.config import ModelSection
+    from harness.models.meter import Meter
+    from tests.fakes.openai_server import raw
+
+    reply = {"id": "c1", "object": "chat.completion", "created": 0, "model": "fake-model-1",
+             "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                 "role": "assistant", "content": None,
+                 "tool_calls": [{"id": "call_1", "type": "custom", "custom": {"name": "grep", "input": "x"}}]}}],
+             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+    monkeypatch.setenv("FAKE_OPENAI_KEY_CUSTOM", "sk-test")
+
+    async def main(base_url: str):
+        section = ModelSection(name="fake", model="fake-model-1", base_url=base_url,
+                               api_key_env="FAKE_OPENAI_KEY_CUSTOM", max_retries=0, timeout=30)
+        chat = OpenAIChat(section, Meter(max_tokens=None, max_steps=None))
+        try:
+            return await chat.complete([{"role": "user", "content": "hi"}], [])
+        finally:
+            await chat.close()
+
+    with FakeOpenAI([raw(json.dumps(reply))]) as server:
+        with pytest.raises(ModelError, match=r"^model fake: the reply has a 'custom' tool call"):
+            asyncio.run(main(server.base_url))

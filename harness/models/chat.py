@@ -13,12 +13,15 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from harness.errors import ModelError
 from harness.models.config import ModelSection
 from harness.models.http import async_client, too_large
 from harness.models.meter import Meter
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
 
 
 @dataclass
@@ -73,7 +76,9 @@ class OpenAIChat(ChatModel):
         if self.section.max_tokens is not None:
             kwargs["max_tokens"] = self.section.max_tokens
         try:
-            answer = await self._client.chat.completions.create(model=self.section.model, messages=messages,
+            # the runner's messages are in the chat format (role, content, tool_calls, tool_call_id)
+            chat_messages = cast("list[ChatCompletionMessageParam]", messages)
+            answer = await self._client.chat.completions.create(model=self.section.model, messages=chat_messages,
                                                                 **kwargs)
         except self._openai.OpenAIError as exc:
             raise ModelError(f"model {self.section.name}: {too_large(exc) or f'{type(exc).__name__}: {exc}'}") from exc
@@ -84,6 +89,9 @@ class OpenAIChat(ChatModel):
         message = answer.choices[0].message
         calls = []
         for call in message.tool_calls or []:
+            if not isinstance(call, self._openai.types.chat.ChatCompletionMessageFunctionToolCall):
+                raise ModelError(f"model {self.section.name}: the reply has a {call.type!r} tool call; "
+                                 "only function tools are offered")
             try:
                 arguments = json.loads(call.function.arguments or "{}")
             except json.JSONDecodeError:

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import InputError, ModelError
 from harness.models.config import ModelSection
 from harness.models.http import sync_client, too_large
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
 
 
 def completer(section: ModelSection) -> Callable[[str], str]:
@@ -18,10 +22,10 @@ def completer(section: ModelSection) -> Callable[[str], str]:
                            max_retries=section.max_retries, timeout=section.timeout, http_client=sync_client())
 
     def complete(prompt: str) -> str:
-        kwargs = {"temperature": section.temperature} if section.temperature is not None else {}
+        kwargs: dict[str, Any] = {"temperature": section.temperature} if section.temperature is not None else {}
+        messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": prompt}]
         try:
-            reply = client.chat.completions.create(model=section.model,
-                                                   messages=[{"role": "user", "content": prompt}], **kwargs)
+            reply = client.chat.completions.create(model=section.model, messages=messages, **kwargs)
         except openai.OpenAIError as exc:
             raise ModelError(f"judge model {section.name}: {too_large(exc) or exc}") from exc
         return reply.choices[0].message.content or ""

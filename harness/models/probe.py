@@ -131,14 +131,15 @@ def chat_request(section: ModelSection, tools: list[dict] | None = None, system:
     system message when the runner sends them), through the official client. NotACompletion when the
     reply is not one."""
     import openai
-    from openai.types.chat import ChatCompletion
+    from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 
     kwargs: dict[str, Any] = {"temperature": section.temperature} if section.temperature is not None else {}
     if section.max_tokens is not None:
         kwargs["max_tokens"] = section.max_tokens
     if tools:
         kwargs["tools"] = tools
-    messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": PROBE_PROMPT}]
+    messages: list[ChatCompletionMessageParam] = [{"role": "system", "content": system}] if system else []
+    messages.append({"role": "user", "content": PROBE_PROMPT})
     client = openai.OpenAI(api_key=section.api_key(), base_url=section.base_url, max_retries=section.max_retries,
                            timeout=section.timeout, http_client=sync_client())
     try:

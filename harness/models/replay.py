@@ -43,7 +43,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any, TypeAlias
 
 from pydantic import BaseModel, ConfigDict
 
@@ -117,13 +119,17 @@ def load_turns(path: Path) -> Turns:
     return Turns(path)
 
 
-def turns_for(turns: Turns, instance_id: str, epoch: int = 1) -> list[dict] | None:
+# A recording: a replay file's Turns, or a dict of the same keys (tests)
+Recording: TypeAlias = Turns | Mapping[Any, list[dict[str, Any]]]
+
+
+def turns_for(turns: Recording, instance_id: str, epoch: int = 1) -> list[dict] | None:
     """The recording for one epoch of an instance: its own line, else the instance's; None if neither."""
     key = (instance_id, epoch) if (instance_id, epoch) in turns else instance_id
     return turns.get(key)
 
 
-def has_turns(turns: Turns, instance_id: str, epoch: int = 1) -> bool:
+def has_turns(turns: Recording, instance_id: str, epoch: int = 1) -> bool:
     return (instance_id, epoch) in turns or instance_id in turns
 
 
@@ -201,7 +207,8 @@ def check_replay(turns: list[dict], events) -> tuple[ReplayCheck, list[Divergenc
     check, found = ReplayCheck(), []
     # strict=False: a replay that makes calls past the recording has no fingerprints for them
     for number, (turn, results) in enumerate(zip(turns, results_per_call(events), strict=False), 1):
-        recorded = turn.get("results") if isinstance(turn.get("results"), list) else []
+        kept = turn.get("results")
+        recorded = kept if isinstance(kept, list) else []
         for index, result in enumerate(results):
             if result is None:
                 continue  # never answered in this run (the row's status says why)

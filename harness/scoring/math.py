@@ -89,7 +89,7 @@ def _parse(extracted: str) -> list[Any]:
     from math_verify import parse
 
     source = extracted if is_prose(extracted) else "\\boxed{" + extracted + "}"
-    return parse(source, parsing_timeout=None)  # type: ignore[arg-type]
+    return parse(source, parsing_timeout=None)
 
 
 def _equivalent(target: list[Any], answer: list[Any]) -> bool:

@@ -19,18 +19,18 @@ import json
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from autogen_core import FunctionCall
-from autogen_core.models import ChatCompletionClient, CreateResult, RequestUsage
+from autogen_core.models import ChatCompletionClient, CreateResult, ModelInfo, RequestUsage
 
 from harness.models.config import ModelSection
 from harness.models.http import async_client
 from harness.models.meter import Meter
 from harness.models.slots import Slots
 
-DEFAULT_MODEL_INFO = {"vision": False, "function_calling": True, "json_output": False,
-                      "family": "unknown", "structured_output": False}
+DEFAULT_MODEL_INFO: ModelInfo = {"vision": False, "function_calling": True, "json_output": False,
+                                 "family": "unknown", "structured_output": False}
 
 
 def build_client(section: ModelSection, meter: Meter, replay_turns: list[dict] | None) -> MeteredClient:
@@ -58,11 +58,13 @@ def inner_client(section: ModelSection, replay_turns: list[dict] | None = None,
         kwargs["default_headers"] = headers
     kwargs["http_client"] = async_client()  # a reply's size is capped (models/http.py)
     if section.model_info is not None:
-        return OpenAIChatCompletionClient(**kwargs, model_info={**DEFAULT_MODEL_INFO, **section.model_info})
+        # ModelSection checked the section's fields: each one of ModelInfo's, of its type
+        info = cast(ModelInfo, {**DEFAULT_MODEL_INFO, **section.model_info})
+        return OpenAIChatCompletionClient(**kwargs, model_info=info)
     try:
         return OpenAIChatCompletionClient(**kwargs)  # a name AutoGen knows: its own model_info
     except ValueError:  # "model_info is required when model name is not a valid OpenAI model"
-        return OpenAIChatCompletionClient(**kwargs, model_info=dict(DEFAULT_MODEL_INFO))
+        return OpenAIChatCompletionClient(**kwargs, model_info=DEFAULT_MODEL_INFO.copy())
 
 
 def to_create_results(turns: list[dict]) -> list[CreateResult]:
@@ -198,5 +200,5 @@ class MeteredClient(ChatCompletionClient):
         return self._inner.capabilities
 
     @property
-    def model_info(self):  # type: ignore[override]
+    def model_info(self) -> ModelInfo:
         return self._inner.model_info
