@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TypedDict, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -47,6 +48,18 @@ class Section(BaseModel):
     version still reads; its fingerprint counts what it holds: results/run_config.py)."""
 
     model_config = ConfigDict(frozen=True, protected_namespaces=())
+
+
+S = TypeVar("S", bound=BaseModel)
+
+
+class Resources(TypedDict):
+    """The SandboxSpec fields every sandbox of a run shares (Sandbox.resources)."""
+
+    network: str
+    memory: str
+    cpus: float
+    disk: str
 
 
 class DatasetChoice(Section):
@@ -99,7 +112,7 @@ class Sandbox(Section):
             raise ValueError("--website gives sandboxes the site's internal network; drop --network")
         return self
 
-    def resources(self, network: str | None = None) -> dict[str, str | float]:
+    def resources(self, network: str | None = None) -> Resources:
         """The SandboxSpec fields of every sandbox of the run (`network`: the website's, once it is up)."""
         return {"network": network or self.network, "memory": self.memory, "cpus": self.cpus, "disk": self.disk}
 
@@ -191,7 +204,7 @@ class Scoring(Section):
 
     @classmethod
     def from_flags(cls, names: list[str], judge_model: str | None, toml: TomlConfig) -> Scoring:
-        raw = {"names": tuple(names), "judge_model": judge_model, "rubric": toml.judge_rubric}
+        raw: dict[str, object] = {"names": tuple(names), "judge_model": judge_model, "rubric": toml.judge_rubric}
         judge = judge_model or toml.judge_model
         if judge and any(n.partition(":")[0].partition("@")[0] == "llm_judge" for n in names):
             raw["judge"] = toml.section(judge)
@@ -264,7 +277,7 @@ class RunConfiguration(Section):
         return build(cls, raw)
 
 
-def build(model: type[Section], raw: dict) -> Section:
+def build(model: type[S], raw: dict) -> S:
     """`model` validated from `raw`; its problems as one InputError line naming the flags."""
     try:
         return model.model_validate(raw)

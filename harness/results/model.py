@@ -28,12 +28,15 @@ class ReplayCheck(BaseModel):
     not_checked: int = 0  # results the recording holds no fingerprint for (an older recording): not judged
 
 
+# ok: the agent finished; limit: it hit a limit (still scored); error: it could not finish
+Status = Literal["ok", "limit", "error"]
+
+
 class ResultRow(BaseModel):
     instance_id: str
     epoch: int = 1  # with --epochs K: which of the K runs of the instance (rows are keyed by id and epoch)
     attempt: int = 1  # how many sandboxes this instance used (infra retries add attempts)
-    # ok: the agent finished; limit: it hit a limit (still scored); error: it could not finish
-    status: Literal["ok", "limit", "error"]
+    status: Status
     # What the row was made from (harness/results/integrity.py): the instance's content hash and the
     # dataset's fingerprint, so rows copied into another dataset's run are refused (None: older rows)
     instance_hash: str | None = None

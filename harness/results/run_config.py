@@ -12,9 +12,9 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
-from filelock import FileLock, Timeout
+from filelock import AcquireReturnProxy, FileLock, Timeout
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.agents.contract import Limits, UserSimulation
@@ -74,9 +74,14 @@ class RunConfig(BaseModel):
            website: tuple[str, str] | None, prompt_template: str, run_id: str) -> RunConfig:
         """The record of a run of `cfg` (every field of its sections given: all are written)."""
         sandbox = cfg.sandbox
-        environment = Environment(network=sandbox.network, memory=sandbox.memory, cpus=sandbox.cpus, disk=sandbox.disk,
-                                  **({"provider": sandbox.provider} if sandbox.provider != DEFAULT_PROVIDER else {}),
-                                  **({"website": website} if website is not None else {}))
+        # provider and website only when there is one: run.json holds the fields given (as_written)
+        given: dict[str, Any] = {"network": sandbox.network, "memory": sandbox.memory, "cpus": sandbox.cpus,
+                                 "disk": sandbox.disk}
+        if sandbox.provider != DEFAULT_PROVIDER:
+            given["provider"] = sandbox.provider
+        if website is not None:
+            given["website"] = website
+        environment = Environment.model_validate(given)
         return cls(dataset=str(cfg.dataset.path), dataset_fingerprint=dataset_fingerprint, model=cfg.model_flag,
                    model_settings=ModelSection.model_validate(model_settings), agent=cfg.agent, image=image,
                    limits=Limits(**cfg.limits.model_dump()), scorers=cfg.scoring.recorded(),
@@ -158,7 +163,7 @@ def save_or_check(output_dir: Path, config: RunConfig, *, force: bool) -> RunCon
         except InputError as exc:
             raise InputError(f"refusing to resume into {output_dir}: {exc}; "
                              "use --force to resume anyway or choose another --output-dir") from exc
-        if old.fingerprint() != config.fingerprint():
+        if old is not None and old.fingerprint() != config.fingerprint():  # None: removed since exists()
             changes = "; ".join(diff(old, config)) or "configuration changed"
             raise InputError(
                 f"refusing to resume into {output_dir}: {changes}; "
@@ -185,7 +190,7 @@ def _old_run_ids(path: Path) -> list[str]:
 class OutputDirLock(FileLock):
     """A FileLock that never waits: a second holder gets an InputError at once."""
 
-    def acquire(self, *args: Any, **kwargs: Any):  # type: ignore[override]
+    def acquire(self, *args: Any, **kwargs: Any) -> AcquireReturnProxy[Self]:
         kwargs["blocking"] = False
         try:
             return super().acquire(*args, **kwargs)
