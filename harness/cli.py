@@ -290,7 +290,8 @@ def score_cmd(
 
 @app.command("report")
 def report_cmd(
-    output_dirs: list[Path] = typer.Argument(..., help="Run output directories; with several, the first is the baseline."),
+    output_dirs: list[Path] = typer.Argument(
+        ..., help="Run output directories; with several, the first is the baseline."),
     html: bool = typer.Option(False, "--html", help="Write one self-contained HTML report."),
     out: Path | None = typer.Option(None, "--out", help="The HTML file (default: DIR/report.html of the first DIR)."),
     compare: bool = typer.Option(False, "--compare", help="Compare runs of another dataset or selection too "

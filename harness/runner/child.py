@@ -28,7 +28,7 @@ import traceback
 from pathlib import Path
 
 from harness.agents.contract import AgentContext, AgentRequest, AgentResult, AgentRunner
-from harness.errors import HarnessError, LimitExceeded
+from harness.errors import ErrorKind, HarnessError, LimitExceeded
 from harness.fsutil import write_atomic
 
 EXIT_SANDBOX_DIED = 70
@@ -102,15 +102,15 @@ def run(request: AgentRequest, result_path: Path) -> int:
             result.limit = limit
             tracer.emit(LimitEvent(limit=limit, detail=str(exc)))
             return finish(0)
-        result.error_kind = _kind(runner, exc, meter)
+        kind = result.error_kind = _kind(runner, exc, meter)
         result.error = f"{type(exc).__name__}: {exc}"
         result.retryable = isinstance(exc, HarnessError) and exc.retryable
         if exc is not meter.model_failure:  # the meter traced that one where it happened
-            tracer.emit(ErrorEvent(kind=result.error_kind, message=result.error, traceback=traceback.format_exc()))
+            tracer.emit(ErrorEvent(kind=kind, message=result.error, traceback=traceback.format_exc()))
     return finish(0)
 
 
-def _kind(runner: AgentRunner | None, exc: BaseException, meter) -> str:
+def _kind(runner: AgentRunner | None, exc: BaseException, meter) -> ErrorKind:
     """The runner classifies; an agent-looking error after a failed model call is the model's
     (teams re-raise a member's ModelError under their own types)."""
     if runner is None:
@@ -140,7 +140,8 @@ async def _drive(runner: AgentRunner, ctx: AgentContext, request: AgentRequest, 
         try:
             await runner.close()
         finally:
-            await ctx.envs.web.close()
+            if ctx.envs.web is not None:  # the agent process always gives one (main); another caller may not
+                await ctx.envs.web.close()
 
 
 def main(request_path: str, result_path: str) -> None:

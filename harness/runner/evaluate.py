@@ -59,8 +59,8 @@ def rescue_rows(layout: RunDir, outcome: Outcome, leaked: int, console: Console)
                      f"is writable, run again with --output-dir {layout.root}: it merges them and resumes", style="red")
     elif place is not None:
         say(console, f"{len(held)} finished row(s) it did not take are kept in {place} (the run directory "
-                     f"refused them too); move that file to {layout.rescue} and run again with --output-dir {layout.root}: "
-                     "it merges them and resumes", style="red")
+                     f"refused them too); move that file to {layout.rescue} and run again with "
+                     f"--output-dir {layout.root}: it merges them and resumes", style="red")
     else:
         say(console, f"{len(held)} finished row(s) could not be saved anywhere; they follow on stdout, one JSON "
                      f"line each: append them to {layout.output}", style="red")
@@ -114,7 +114,8 @@ class _Workers:
                 self.recorded.append({"instance_id": row.instance_id, "epoch": row.epoch, "trace": row.trace})
             if not written and self.why is None:
                 self._stop(f"cannot write {self.out}: {self.writer.failed}")
-            elif self.budget is not None and self.errors >= self.budget and self.why is None:
+            elif (self.fail_on_error is not None and self.budget is not None  # a budget only with the flag
+                  and self.errors >= self.budget and self.why is None):
                 self._stop(f"{self.errors} instance(s) errored (--fail-on-error {self.fail_on_error.text})")
             self.progress.update(self.done, self.correct, self.errors)
 

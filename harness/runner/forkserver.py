@@ -200,16 +200,17 @@ class _ForkedProcess:
                 os._exit(0)
         os.close(to_server[0])
         os.close(from_server[1])
-        self.pid, self.returncode = pid, None
+        self.pid = pid
+        self.returncode: int | None = None
         self.stdin, self.stdout = open(to_server[1], "wb"), open(from_server[0], "rb")
 
     def wait(self, timeout: float | None = None) -> int:
-        deadline = None if timeout is None else time.monotonic() + timeout
+        start = time.monotonic()
         while self.returncode is None:
-            pid, status = os.waitpid(self.pid, 0 if deadline is None else os.WNOHANG)
+            pid, status = os.waitpid(self.pid, 0 if timeout is None else os.WNOHANG)
             if pid:
                 self.returncode = os.waitstatus_to_exitcode(status)
-            elif time.monotonic() >= deadline:
+            elif timeout is not None and time.monotonic() - start >= timeout:  # 0 only from WNOHANG
                 raise subprocess.TimeoutExpired("fork server", timeout)
             else:
                 time.sleep(0.01)
@@ -251,7 +252,8 @@ class Server:
                 with contextlib.suppress(Exception):
                     code = self.proc.wait(2)
                 how = ("it exited" if code is None else f"killed by signal {-code}" if code < 0 else f"exit {code}")
-                self._died = f"the agents' fork server (pid {self.proc.pid}) died ({how}) and took the agent process along"
+                self._died = (f"the agents' fork server (pid {self.proc.pid}) died ({how}) "
+                              "and took the agent process along")
             return self._died
 
     def exit_of(self, pid: int) -> Future:
@@ -273,9 +275,9 @@ class Server:
                     future.set_result(message["exit"])
             else:
                 with self._lock:
-                    future = self._pids.pop(message["id"], None)
-                if future is not None:
-                    future.set_result(message["pid"])
+                    spawned = self._pids.pop(message["id"], None)
+                if spawned is not None:
+                    spawned.set_result(message["pid"])
         self.dead = True  # the server is gone: whatever waits learns it now
         if not ready.done():
             ready.set_exception(RuntimeError("the fork server exited before it was ready"))
@@ -405,4 +407,4 @@ def close_all() -> None:
 
 
 if __name__ == "__main__":
-    serve(int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.stdin.buffer.raw.fileno(), sys.stdout.buffer)
+    serve(int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.stdin.fileno(), sys.stdout.buffer)

@@ -29,7 +29,7 @@ from harness.models.config import ModelSection
 from harness.models.replay import Turns, check_replay, turns_for
 from harness.results.integrity import instance_hash
 from harness.results.layout import RunDir
-from harness.results.model import ReplayCheck, ResultRow, Usage
+from harness.results.model import ReplayCheck, ResultRow, Status, Usage
 from harness.runner.agent_process.supervise import cancelled, run_agent, stopping
 from harness.runner.pool import WarmPool
 from harness.runner.prompt import DEFAULT as DEFAULT_PROMPT
@@ -125,24 +125,24 @@ def run_instance(instance: Instance, settings_: RunSettings, epoch: int = 1) -> 
     try:
         return _run_instance(instance, settings_, started, t0, epoch)
     except Exception as exc:  # noqa: BLE001
-        result = AgentResult(error_kind="harness", error=f"harness failure: {type(exc).__name__}: {exc}")
+        error = f"harness failure: {type(exc).__name__}: {exc}"
+        result = AgentResult(error_kind="harness", error=error)
         trace_rel = RunDir(settings_.output_dir).trace_name(instance.instance_id, 0, epoch)
         with suppress(OSError):  # a full disk: the row still says it (the trace is then left out)
             (settings_.output_dir / trace_rel).parent.mkdir(parents=True, exist_ok=True)
         tracer = Tracer(settings_.output_dir / trace_rel)
-        tracer.emit(ErrorEvent(kind="harness", message=result.error, traceback=traceback.format_exc()))
+        tracer.emit(ErrorEvent(kind="harness", message=error, traceback=traceback.format_exc()))
         tracer.close()
-        if tracer.failed is not None:
-            trace_rel = None
-        return _finish(instance, settings_, result, 1, started, t0, None, trace_rel, epoch)
+        kept = trace_rel if tracer.failed is None else None
+        return _finish(instance, settings_, result, 1, started, t0, None, kept, epoch)
 
 
 def _request(instance: Instance, settings_: RunSettings, sandbox: Sandbox, trace_path: Path,
              epoch: int) -> AgentRequest:
     turns = None if settings_.replay is None else (turns_for(settings_.replay, instance.instance_id, epoch) or [])
-    return AgentRequest(instance=instance, task=instruction(instance, settings_.prompt), agent=settings_.agent, model=settings_.model,
-                        limits=instance.limited(settings_.limits), user=settings_.user, sandbox=sandbox.handle(),
-                        trace_path=str(trace_path), replay_turns=turns,
+    return AgentRequest(instance=instance, task=instruction(instance, settings_.prompt), agent=settings_.agent,
+                        model=settings_.model, limits=instance.limited(settings_.limits), user=settings_.user,
+                        sandbox=sandbox.handle(), trace_path=str(trace_path), replay_turns=turns,
                         slots_dir=str(RunDir(settings_.output_dir).scratch / "model-slots"))
 
 
@@ -213,8 +213,9 @@ def _finish(instance, settings_: RunSettings, result: AgentResult, attempt, star
             trace_rel, epoch: int = 1, trace: TraceFacts | None = None) -> ResultRow:
     """The row of an attempt that ended with `result`; `trace` is its trace's facts when read already."""
     answer, source = extract_answer(result.final_message)
-    status = "error" if result.error_kind else ("limit" if result.limit else "ok")
-    scores, correct = {}, None
+    status: Status = "error" if result.error_kind else ("limit" if result.limit else "ok")
+    scores: dict[str, dict] = {}
+    correct: bool | None = None
     if status != "error":
         context = context_for(tool_calls=result.tool_calls, total_tokens=result.usage.total_tokens,
                               steps=result.usage.llm_calls, limits=instance.limited(settings_.limits),

@@ -67,7 +67,8 @@ def rescore(output_dir: Path, scoring: Scoring) -> Report:
                               normalize=getattr(scorers[0], "normalize", None), tasks=expected,
                               run_dir=layout.root)
         write_report(report, layout.root)
-        extra = {"model": run_config.model, "agent": run_config.agent, "dataset": run_config.dataset} if run_config else {}
+        extra = ({"model": run_config.model, "agent": run_config.agent, "dataset": run_config.dataset}
+                 if run_config else {})
         append_summary(report, layout.root.parent / "summary.csv", run_label=layout.root.name,
                        output_dir=layout.root, extra=extra)
     return report

@@ -99,7 +99,8 @@ def _run(cfg: RunConfiguration, provider, console: Console, loaded) -> int:
         # selected.json, questions.json and metadata.json follow from the dataset and the selection:
         # unchanged since the run before (the same dataset fingerprint and selection), they are not written again.
         if not (earlier is not None and earlier.dataset_fingerprint == fingerprint
-                and earlier.selection == cfg.selection and layout.selected.exists() and layout.questions.exists() and layout.metadata.exists()):
+                and earlier.selection == cfg.selection and layout.selected.exists() and layout.questions.exists()
+                and layout.metadata.exists()):
             _write(layout.selected, json.dumps({i.instance_id: i.level for i in selected}))
             _write(layout.questions, json.dumps({i.instance_id: i.question for i in selected}))
             _write(layout.metadata, json.dumps({i.instance_id: i.metadata for i in selected if i.metadata}))
@@ -159,7 +160,8 @@ def _run(cfg: RunConfiguration, provider, console: Console, loaded) -> int:
                 write_report(report, output_dir)
             except OSError as exc:  # a full disk after the last row: the rows are all there
                 say(console, f"error: cannot write the report {layout.report}: {exc}; every row is in {out}: "
-                             f"run again with --output-dir {layout.root} once the disk takes files (it writes the report)", style="red")
+                             f"run again with --output-dir {layout.root} once the disk takes files "
+                             "(it writes the report)", style="red")
                 return exit_codes.FAILED
         try:
             append_summary(report, cfg.output.summary_csv or output_dir.parent / "summary.csv",
