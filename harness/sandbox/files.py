@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO, NamedTuple
+from typing import BinaryIO, Final, NamedTuple
 
 from harness.errors import InputError
 from harness.fsutil import inside
@@ -21,7 +21,7 @@ from harness.fsutil import inside
 # The most one instance's files may pack to: the largest upload the sandbox service accepts
 # (sandboxd's MAX_BODY, harness.sandbox.service.MAX_BODY). Checked at dataset validation.
 MAX_ARCHIVE_BYTES = 512 * 1024 * 1024
-_FORMAT = tarfile.PAX_FORMAT
+_FORMAT: Final = tarfile.PAX_FORMAT
 
 
 def check_name(name: str) -> str:

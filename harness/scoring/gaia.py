@@ -87,9 +87,10 @@ def _compare(model_answer: str | None, ground_truth: str) -> tuple[bool, str, di
         bad = [i for i, pair in enumerate(zip(answer_items, truth_items, strict=True)) if not _item_matches(*pair)]
         why = f"list: mismatched items at {bad}" if bad else "list: all items match"
         return not bad, f"{why}: {compared[0]!r} vs {compared[1]!r}", {"compared": compared}
-    got, want = normalize_text(answer), normalize_text(ground_truth)
-    ok = got == want
-    return ok, f"string: normalized {got!r} vs {want!r} " + ("match" if ok else "differ"), {"compared": [got, want]}
+    got_text, want_text = normalize_text(answer), normalize_text(ground_truth)
+    ok = got_text == want_text
+    return (ok, f"string: normalized {got_text!r} vs {want_text!r} " + ("match" if ok else "differ"),
+            {"compared": [got_text, want_text]})
 
 
 def _json(x: float) -> float | str:

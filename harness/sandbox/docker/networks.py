@@ -271,7 +271,7 @@ ISOLATED_DNS_OPTIONS = ["timeout:1", "attempts:1"]
 def create_options(policy: str) -> dict:
     if policy == "internet":
         return {"network": "bridge"}
-    options = {"network": ensure_isolated(), "dns_opt": ISOLATED_DNS_OPTIONS}
+    options: dict[str, object] = {"network": ensure_isolated(), "dns_opt": ISOLATED_DNS_OPTIONS}
     if policy.startswith("internal:"):
         from harness.sandbox.docker.website import hosts_on
 
