@@ -1,10 +1,27 @@
 """Per-instance traces in the harness's own event types (never a framework's dumps)."""
 
-from harness.traces.events import (Divergence, EnvAction, ErrorEvent, Event, LimitEvent, Message, ModelCall,
-                                   ModelCallStarted, SystemPrompt, TaskEvent, ToolCall, ToolCallsDropped, ToolResult,
-                                   Tracer, UserReply, VerdictEvent, append_event, read_events,
-                                   read_trace)
+from harness.traces.events import (
+    Divergence,
+    EnvAction,
+    ErrorEvent,
+    Event,
+    LimitEvent,
+    Message,
+    ModelCall,
+    ModelCallStarted,
+    SystemPrompt,
+    TaskEvent,
+    ToolCall,
+    ToolCallsDropped,
+    ToolResult,
+    Tracer,
+    UserReply,
+    VerdictEvent,
+    append_event,
+    read_events,
+    read_trace,
+)
 
 __all__ = ["Divergence", "EnvAction", "ErrorEvent", "Event", "LimitEvent", "Message", "ModelCall", "ModelCallStarted",
-           "SystemPrompt", "TaskEvent", "ToolCall", "ToolCallsDropped", "ToolResult", "Tracer", "UserReply", "VerdictEvent", "append_event",
-           "read_events", "read_trace"]
+           "SystemPrompt", "TaskEvent", "ToolCall", "ToolCallsDropped", "ToolResult", "Tracer", "UserReply",
+           "VerdictEvent", "append_event", "read_events", "read_trace"]

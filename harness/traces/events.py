@@ -48,7 +48,7 @@ import json
 import threading
 import time
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -168,8 +168,8 @@ class ErrorEvent(_Event):
     traceback: str = ""
 
 
-Event = Annotated[Union[TaskEvent, SystemPrompt, Message, ToolCall, ToolResult, ModelCallStarted, ModelCall,
-                        ToolCallsDropped, EnvAction, UserReply, LimitEvent, ErrorEvent, VerdictEvent, Divergence],
+Event = Annotated[TaskEvent | SystemPrompt | Message | ToolCall | ToolResult | ModelCallStarted | ModelCall
+                  | ToolCallsDropped | EnvAction | UserReply | LimitEvent | ErrorEvent | VerdictEvent | Divergence,
                   Field(discriminator="type")]
 _EVENT = TypeAdapter(Event)
 
