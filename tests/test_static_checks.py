@@ -108,6 +108,9 @@ def test_every_import_contract_catches_a_planted_violation(tmp_path):
     }
     for path, text in planted.items():
         (tmp_path / path).write_text(text)
+    # The fork server once imported the Docker provider under an ignore entry: no such entry is left.
+    with open(tmp_path / "harness/runner/forkserver.py", "a") as fh:
+        fh.write("\nimport harness.sandbox.docker.provider\n")
     # The editable install's finder would resolve `harness` to the real tree: drop it, read the copy.
     code = ("import sys; sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in repr(f)]; "
             f"sys.path.insert(0, {str(tmp_path)!r}); sys.argv = ['lint-imports', '--no-logo', '--no-cache']; "
@@ -119,3 +122,4 @@ def test_every_import_contract_catches_a_planted_violation(tmp_path):
         assert f"{name} BROKEN" in done.stdout, done.stdout
     for path in planted:
         assert path.removesuffix(".py").replace("/", ".") in done.stdout, done.stdout
+    assert "harness.runner.forkserver -> harness.sandbox.docker.provider" in done.stdout, done.stdout
