@@ -8,6 +8,9 @@ import pytest
 
 from harness.sandbox.registry import get_provider
 
+# Chromium's `browser` and `page` (the report and viewer tests)
+pytest_plugins = ["tests.helpers.browser"]
+
 
 def pytest_addoption(parser):
     parser.addoption("--reliability-report", default=None,

@@ -64,7 +64,8 @@ def as_epochs(src: Path, dst: Path, k: int) -> Path:
     run = json.loads((src / "run.json").read_text())
     (dst / "run.json").write_text(json.dumps({**run, "epochs": k, "reducers": ["mean"]}))
     rows = [json.loads(line) for line in (src / "output.jsonl").read_text().splitlines()]
-    (dst / "output.jsonl").write_text("".join(json.dumps({**r, "epoch": e}) + "\n" for r in rows for e in range(1, k + 1)))
+    (dst / "output.jsonl").write_text("".join(json.dumps({**r, "epoch": e}) + "\n"
+                                              for r in rows for e in range(1, k + 1)))
     return dst
 
 

@@ -1,8 +1,8 @@
 """`harness report DIR --html`: one self-contained page, driven in Debian's Chromium (Playwright).
 
 The run directories are synthetic (rows, traces, run.json, selected.json, report.json written
-here), so these tests need no Docker and take seconds. `make_run_dir` and the `browser` fixture
-are shared with test_viewer.py and bench/viewer.py.
+here), so these tests need no Docker and take seconds. `make_run_dir` is shared with
+test_viewer.py and bench/viewer.py; `browser` and `page` are tests/helpers/browser.py's.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from harness.cli import app
 from harness.report import html as pages
 from harness.results.store import latest_by_key, read_rows
 
-CHROMIUM = Path("/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parents[1]
 # a 1x1 PNG: a screenshot the web environment saved beside the trace
-PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQ"
+                       "AAAABJRU5ErkJggg==")
 
 
 def outcome(i: int) -> tuple[str, bool | None, str | None]:
@@ -46,7 +46,8 @@ def make_run_dir(root: Path, n: int, *, flip: frozenset[int] = frozenset(), big_
                                                 "limits": {"max_steps": 30}, "scorers": ["gaia"]}, indent=2))
     lines = []
     if stale_first and n:
-        lines.append(json.dumps({"instance_id": ids[0], "status": "error", "error_kind": "infra", "error": "old attempt",
+        lines.append(json.dumps({"instance_id": ids[0], "status": "error", "error_kind": "infra",
+                                 "error": "old attempt",
                                  "level": 1, "attempt": 1}))
     for i, iid in enumerate(ids):
         status, correct, kind = outcome(i)
@@ -58,9 +59,12 @@ def make_run_dir(root: Path, n: int, *, flip: frozenset[int] = frozenset(), big_
                "limit": "max_steps" if status == "limit" else None,
                "answer": None if kind else f"answer {i}", "answer_source": "none" if kind else "solution_tag",
                "target": f"answer {i}" if correct else f"target {i}", "level": i % 3 + 1, "correct": correct,
-               "scores": {} if kind else {"gaia": {"scorer": "gaia", "correct": bool(correct), "value": float(bool(correct)),
-                                                   "explanation": "string: equal" if correct else "string: normalized text differs"}},
-               "usage": {"prompt_tokens": 1000 + 37 * i, "completion_tokens": 100 + i, "llm_calls": 3, "cost": 0.001 * i},
+               "scores": {} if kind else {"gaia": {"scorer": "gaia", "correct": bool(correct),
+                                                   "value": float(bool(correct)),
+                                                   "explanation": "string: equal" if correct
+                                                   else "string: normalized text differs"}},
+               "usage": {"prompt_tokens": 1000 + 37 * i, "completion_tokens": 100 + i, "llm_calls": 3,
+                         "cost": 0.001 * i},
                "steps": 3, "tool_calls": ["run_python"], "user_replies": 0, "duration_s": 1.0 + (i % 7),
                "started_at": "", "finished_at": "", "sandbox": None, "trace": trace,
                "env_outcomes": {"code": {"ok": 2, **({"timeout": 1} if i % 4 == 3 else {})}}}
@@ -70,66 +74,51 @@ def make_run_dir(root: Path, n: int, *, flip: frozenset[int] = frozenset(), big_
         events = [
             {"t": 0.0, "type": "task", "task": f"Question {i}: what is the answer?"},
             {"t": 0.01, "type": "system_prompt", "source": "assistant", "content": f"SYSTEM PROMPT of {iid}"},
-            {"t": 0.02, "type": "model_call", "model": "fake-model", "seconds": 0.5, "usage": {"prompt_tokens": 10, "completion_tokens": 5},
+            {"t": 0.02, "type": "model_call", "model": "fake-model", "seconds": 0.5,
+             "usage": {"prompt_tokens": 10, "completion_tokens": 5},
              "content": None, "tool_calls": [{"name": "run_python", "arguments": {"code": "print(1)"}}],
              "messages": [{"role": "system", "content": "SYSTEM"}, {"role": "user", "content": f"Question {i}"}]},
-            {"t": 0.03, "type": "tool_call", "source": "assistant", "name": "run_python", "arguments": {"code": "print(1)"}, "call_id": "c1"},
-            {"t": 0.5, "type": "env", "env": "code", "action": "run_python", "args": {"code": "print(1)"}, "outcome": "ok",
+            {"t": 0.03, "type": "tool_call", "source": "assistant", "name": "run_python",
+             "arguments": {"code": "print(1)"}, "call_id": "c1"},
+            {"t": 0.5, "type": "env", "env": "code", "action": "run_python", "args": {"code": "print(1)"},
+             "outcome": "ok",
              "seconds": 0.4, "result": "1\n" + "x" * big_output},
-            {"t": 0.6, "type": "tool_result", "name": "run_python", "call_id": "c1", "content": "exit code: 0\nstdout:\n1\n" + "y" * big_output},
+            {"t": 0.6, "type": "tool_result", "name": "run_python", "call_id": "c1",
+             "content": "exit code: 0\nstdout:\n1\n" + "y" * big_output},
         ]
         if shots and i == 1:
             shot_dir = root / "traces" / f"{iid}-a1-shots"
             shot_dir.mkdir(exist_ok=True)
             (shot_dir / "shot-1.png").write_bytes(PNG)
             events.append({"t": 0.7, "type": "env", "env": "web", "action": "screenshot", "args": {}, "outcome": "ok",
-                           "seconds": 0.1, "result": "Screenshot saved to the trace (shot-1.png). Current page: http://shop.gaia.test/"})
+                           "seconds": 0.1,
+                           "result": "Screenshot saved to the trace (shot-1.png). Current page: http://shop.gaia.test/"})
         if kind:
-            events.append({"t": 0.8, "type": "error", "kind": kind, "message": f"{kind} failure in {iid}", "traceback": "Traceback ..."})
+            events.append({"t": 0.8, "type": "error", "kind": kind, "message": f"{kind} failure in {iid}",
+                           "traceback": "Traceback ..."})
         else:
             if status == "limit":
                 events.append({"t": 0.8, "type": "limit", "limit": "max_steps", "detail": "30 model calls"})
-            events.append({"t": 0.9, "type": "message", "source": "assistant", "content": f"<solution>answer {i}</solution>"})
+            events.append({"t": 0.9, "type": "message", "source": "assistant",
+                           "content": f"<solution>answer {i}</solution>"})
             if i % 2 == 0:  # the verdict event, where the harness writes it
                 events.append({"t": 1.0, "type": "verdict", "source": "run", "status": status, "answer": row["answer"],
                                "answer_source": row["answer_source"], "target": row["target"], "correct": bool(correct),
                                "scores": {"gaia": {"correct": bool(correct), "value": float(bool(correct)),
                                                    "explanation": row["scores"]["gaia"]["explanation"],
-                                                   "details": {"kind": "string", "compared": [f"answer {i}", row["target"]]}}}})
+                                                   "details": {"kind": "string",
+                                                               "compared": [f"answer {i}", row["target"]]}}}})
         (root / trace).write_text("".join(json.dumps(e) + "\n" for e in events))
     (root / "output.jsonl").write_text("".join(line + "\n" for line in lines))
     (root / "report.json").write_text(json.dumps({"n_selected": n, "leaked_containers": 0, "future_key": {"a": 1},
-                                                  "scorers": {"gaia": {"n": n, "correct": 1, "accuracy": 1 / max(n, 1), "ci95": [0.0, 0.5]}},
+                                                  "scorers": {"gaia": {"n": n, "correct": 1, "accuracy": 1 / max(n, 1),
+                                                                       "ci95": [0.0, 0.5]}},
                                                   "ids": {"passed": ids[:1]}}))
     return root
 
 
 def expected_latest(n: int) -> int:
     return n
-
-
-@pytest.fixture(scope="module")  # one Playwright per module: test_viewer.py imports this fixture
-def browser():
-    if not CHROMIUM.exists():
-        pytest.skip("needs Debian's chromium at /usr/bin/chromium (scripts/setup.sh installs it)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True)
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def page(browser):
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
-    pg = ctx.new_page()
-    pg.requests = []  # every URL the page asked for
-    pg.errors = []
-    pg.on("request", lambda r: pg.requests.append(r.url))
-    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
-    yield pg
-    ctx.close()
 
 
 def shown(pg) -> int:
@@ -173,7 +162,8 @@ def test_embedded_traces_are_packed_and_cut(tmp_path):
     run = make_run_dir(tmp_path / "r", 2, big_output=100_000)
     data = pages.load_run(run, with_traces=True)
     events = pages.unpack_trace(data["traces"]["task-0001"])
-    assert events[1] == {"t": 0.01, "type": "system_prompt", "source": "assistant", "content": "SYSTEM PROMPT of task-0001"}
+    assert events[1] == {"t": 0.01, "type": "system_prompt", "source": "assistant",
+                         "content": "SYSTEM PROMPT of task-0001"}
     result = next(e for e in events if e["type"] == "tool_result")
     assert len(result["content"]) < pages.MAX_TEXT + 100
     assert len(data["traces"]["task-0001"]) < 5_000  # gzip takes the repeated filler
@@ -244,7 +234,8 @@ def test_html_report_comparison(tmp_path, page):
     assert page.inner_text("#cmp-table .fixed-count") == "2"
     page.click("#run-tabs button:has-text('new')")
     page.select_option("#f-compare", "fixed")
-    assert sorted(page.locator("#rows tbody tr").evaluate_all("rs => rs.map(r => r.dataset.id)")) == ["task-0001", "task-0003"]
+    shown_ids = page.locator("#rows tbody tr").evaluate_all("rs => rs.map(r => r.dataset.id)")
+    assert sorted(shown_ids) == ["task-0001", "task-0003"]
     page.select_option("#f-compare", "broken")
     assert shown(page) == 2
     page.screenshot(path=str(tmp_path / "comparison.png"), full_page=True)

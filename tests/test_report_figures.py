@@ -16,7 +16,7 @@ from harness.report.build import build_report
 from harness.report.view import ViewServer
 from harness.results.store import read_rows
 from tests.helpers.e2e import containers_of, explain, harness, out_dir
-from tests.test_html_report import browser, make_run_dir, open_report, page, report  # noqa: F401  (fixtures)
+from tests.test_html_report import make_run_dir, open_report, report
 
 SUM = "import pandas as pd; print(pd.read_csv('nums.csv').x.sum())"
 
@@ -73,7 +73,7 @@ def replayed_dataset(folder):
 
 
 @pytest.mark.docker
-def test_every_figure_of_the_html_page_and_the_viewer_is_report_json_s(tmp_path, page):  # noqa: F811
+def test_every_figure_of_the_html_page_and_the_viewer_is_report_json_s(tmp_path, page):
     data, config = replayed_dataset(tmp_path / "data")
     out = out_dir(tmp_path, "fig")
     proc = harness("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out,

@@ -34,7 +34,7 @@ from tests.helpers.e2e import (
     rows,
     run_replayed,
 )
-from tests.test_html_report import browser, open_report, page, report  # noqa: F401 - fixtures
+from tests.test_html_report import open_report, report
 
 CTX = ScoreContext(question="Sum column x of nums.csv.")
 HELPERS = "tests.helpers.scorers"
@@ -174,7 +174,7 @@ def _no_verdict_shown(proc, out, name: str, first: str) -> dict:
 
 
 @pytest.mark.docker
-def test_a_raising_scorer_in_a_real_run_exits_3_counted_and_shown_in_the_html(tmp_path, page):  # noqa: F811
+def test_a_raising_scorer_in_a_real_run_exits_3_counted_and_shown_in_the_html(tmp_path, page):
     proc, out = run_replayed(tmp_path, SUM, "--scorer", f"{HELPERS}:raises", "--scorer", "gaia", env=WIDE)
     _no_verdict_shown(proc, out, "raises", "scorer error: RuntimeError: scorer bug: cannot compare")
     assert rows(out)[0]["scores"]["gaia"]["correct"] is True  # the other scorer's verdict stands

@@ -10,9 +10,9 @@ import urllib.request
 
 import pytest
 
-from harness.results.store import latest_by_key, read_rows
 from harness.report.view import ViewServer
-from tests.test_html_report import browser, make_run_dir, outcome, page, shown  # noqa: F401  (fixtures)
+from harness.results.store import latest_by_key, read_rows
+from tests.test_html_report import make_run_dir, outcome, shown
 
 
 def local_only(requests: list[str], url: str) -> bool:
@@ -148,7 +148,8 @@ def test_live_state_of_a_run_directory(tmp_path):
             path = run / layout.trace_name(iid, 1, epoch)
             path.write_text(json.dumps({"t": 0.0, "type": "task", "task": "q"}) + "\n")
         got = {(f.instance_id, f.epoch, f.trace) for f in watcher.in_flight(ids, True)}
-        assert got == {(i, e, layout.trace_name(i, 1, e)) for i, e in (("task-0003", 1), ("odd-e2", 1), ("task-0001", 2))}
+        keys = (("task-0003", 1), ("odd-e2", 1), ("task-0001", 2))
+        assert got == {(i, e, layout.trace_name(i, 1, e)) for i, e in keys}
         with open(run / layout.trace_name("task-0003", 1), "a") as fh:
             fh.write(json.dumps({"type": "verdict", "correct": True}) + "\n")
         assert "task-0003" not in {f.instance_id for f in watcher.in_flight(ids, True)}
@@ -180,13 +181,17 @@ def test_viewer_shows_running_instances_and_accuracy_so_far(tmp_path, page):
 
         trace = run / RunDir(run).trace_name("task-0007", 1)
         with open(trace, "a") as fh:  # what the agent's tracer does: one flushed line per event
-            fh.write(json.dumps({"t": 2.0, "type": "message", "source": "assistant", "content": "STREAMED LINE"}) + "\n")
-        page.wait_for_function("() => document.querySelector('#trace').innerText.includes('STREAMED LINE')", timeout=10_000)
+            fh.write(json.dumps({"t": 2.0, "type": "message", "source": "assistant",
+                                 "content": "STREAMED LINE"}) + "\n")
+        page.wait_for_function("() => document.querySelector('#trace').innerText.includes('STREAMED LINE')",
+                               timeout=10_000)
         # it finishes: its row replaces the running one, and the panel shows the row and the verdict
         row = json.loads((run / "output.jsonl").read_text().splitlines()[-1])
-        row.update(instance_id="task-0007", correct=True, status="ok", error_kind=None, trace=RunDir(run).trace_name("task-0007", 1))
+        row.update(instance_id="task-0007", correct=True, status="ok", error_kind=None,
+                   trace=RunDir(run).trace_name("task-0007", 1))
         with open(trace, "a") as fh:
-            fh.write(json.dumps({"type": "verdict", "source": "run", "status": "ok", "correct": True, "scores": {}}) + "\n")
+            fh.write(json.dumps({"type": "verdict", "source": "run", "status": "ok", "correct": True,
+                                 "scores": {}}) + "\n")
         with open(run / "output.jsonl", "a") as fh:
             fh.write(json.dumps(row) + "\n")
         page.wait_for_selector("#rows tbody tr[data-id='task-0007'] td.st-ok", timeout=10_000)
@@ -194,7 +199,8 @@ def test_viewer_shows_running_instances_and_accuracy_so_far(tmp_path, page):
         assert page.inner_text("#progress").startswith("4/8 correct so far, 8 of 12 finished")
         lock.release()
         (run / "report.json").write_text((run / "report.json").read_text() + " ")  # the run's end rewrites it
-        page.wait_for_function("() => document.querySelector('.run-state').innerText.startsWith('not running')", timeout=10_000)
+        page.wait_for_function("() => document.querySelector('.run-state').innerText.startsWith('not running')",
+                               timeout=10_000)
         assert not page.errors
         assert local_only(page.requests, server.url)
 
@@ -205,8 +211,8 @@ def test_viewer_waits_for_a_folder_and_picks_up_new_runs(tmp_path, page):
         wait_ready(page, server.url)
         assert "waiting for" in page.inner_text("#waiting")
         make_run_dir(runs / "first", 12)
-        page.wait_for_function("() => document.querySelector('#row-count') && document.querySelector('#row-count').dataset.total === '12'",
-                               timeout=10_000)
+        page.wait_for_function("() => document.querySelector('#row-count')"
+                               " && document.querySelector('#row-count').dataset.total === '12'", timeout=10_000)
         second = make_run_dir(runs / "second", 12, flip=frozenset({0, 1, 2, 3}))
         page.wait_for_function("() => document.querySelectorAll('#runs-table tbody tr').length === 2", timeout=10_000)
         assert page.locator("#cmp-table").count() == 0  # listed, not compared
@@ -217,10 +223,11 @@ def test_viewer_waits_for_a_folder_and_picks_up_new_runs(tmp_path, page):
         config = json.loads((second / "run.json").read_text())
         (second / "run.json").write_text(json.dumps({**config, "dataset_fingerprint": "another"}))
         (runs / "first" / "run.json").write_text(json.dumps({**config, "dataset_fingerprint": "one"}))
-        page.wait_for_function("() => document.querySelector('#cmp-table .delta').innerText.includes('not compared: another dataset')",
-                               timeout=10_000)
+        page.wait_for_function("() => document.querySelector('#cmp-table .delta').innerText"
+                               ".includes('not compared: another dataset')", timeout=10_000)
         page.check("#cmp-force")
-        page.wait_for_function("() => document.querySelector('#cmp-table .delta').innerText.includes('compared anyway')", timeout=10_000)
+        page.wait_for_function("() => document.querySelector('#cmp-table .delta').innerText"
+                               ".includes('compared anyway')", timeout=10_000)
         assert not page.errors
         assert local_only(page.requests, server.url)
 
