@@ -165,7 +165,7 @@ def test_many_small_hogs_are_killed_before_the_service(provider, image, run_id, 
         assert sb.shell("ps -o pid=,args= -p 1").stdout.split()[0] == "1"
         adj = sb.shell("cat /proc/self/oom_score_adj; cat /proc/1/oom_score_adj").stdout.split()
         assert int(adj[0]) > int(adj[1]), adj  # commands are the OOM killer's first choice
-    reliability.record("60 processes of ~14 MB each under --memory 256m (sandboxd ~%d MB)" % (rss >> 10),
+    reliability.record(f"60 processes of ~14 MB each under --memory 256m (sandboxd ~{rss >> 10} MB)",
                        f"{killed} hogs OOM-killed, sandboxd kept serving", leaked=leaked(provider, run_id), started=t0)
 
 
