@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import InfraError
+from harness.errors import InfraError, SandboxDied
 from harness.sandbox.contract import SandboxSpec
 from harness.sandbox.docker import engine
 from harness.sandbox.registry import get_provider
@@ -139,7 +139,7 @@ def test_a_sandbox_on_the_worker_answers_at_the_workers_address(two_nodes):
             assert sb.handle().host == worker.host_addr
         for sb in started:
             provider.teardown(sb)
-        with pytest.raises(Exception):
+        with pytest.raises(SandboxDied):  # the contract's answer for a sandbox torn down (conformance suite)
             by_node[ids["worker"]][0].shell("true")
     finally:
         provider.cleanup(run_id=run_id)
