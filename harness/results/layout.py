@@ -17,12 +17,13 @@
     ../summary.csv   one row per output directory (its output_dir column), in the directory's parent; a
                  re-run or `harness score` replaces the directory's row
     traces/          one JSONL trace per instance attempt (and epoch) (harness/traces), screenshots beside them; the
-                 parent appends `limit` (a wall-clock kill) and `verdict` (after scoring) events
+                 parent appends `limit` (a wall-clock kill), `divergence` (a replayed tool result that
+                 differs from the recording) and `verdict` (after scoring) events
     .harness.lock    held while a run or rescore writes here (a second one is refused)
     report.html      `harness report DIR --html` (harness/report/html.py): one self-contained page, opens offline
     output.rescue.jsonl  rows output.jsonl would not take (it became unwritable); the next run merges them
-    output.set-aside.jsonl  lines a run took out of output.jsonl before resuming (harness/results/integrity.py):
-                     damaged lines (cut short, glued) and, with --force, rows made from other instances
+    output.set-aside.jsonl  lines a run took out of output.jsonl before resuming: damaged ones (cut short,
+                 glued) and, with --force, rows made from other instances than the dataset's
     .harness-tmp/    the agent processes' request files (they hold sandbox tokens), mode 0700; emptied
                      when a run starts here, so a killed run's are gone after the next one
 """

@@ -132,8 +132,8 @@ def test_an_endless_reply_ends_the_instance_as_a_model_error(tmp_path, image, re
             record = _hung_up_early(server)
         (row,) = rows(out)
         reliability.record(f"model answers 200 then bytes forever ({agent} agent)",
-                           f"row {row['error_kind']} error after {record['sent'] / 2**20:.1f} MiB sent "
-                           f"(cap {CAP_MIB} MiB), exit {proc.returncode}",
+                           f"row {row['error_kind']} error; the client hung up after {record['sent'] / 2**20:.1f} "
+                           f"MiB sent (cap {CAP_MIB} MiB, socket buffers the rest), exit {proc.returncode}",
                            lost=0 if len(rows(out)) == 1 else 1, leaked=len(containers_of(out)), started=t0)
         assert row["instance_id"] == iid and row["status"] == "error" and row["error_kind"] == "model", row
         assert f"HARNESS_MODEL_MAX_REPLY_MIB={CAP_MIB}" in row["error"], row
@@ -171,7 +171,9 @@ def test_an_endless_preflight_reply_exits_2_within_the_deadline(tmp_path, reliab
         if case != "deadline":
             _hung_up_early(judge if case == "cap (judge)" else agent)
     reliability.record(f"model preflight answered by bytes forever: {case}",
-                       f"exit {proc.returncode} in {seconds:.1f} s before any container", leaked=len(created),
+                       f"exit {proc.returncode} in {seconds:.1f} s, before any container ("
+                       + (f"HARNESS_PREFLIGHT_TIMEOUT={deadline}" if case == "deadline" else f"cap {CAP_MIB} MiB")
+                       + ")", leaked=len(created),
                        seconds=seconds)
     assert proc.returncode == exit_codes.INPUT, explain(proc)
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error")]

@@ -158,6 +158,12 @@ class SecondEngine:
 
     def _dockerd(self) -> None:
         self.data_root.mkdir(parents=True, exist_ok=True)
+        # The data root persists between sessions (its images are worth keeping), but its network store and
+        # swarm state belong to engines that are gone: a swarm network a killed session left instantiated there
+        # claims its bridge name, and the next swarm's network of the same bridge is then refused on this node
+        # ("networks have same bridge name"). Each start begins with neither; tests make what they need.
+        (self.data_root / "network" / "files" / "local-kv.db").unlink(missing_ok=True)
+        shutil.rmtree(self.data_root / "swarm", ignore_errors=True)
         # The engine's own bridge: a /24 next to the veth's (10.213.N.0 -> 10.214.N.0), never docker0's.
         octets = str(self.subnet.network_address).split(".")
         bridge = f"{octets[0]}.{int(octets[1]) + 1}.{octets[2]}.1/24"
