@@ -81,6 +81,11 @@ class EngineConflict(EngineRefused):
     removal is already in progress."""
 
 
+class EngineKillTimedOut(EngineRefused):
+    """The engine killed the container but gave up waiting for it to exit (hundreds of busy processes
+    under a CPU limit take long to die); asking again goes on waiting."""
+
+
 class EngineInUse(EngineRefused):
     """The object cannot be removed while something uses it (a network with active endpoints)."""
 

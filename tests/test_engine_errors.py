@@ -14,7 +14,15 @@ import docker.errors
 import pytest
 import requests
 
-from harness.errors import EngineConflict, EngineInUse, EngineNotFound, EngineRefused, InfraError, PortTaken
+from harness.errors import (
+    EngineConflict,
+    EngineInUse,
+    EngineKillTimedOut,
+    EngineNotFound,
+    EngineRefused,
+    InfraError,
+    PortTaken,
+)
 from harness.sandbox.contract import SandboxSpec
 from harness.sandbox.docker import cleanup, engine, naming, ports
 from harness.sandbox.swarm import networks as swarm_networks
@@ -51,6 +59,8 @@ ANSWERS = [
     (404, "No such container: harness-x", EngineNotFound),
     (404, "no such image: nosuch:1: No such image: nosuch:1", EngineNotFound),
     (404, "network harness-x not found", EngineNotFound),
+    (500, "Could not kill running container a0a4cea610fc, cannot remove - tried to kill container, but did not "
+          "receive an exit event", EngineKillTimedOut),
 ]
 
 
@@ -195,3 +205,23 @@ def test_cleanup_keeps_a_runs_network_that_a_container_it_did_not_choose_still_u
     finally:
         bystander.remove(force=True, v=True)
         engine.remove_network(name)
+
+
+def test_a_removal_whose_kill_timed_out_asks_again_until_the_container_is_gone(monkeypatch):
+    """A sandbox full of busy processes: dockerd's kill gave up waiting for the exit (a 500); the removal
+    asks again (it failed the run with exit 1 before), and gives up only after its patience."""
+    monkeypatch.setattr("time.sleep", lambda s: None)
+    timed_out = api_error(500, ANSWERS[-1][1], "/v1.41/containers/x")
+    answers = [timed_out, timed_out, None]
+
+    class Api:
+        def remove_container(self, *args, **kwargs):
+            if (answer := answers.pop(0)) is not None:
+                raise answer
+
+    monkeypatch.setattr(engine, "client", lambda: type("C", (), {"api": Api()})())
+    engine.remove_container("x")
+    assert answers == []
+    answers[:] = [timed_out] * 50
+    with pytest.raises(EngineKillTimedOut):
+        engine.remove_container("x", patience=0.0)

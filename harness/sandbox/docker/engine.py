@@ -32,6 +32,7 @@ import requests.exceptions
 from harness.errors import (
     EngineConflict,
     EngineInUse,
+    EngineKillTimedOut,
     EngineNotFound,
     EngineRefused,
     EngineUnavailable,
@@ -208,6 +209,7 @@ def sandbox_host() -> str:
 REFUSALS: tuple[tuple[int | None, tuple[str, ...], type[EngineRefused]], ...] = (
     (None, ("port is already allocated", "address already in use"), PortTaken),
     (None, ("has active endpoints",), EngineInUse),
+    (500, ("did not receive an exit event",), EngineKillTimedOut),
     (404, (), EngineNotFound),
     (409, (), EngineConflict),
 )
@@ -279,13 +281,25 @@ def raise_if_dead(container_id: str, name: str, cause: BaseException | None = No
     raise SandboxDied(f"sandbox {name} died: {detail}") from cause
 
 
-def remove_container(container_id: str) -> None:
+KILL_PATIENCE_S = 120.0  # how long a removal goes on asking while the engine's kill waits for the exit
+
+
+def remove_container(container_id: str, *, patience: float = KILL_PATIENCE_S) -> None:
     """Force-remove with volumes; gone already, or being removed by someone else (a concurrent
-    `harness cleanup`: the conflict a forced remove can meet), is fine."""
-    try:
-        call("remove", lambda: client().api.remove_container(container_id, force=True, v=True))
-    except (EngineNotFound, EngineConflict):
-        pass
+    `harness cleanup`: the conflict a forced remove can meet), is fine. A container whose processes
+    are slow to die (the engine's kill timed out waiting for the exit) is asked again, for `patience`
+    seconds: the next kill finds fewer processes."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            call("remove", lambda: client().api.remove_container(container_id, force=True, v=True))
+            return
+        except (EngineNotFound, EngineConflict):
+            return
+        except EngineKillTimedOut:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(1.0)
 
 
 def remove_network(name: str) -> None:
