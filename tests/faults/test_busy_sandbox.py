@@ -90,11 +90,10 @@ def test_nine_hundred_busy_background_processes_leave_the_sandbox_the_agents(tmp
                        started=t0)
     assert proc.returncode == 0, explain(proc)
     assert row["attempt"] == 1 and row["status"] == "ok" and row["error_kind"] is None, row
-    assert "spawned" in results[0], results[0][-500:]
-    # With 900 spinners in its one CPU, the sandbox may be too slow for the next commands on a loaded host:
-    # each then ran or timed out, the agent's outcome either way (never infra: attempt 1, above).
-    for later in results[1:3]:
-        assert "still-alive" in later or "again" in later or "timed out" in later, later[-500:]
+    # With 900 spinners in its one CPU, the sandbox may be too slow for any command (even the spawning one, on
+    # a quiet 2-core host in CI): each ran or timed out, the agent's outcome either way (never infra: attempt 1).
+    for result in results:
+        assert any(word in result for word in ("spawned", "still-alive", "again", "timed out")), result[-500:]
     assert len(results) == 3 and set(row["env_outcomes"]["code"]) <= {"ok", "timeout"}, row
     assert leaked == 0
 
