@@ -158,7 +158,8 @@ def smoke(
 
 @app.command("run")
 def run_cmd(
-    dataset: Path = typer.Option(..., help="GAIA folder (metadata.jsonl/.parquet) or a .jsonl/.csv file."),
+    dataset: Path = typer.Option(..., help="GAIA folder (metadata.jsonl/.parquet), a .jsonl/.csv file, or a "
+                                           "Hugging Face Hub dataset hf://OWNER/NAME[@REVISION]."),
     model: str = typer.Option(..., help="A \\[llm.NAME] section of --config, 'replay', or "
                                         "openai-compatible/NAME with --model-base-url (no config needed)."),
     model_base_url: str | None = typer.Option(None, help="With --model openai-compatible/NAME: the server's "
@@ -180,6 +181,7 @@ def run_cmd(
     limit: int | None = typer.Option(None, help="Run at most N instances."),
     ids: str | None = typer.Option(None, help="Comma-separated instance ids to run."),
     skip: str | None = typer.Option(None, help="Comma-separated instance ids to skip."),
+    level: str | None = typer.Option(None, help="Comma-separated levels to run (GAIA's 1, 2, 3)."),
     offset: int = typer.Option(0, help="Start at this index (sharding: --offset K --stride N)."),
     stride: int = typer.Option(1, help="Take every N-th instance."),
     shuffle: bool = typer.Option(False, help="Shuffle before offset/stride/limit."),
@@ -198,6 +200,15 @@ def run_cmd(
     record: Path | None = typer.Option(None, help="Append the model's turns to this replay file."),
     judge_model: str | None = typer.Option(None, help="\\[llm.NAME] section for --scorer llm_judge."),
     website: Path | None = typer.Option(None, help="Offline site folder to serve on an internal network."),
+    search: str | None = typer.Option(None, help="web_search's provider: tavily, serper, brave, searxng, site (the "
+                                                 "--website, crawled once), none (default: [search] provider, "
+                                                 "else site with --website, else none)."),
+    search_block: list[str] = typer.Option([], help="Block a domain or URL pattern in search results and the "
+                                                    "browser, beside the defaults (GAIA's published copies); "
+                                                    "'none' drops the defaults."),
+    no_search_cache: bool = typer.Option(False, help="Ask the search provider every time (no per-run cache)."),
+    mcp: list[str] = typer.Option([], help="NAME=COMMAND: a stdio MCP server started in each sandbox, its tools "
+                                           "offered as NAME__TOOL (repeatable; also [mcp.NAME] in --config)."),
     prompt_template: Path | None = typer.Option(None, help="The task's instruction, a text file with {question}, "
                                                               "{files}, {conventions}, {instance_id} (default: the "
                                                               "question, its files, the benchmark's answer rules)."),
@@ -237,7 +248,9 @@ def run_cmd(
         configuration = RunConfiguration.from_flags(
             dataset=dataset, model=model, model_base_url=model_base_url, model_key_env=model_key_env,
             config=config, scorers=scorer, judge_model=judge_model, agent=agent, prompt_template=prompt_template,
-            selection={"ids": split_list(ids), "skip": split_list(skip), "offset": offset, "stride": stride,
+            search=search, search_block=search_block, no_search_cache=no_search_cache, mcp=mcp,
+            selection={"ids": split_list(ids), "skip": split_list(skip), "level": split_list(level),
+                       "offset": offset, "stride": stride,
                        "shuffle": shuffle, "seed": seed, "limit": limit},
             limits={"max_steps": max_steps, "max_tokens": max_tokens, "instance_timeout": instance_timeout,
                     "command_timeout": command_timeout, "page_size": page_size},
@@ -326,6 +339,27 @@ def report_cmd(
 
         for c in build_data(list(output_dirs), with_traces=False, force=compare)["comparisons"]:
             log(comparison_line(c))
+
+
+@app.command("export")
+def export_cmd(
+    output_dir: Path = typer.Argument(..., help="A run's output directory."),
+    fmt: str = typer.Option(..., "--format", help="gaia (the leaderboard's JSON Lines submission), inspect (an "
+                                                  "Inspect AI eval log, .json) or jsonl (the rows flattened)."),
+    out: Path = typer.Option(..., "--out", help="The file to write (replaced atomically)."),
+    allow_missing: bool = typer.Option(False, "--allow-missing", help="gaia: write the submission even though "
+                                                                      "some selected tasks have no row."),
+) -> None:
+    """Write a run in another tool's format. Exit 2 (nothing written) when the file would not be valid."""
+    from harness.export import export
+
+    try:
+        warnings = export(output_dir, fmt, out, allow_missing=allow_missing)
+    except HarnessError as exc:
+        fail(exc)
+    for warning in warnings:
+        say(console, warning, style="yellow")
+    log(f"wrote {out} ({fmt})")
 
 
 @app.command("view")

@@ -20,6 +20,7 @@ Rules (`read_run`):
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,7 @@ class RunFigures:
     levels: dict[str, str] = field(default_factory=dict)  # id -> level key ("unknown" without one)
     selected: dict[str, int | None] = field(default_factory=dict)  # selected.json: id -> dataset level
     damaged: int = 0  # lines of output.jsonl skipped (lenient reading only)
+    normalize: Callable[[str], str] | None = None  # the headline scorer's answer key (majority votes; None: GAIA's)
 
 
 def _json(path: Path) -> Any:
@@ -92,7 +94,7 @@ def read_run(run_dir: Path, *, lenient: bool = False) -> RunFigures:
     latest = latest_by_key(rows)
     levels = {iid: level_of(iid, selected, [latest.get((iid, e)) for e in range(1, epochs + 1)]) for iid in ids}
     return RunFigures(root=layout.root, report=report, rebuilt=rebuilt, written=written, rows=rows, run=run, ids=ids,
-                      epochs=epochs, levels=levels, selected=selected, damaged=damaged,
+                      epochs=epochs, levels=levels, selected=selected, damaged=damaged, normalize=normalize,
                       verdicts=headline_verdicts(rows, ids, epochs=epochs, reducers=reducers, normalize=normalize))
 
 

@@ -1,0 +1,39 @@
+"""`harness export RUN_DIR --format FORMAT --out FILE`: a run in the formats other tools read.
+
+One module per format, each `render(run) -> (text, warnings)` over export/source.py's reading of
+the run directory (harness/report/load.py's aggregation): `gaia` (the leaderboard's submission,
+export/gaia.py), `inspect` (an Inspect AI eval log, export/inspect_log.py), `jsonl` (the rows
+flattened, export/jsonl.py). The file is written atomically (harness/fsutil.py) and only when
+its format's checks pass (InputError otherwise: nothing is written).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.errors import InputError
+from harness.export import gaia, inspect_log, jsonl
+from harness.export.source import open_run
+from harness.fsutil import write_atomic
+
+FORMATS = ("gaia", "inspect", "jsonl")
+
+
+def export(run_dir: Path, fmt: str, out: Path, *, allow_missing: bool = False) -> list[str]:
+    """Write `out` in format `fmt`; returns the warnings. InputError for a bad format, directory or file."""
+    if fmt not in FORMATS:
+        raise InputError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    if fmt == "inspect" and out.suffix != ".json":
+        raise InputError(f"--out {out}: an Inspect log written here must end in .json "
+                         "(Inspect reads a log by its suffix)")
+    if allow_missing and fmt != "gaia":
+        raise InputError("--allow-missing applies to --format gaia only")
+    run = open_run(run_dir)
+    if fmt == "gaia":
+        text, warnings = gaia.render(run, allow_missing=allow_missing)
+    else:
+        text, warnings = (inspect_log if fmt == "inspect" else jsonl).render(run)
+    if not out.parent.is_dir():
+        raise InputError(f"--out {out}: the folder {out.parent} does not exist")
+    write_atomic(out, text)
+    return warnings
