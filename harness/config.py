@@ -29,6 +29,10 @@ from typing import TypedDict, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harness.agents.contract import Limits, UserSimulation
+from harness.datasets import hub
+from harness.environments import mcp_config
+from harness.environments.mcp_config import McpServer
+from harness.environments.websearch.settings import SearchSettings, resolve
 from harness.errors import InputError, validation_problems
 from harness.models.config import ModelSection, flag_section, load_config, parse_section
 from harness.sandbox.contract import DEFAULT_DISK, SandboxSpec, parse_size
@@ -63,8 +67,14 @@ class Resources(TypedDict):
 
 
 class DatasetChoice(Section):
-    path: Path  # --dataset: a GAIA folder, or a .jsonl/.csv file
+    path: Path  # --dataset: a GAIA folder, a .jsonl/.csv file, or hf://OWNER/NAME[@REVISION]
     split: str | None = None  # --split: 2023/SPLIT/ under a GAIA root
+
+    @field_validator("path")
+    @classmethod
+    def _hub_reference(cls, path: Path) -> Path:
+        hub.parse(path)  # a malformed hf:// reference is refused here (harness/datasets/hub.py)
+        return path
 
     @property
     def root(self) -> Path:
@@ -77,6 +87,7 @@ class Selection(Section):
 
     ids: tuple[str, ...] | None = None
     skip: tuple[str, ...] | None = None
+    level: tuple[int, ...] | None = None  # --level 1,2: GAIA's levels (any dataset's `level`)
     offset: int = Field(0, ge=0)
     stride: int = Field(1, ge=1)
     shuffle: bool = False
@@ -220,6 +231,8 @@ class TomlConfig:
         judge = self._data.get("scorer", {}).get("llm_judge", {})
         self.judge_model: str | None = judge.get("model")
         self.judge_rubric: str | None = judge.get("rubric") or None
+        self.search: object = self._data.get("search")  # [search] (environments/websearch/settings.py)
+        self.mcp = mcp_config.from_toml(self._data, f"--config {path}")  # [mcp.NAME] (environments/mcp_config.py)
 
     def section(self, name: str, dataset_root: Path | None = None) -> ModelSection:
         return parse_section(self._data, name, dataset_root=dataset_root)
@@ -255,6 +268,9 @@ class RunConfiguration(Section):
     replay: Replay = Replay()
     prompt_template: Path | None = None  # --prompt-template FILE (runner/prompt.py); None: the default
     output: Output
+    # --search, --search-block, --no-search-cache and [search] (environments/websearch/settings.py: resolve)
+    search: SearchSettings = SearchSettings()
+    mcp: tuple[McpServer, ...] = ()  # --mcp NAME=COMMAND and [mcp.NAME] (environments/mcp_config.py)
 
     @model_validator(mode="after")
     def _replay_model(self) -> RunConfiguration:
@@ -265,7 +281,9 @@ class RunConfiguration(Section):
     @classmethod
     def from_flags(cls, *, dataset: Path, split: str | None = None, model: str, model_base_url: str | None = None,
                    model_key_env: str | None = None, config: Path | None = None, scorers: list[str] | None = None,
-                   judge_model: str | None = None, **sections: object) -> RunConfiguration:
+                   judge_model: str | None = None, search: str | None = None,
+                   search_block: list[str] | None = None, no_search_cache: bool = False,
+                   mcp: list[str] | None = None, **sections: object) -> RunConfiguration:
         """The configuration of these flags (keyword `sections`: each section's fields, e.g.
         limits={"max_steps": 30}); InputError naming the flag when any is wrong."""
         toml = TomlConfig(config)
@@ -274,6 +292,10 @@ class RunConfiguration(Section):
         raw = {"dataset": {"path": dataset, "split": split},
                "model": agent_section, "model_flag": model,
                "scoring": Scoring.from_flags(scorers or ["gaia"], judge_model, toml), **sections}
+        sandbox = sections.get("sandbox")
+        website = isinstance(sandbox, dict) and sandbox.get("website") is not None
+        raw["search"] = resolve(search, search_block, no_search_cache, toml.search, website)
+        raw["mcp"] = mcp_config.combine(mcp or [], toml.mcp)
         return build(cls, raw)
 
 

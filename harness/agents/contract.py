@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from harness.datasets.model import Instance
+from harness.environments.mcp_config import McpServer
+from harness.environments.websearch.settings import SearchSettings
 from harness.errors import ErrorKind, kind_of
 from harness.models.config import ModelSection
 from harness.results.model import Usage
@@ -77,6 +79,8 @@ class AgentRequest(BaseModel):
     # The run's directory of model-call slots (models/slots.py): the model's calls in flight, across
     # all agent processes, stay within its max_connections. None: no cap.
     slots_dir: str | None = None
+    search: SearchSettings | None = None  # the run's web search (environments/websearch/); None: no tool
+    mcp: tuple[McpServer, ...] = ()  # the run's MCP servers (environments/mcp_config.py), connected in the process
 
     @model_validator(mode="after")
     def _slots_to_model(self) -> AgentRequest:

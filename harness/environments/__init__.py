@@ -1,4 +1,4 @@
-"""Environments handed to agents: code execution, files as markdown, a browser.
+"""Environments handed to agents: code execution, files as markdown, a browser, pictures.
 
 They are also published as context variables, so any agent or tool can reach the
 current instance's environments without plumbing: `code_env.get()`, `file_env.get()`,
@@ -12,13 +12,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from harness.environments.audio import AudioEnv
 from harness.environments.code import CodeEnv, format_result
 from harness.environments.files import FileEnv
+from harness.environments.images import ImageEnv
 from harness.environments.web import WebEnv
 from harness.errors import InfraError
+
+if TYPE_CHECKING:
+    from harness.environments.websearch.env import WebSearch
 
 code_env: ContextVar[CodeEnv] = ContextVar("code_env")
 file_env: ContextVar[FileEnv] = ContextVar("file_env")
@@ -32,9 +37,17 @@ class Environments:
     code: CodeEnv
     file: FileEnv
     web: WebEnv | None = None
+    # Pictures for a vision model (harness/environments/images.py); None: the model sees text only.
+    images: ImageEnv | None = None
     # Called with an InfraError (sandbox died or unreachable): the instance cannot go on,
     # and the failure must not reach the model as ordinary tool output.
     on_fatal: Callable[[BaseException], None] | None = None
+    # transcribe_audio's provider (environments/audio.py): None, the model section names no transcription_model
+    audio: AudioEnv | None = None
+    # web_search's provider (environments/websearch/): None, the run searches nothing (--search none)
+    search: WebSearch | None = None
+    # the tools of the run's MCP servers, once connected (environments/mcp_tools.py `serving_mcp`)
+    mcp: list[Callable[..., Awaitable[str]]] = field(default_factory=list)
 
     def publish(self) -> None:
         code_env.set(self.code)
@@ -56,4 +69,5 @@ class Environments:
         return await self.guard(asyncio.to_thread(fn, *args))
 
 
-__all__ = ["CodeEnv", "FileEnv", "WebEnv", "Environments", "code_env", "file_env", "format_result", "web_env"]
+__all__ = ["CodeEnv", "FileEnv", "ImageEnv", "WebEnv", "Environments", "code_env", "file_env", "format_result",
+           "web_env"]

@@ -26,6 +26,9 @@ from harness.traces import EnvAction, Tracer
 if TYPE_CHECKING:
     from playwright.async_api import Browser, Page, Playwright
 
+    from harness.environments.images import ImageEnv
+    from harness.environments.websearch.guard import Guard
+
 PAGE_JS = (Path(__file__).with_name("page.js")).read_text()
 DOWNLOADS = f"{WORKSPACE}/downloads"
 
@@ -57,13 +60,24 @@ class ActionFailed(Exception):
         self.outcome = outcome
 
 
+def blocked_message(url: str, pattern: str) -> str:
+    return (f"{url} is blocked by the leakage guard (pattern {pattern!r}): it publishes the benchmark's "
+            "questions and answers. Find the facts elsewhere.")
+
+
 class WebEnv:
+    # The leakage guard (environments/websearch/guard.py), set by the agent's process: a URL it blocks is
+    # never requested by visit_url or download_file, and a page that lands on one (a click, a redirect) is
+    # left for about:blank before its text is read: the agent sees neither. Each is a `guard` event.
+    guard: Guard | None = None
+
     def __init__(self, sandbox: Sandbox, tracer: Tracer, *, screenshots: Path | None = None, page_size: int = 6000,
-                 action_timeout: float | None = None):
+                 action_timeout: float | None = None, images: ImageEnv | None = None):
         # One browser action (navigation, click, serialization). Pages on the offline
         # network answer in milliseconds; a page that takes longer is stuck, not slow.
         self.sandbox, self.tracer, self.page_size = sandbox, tracer, page_size
         self.screenshots = screenshots
+        self.images = images  # a vision model's pictures: a screenshot is shown to it (environments/images.py)
         self.action_timeout = action_timeout or settings().browser_action_timeout
         self._pw: Playwright | None = None
         self._browser: Browser | None = None
@@ -123,6 +137,9 @@ class WebEnv:
         try:
             await self._ensure()
             text = await asyncio.wait_for(body(), self.action_timeout)
+            if (pattern := self._blocked(self._url)) is not None:
+                await self._leave_blocked()
+                raise ActionFailed(blocked_message(self._url, pattern), "blocked")
         except TimeoutError:
             outcome = "timeout"
             text = (f"Error (timeout): the page did not respond within {self.action_timeout:.0f}s. "
@@ -155,6 +172,18 @@ class WebEnv:
         self.tracer.emit(EnvAction(env="web", action=action, args=args, outcome=outcome,
                                    seconds=round(time.monotonic() - started, 4), url=self._url, result=text[:2000]))
         return text
+
+    def _blocked(self, url: str) -> str | None:
+        """The guard's pattern that blocks `url` (traced as a `guard` event), or None."""
+        pattern = self.guard.blocks(url) if self.guard is not None and url else None
+        if pattern is not None:
+            self.tracer.emit(EnvAction(env="guard", action="block", outcome="blocked",
+                                       args={"url": url, "pattern": pattern, "source": "browser"}))
+        return pattern
+
+    async def _leave_blocked(self) -> None:
+        await self._current.goto("about:blank", timeout=self.action_timeout * 1000)
+        self._text, self._url, self._title, self._page_no = "", "about:blank", "", 1
 
     async def _fresh_page(self) -> None:
         """Replace a stuck or crashed page, and every other tab (popups share its renderer)."""
@@ -201,6 +230,8 @@ class WebEnv:
     async def visit(self, url: str) -> str:
         async def body():
             target = url if re.match(r"^[a-z][a-z0-9+.-]*:", url, re.I) else f"http://{url}"
+            if (pattern := self._blocked(target)) is not None:
+                raise ActionFailed(blocked_message(target, pattern), "blocked")
             await self._page.goto(target, wait_until="domcontentloaded", timeout=self.action_timeout * 1000)
             await self._snapshot()
             return self._view()
@@ -295,6 +326,8 @@ class WebEnv:
             url = target
             if not re.match(r"^[a-z][a-z0-9+.-]*://", target, re.I):
                 url = await (await self._find(target)).evaluate("el => el.href")
+            if (pattern := self._blocked(url)) is not None:
+                raise ActionFailed(blocked_message(url, pattern), "blocked")
             result = await asyncio.to_thread(self.sandbox.exec, ["python3", "-c", FETCH, url, DOWNLOADS],
                                              timeout=self.action_timeout)
             if result.timed_out:
@@ -309,10 +342,15 @@ class WebEnv:
     async def screenshot(self) -> str:
         async def body():
             png = await self._page.screenshot(timeout=self.action_timeout * 1000)
+            where = "a screenshot not kept (no trace directory)"
+            if self.screenshots is not None:
+                self.screenshots.mkdir(parents=True, exist_ok=True)
+                path = self.screenshots / f"shot-{int(time.time() * 1000)}.png"
+                path.write_bytes(png)
+                where = f"{self.screenshots.name}/{path.name}"  # beside the instance's trace
+            if self.images is not None:  # a vision model sees it: the caption names it, the runner shows it
+                return f"{self.images.screenshot(png, where).caption} Current page: {self._url}"
             if self.screenshots is None:
                 return "Screenshot taken (not kept: no trace directory)."
-            self.screenshots.mkdir(parents=True, exist_ok=True)
-            path = self.screenshots / f"shot-{int(time.time() * 1000)}.png"
-            path.write_bytes(png)
             return f"Screenshot saved to the trace ({path.name}). Current page: {self._url}"
         return await self._act("screenshot", {}, body)

@@ -19,6 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.agents.contract import Limits, UserSimulation
 from harness.config import RunConfiguration, Selection
+from harness.datasets import hub
+from harness.environments.mcp_config import McpServer
+from harness.environments.websearch.guard import DEFAULT_BLOCK
 from harness.errors import InputError
 from harness.fsutil import write_atomic
 from harness.models.config import ModelSection
@@ -26,9 +29,10 @@ from harness.results.layout import RunDir
 from harness.sandbox.registry import DEFAULT as DEFAULT_PROVIDER
 
 # Fields that change results; `selection` and the dataset path are left out on purpose
-# (a resume may widen --limit; a moved dataset with the same content is the same dataset).
-FINGERPRINTED = ("dataset_fingerprint", "model", "model_settings", "agent", "image", "limits", "scorers",
-                 "environment", "user", "epochs", "prompt_template")
+# (a resume may widen --limit; a moved dataset with the same content is the same dataset). A field
+# that is None is left out of the fingerprint (dataset_revision of a local dataset: as before it existed).
+FINGERPRINTED = ("dataset_fingerprint", "dataset_revision", "model", "model_settings", "agent", "image", "limits",
+                 "scorers", "environment", "user", "epochs", "prompt_template")
 
 
 class Environment(BaseModel):
@@ -43,6 +47,10 @@ class Environment(BaseModel):
     disk: str = "2g"
     provider: str | None = None
     website: tuple[str, str] | None = None
+    # web_search and the leakage guard, when the run searches or changed the block list: "PROVIDER HASH"
+    # (the hash of SearchSettings.public(): options, results, block list; never a key)
+    search: str | None = None
+    mcp: tuple[McpServer, ...] | None = None  # the MCP servers, when there are any (no secrets: variables' names)
 
 
 class RunConfig(BaseModel):
@@ -50,6 +58,8 @@ class RunConfig(BaseModel):
 
     dataset: str
     dataset_fingerprint: str
+    # a Hub dataset's commit sha (harness/datasets/hub.py): a resume after its branch moved is refused
+    dataset_revision: str | None = None
     model: str
     # ModelSection.public(): never secrets; a replay file by its content
     model_settings: ModelSection = Field(default_factory=lambda: ModelSection(name=""))
@@ -71,7 +81,8 @@ class RunConfig(BaseModel):
 
     @classmethod
     def of(cls, cfg: RunConfiguration, *, dataset_fingerprint: str, image: str, model_settings: dict[str, Any],
-           website: tuple[str, str] | None, prompt_template: str, run_id: str) -> RunConfig:
+           website: tuple[str, str] | None, prompt_template: str, run_id: str,
+           dataset_revision: str | None = None) -> RunConfig:
         """The record of a run of `cfg` (every field of its sections given: all are written)."""
         sandbox = cfg.sandbox
         # provider and website only when there is one: run.json holds the fields given (as_written)
@@ -81,8 +92,14 @@ class RunConfig(BaseModel):
             given["provider"] = sandbox.provider
         if website is not None:
             given["website"] = website
+        if cfg.search.offered or cfg.search.block != DEFAULT_BLOCK:
+            public = json.dumps(cfg.search.public(), sort_keys=True)
+            given["search"] = f"{cfg.search.provider} {hashlib.sha256(public.encode()).hexdigest()[:12]}"
+        if cfg.mcp:
+            given["mcp"] = cfg.mcp
         environment = Environment.model_validate(given)
-        return cls(dataset=str(cfg.dataset.path), dataset_fingerprint=dataset_fingerprint, model=cfg.model_flag,
+        return cls(dataset=hub.shown(cfg.dataset.path), dataset_fingerprint=dataset_fingerprint,
+                   dataset_revision=dataset_revision, model=cfg.model_flag,
                    model_settings=ModelSection.model_validate(model_settings), agent=cfg.agent, image=image,
                    limits=Limits(**cfg.limits.model_dump()), scorers=cfg.scoring.recorded(),
                    selection=Selection(**cfg.selection.model_dump()), environment=environment,
@@ -98,7 +115,7 @@ class RunConfig(BaseModel):
         return {name: self.as_written(name) for name in type(self).model_fields}
 
     def fingerprint(self) -> str:
-        payload = {name: self.as_written(name) for name in FINGERPRINTED}
+        payload = {name: value for name in FINGERPRINTED if (value := self.as_written(name)) is not None}
         blob = json.dumps(payload, sort_keys=True, default=str, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

@@ -38,7 +38,11 @@ EXIT_CANNOT_WRITE = 71  # the result file could not be written (the harness's ow
 def run(request: AgentRequest, result_path: Path) -> int:
     from harness.agents.registry import resolve
     from harness.agents.user import reply_function
-    from harness.environments import CodeEnv, Environments, FileEnv, WebEnv
+    from harness.environments import CodeEnv, Environments, FileEnv, ImageEnv, WebEnv
+    from harness.environments.audio import audio_env
+    from harness.environments.mcp_tools import serving_mcp
+    from harness.environments.websearch.env import WebSearch
+    from harness.environments.websearch.guard import Guard
     from harness.models.meter import Meter
     from harness.sandbox.registry import attach
     from harness.traces import ErrorEvent, LimitEvent, TaskEvent, Tracer
@@ -81,11 +85,17 @@ def run(request: AgentRequest, result_path: Path) -> int:
         os._exit(finish(EXIT_SANDBOX_DIED))
 
     sandbox = attach(request.sandbox)
+    images = ImageEnv(sandbox, tracer) if section.vision else None  # pictures only for a vision model
     envs = Environments(code=CodeEnv(sandbox, tracer, timeout=limits.command_timeout),
                         file=FileEnv(sandbox, tracer, page_size=limits.page_size),
                         web=WebEnv(sandbox, tracer, screenshots=trace_path.with_name(trace_path.stem + "-shots"),
-                                   page_size=limits.page_size),
-                        on_fatal=sandbox_died)
+                                   page_size=limits.page_size, images=images),
+                        images=images, on_fatal=sandbox_died)
+    envs.audio = audio_env(envs.file, section)
+    if request.search is not None:  # the leakage guard holds for the browser, with or without a search tool
+        if envs.web is not None:
+            envs.web.guard = Guard(request.search.block)
+        envs.search = WebSearch(request.search, tracer) if request.search.offered else None
     envs.publish()
     context = AgentContext(task=request.task, instance=request.instance, limits=limits, model=section, meter=meter,
                            tracer=tracer, envs=envs, replay_turns=request.replay_turns,
@@ -95,7 +105,7 @@ def run(request: AgentRequest, result_path: Path) -> int:
     try:
         runner = resolve(request.agent)()
         reply = reply_function(request.user)
-        asyncio.run(_drive(runner, context, request, reply, result))
+        asyncio.run(serving_mcp(request.mcp, envs, lambda: _drive(runner, context, request, reply, result)))
     except Exception as exc:  # noqa: BLE001 - classified and recorded, never lost
         limit = exc.limit if isinstance(exc, LimitExceeded) else meter.exceeded
         if limit:

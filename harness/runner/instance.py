@@ -24,6 +24,8 @@ from harness.answers import extract_answer
 from harness.config import RunConfiguration
 from harness.config import Sandbox as SandboxResources
 from harness.datasets.model import Instance
+from harness.environments.mcp_config import McpServer
+from harness.environments.websearch.settings import SearchSettings
 from harness.errors import HarnessError, InfraError, InputError, SandboxOutputLimit, SandboxRequestError
 from harness.models.config import ModelSection
 from harness.models.replay import Turns, check_replay, turns_for
@@ -70,12 +72,14 @@ class RunSettings:
     pool: WarmPool | None = None  # --warm-pool: started sandboxes to take before starting one
     dataset: str | None = None  # the dataset's fingerprint, carried by every row (results/integrity.py)
     prompt: PromptTemplate = DEFAULT_PROMPT  # --prompt-template: the task's instruction (runner/prompt.py)
+    search: SearchSettings | None = None  # web_search and the leakage guard, for every agent (environments/websearch/)
+    mcp: tuple[McpServer, ...] = ()  # the run's MCP servers, connected by each agent process
 
     @classmethod
     def of(cls, cfg: RunConfiguration, **run: Any) -> RunSettings:
         """The view of `cfg` a worker reads, with what the run made (`run`: run_id, image, model...)."""
         return cls(agent=cfg.agent, limits=cfg.limits, output_dir=cfg.output.dir, max_retries=cfg.execution.max_retries,
-                   sandbox=cfg.sandbox, user=cfg.user, **run)
+                   sandbox=cfg.sandbox, user=cfg.user, mcp=cfg.mcp, **run)
 
 
 @contextmanager
@@ -143,7 +147,8 @@ def _request(instance: Instance, settings_: RunSettings, sandbox: Sandbox, trace
     return AgentRequest(instance=instance, task=instruction(instance, settings_.prompt), agent=settings_.agent,
                         model=settings_.model, limits=instance.limited(settings_.limits), user=settings_.user,
                         sandbox=sandbox.handle(), trace_path=str(trace_path), replay_turns=turns,
-                        slots_dir=str(RunDir(settings_.output_dir).scratch / "model-slots"))
+                        slots_dir=str(RunDir(settings_.output_dir).scratch / "model-slots"), search=settings_.search,
+                        mcp=settings_.mcp)
 
 
 def _copy_files(sandbox: Sandbox, instance: Instance) -> None:

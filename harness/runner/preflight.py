@@ -23,6 +23,8 @@ from harness.config import RunConfiguration, Sandbox
 from harness.datasets import load_dataset, select
 from harness.datasets.model import Instance
 from harness.datasets.packed import check_output_outside
+from harness.environments.images import image_files
+from harness.environments.websearch.env import check_key
 from harness.errors import HarnessError, InputError
 from harness.models.config import ModelSection, check_section
 from harness.models.probe import ModelCheck, clean, probe_section
@@ -60,6 +62,7 @@ def prepare(cfg: RunConfiguration) -> Prepared:
     get_provider(cfg.sandbox.provider)
     if cfg.sandbox.website is not None:
         site_info(cfg.sandbox.website)
+    check_key(cfg.search)  # web_search's key variable is set (environments/websearch/env.py)
     scorers = build_scorers(cfg.scoring)
     models = [ModelCheck("--model", section, first_request)]
     if cfg.scoring.judge is not None:
@@ -83,6 +86,20 @@ def unserved_website(cfg: RunConfiguration) -> str | None:
     if cfg.sandbox.website is not None or not site.is_dir():
         return None
     return f"warning: the dataset ships a website ({site}) but --website is not given: its web actions will fail"
+
+
+def unseen_images(section: ModelSection, selected: list[Instance]) -> str | None:
+    """A warning when selected instances carry image attachments and the model is not shown images
+    (`model_info.vision` is not true): they reach it only as markitdown's metadata text."""
+    if section.vision:
+        return None
+    with_images = [i.instance_id for i in selected if image_files(i.files)]
+    if not with_images:
+        return None
+    more = f" (+{len(with_images) - 5} more)" if len(with_images) > 5 else ""
+    return (f"warning: {len(with_images)} selected instance(s) carry images that {section.where()} cannot see "
+            f"(model_info.vision is not true): {', '.join(with_images[:5])}{more}; they reach it only as "
+            f"text (the file's metadata). Set vision = true in [llm.{section.name}.model_info] for a vision model")
 
 
 def _check_agent(cfg: RunConfiguration, section: ModelSection, instance: Instance):

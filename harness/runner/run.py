@@ -8,9 +8,11 @@ DIR/output.jsonl; a re-run into the same DIR resumes (rows rescued by a failed r
 merged first, finished rows are kept, errored ones are retried) unless the configuration
 changed.
 
-Rules for stopping early: once output.jsonl refuses a row, or once --fail-on-error's
-number of errored instances is reached, no new instance starts; running ones finish and
-their rows are kept (in output.jsonl, or rescued beside it). Ctrl-C, SIGTERM and SIGHUP
+Rules for stopping early: once output.jsonl refuses a row, or the run directory's disk
+refuses an instance's files (it is full), or once --fail-on-error's number of errored
+instances is reached, no new instance starts; running ones finish and their rows are kept
+(in output.jsonl, or rescued beside it). A run directory that stopped taking files mid-run
+(rows, an instance's files, the report) ends the run with exit 4, saying where the rows are. Ctrl-C, SIGTERM and SIGHUP
 kill the agents and remove the run's sandboxes (harness/signals.py). The exit code
 (harness/exit_codes.py) says how the run ended: 0 only when every selected instance
 ended without an error.
@@ -33,7 +35,9 @@ from rich.console import Console
 from harness import exit_codes
 from harness.bulk import collector_paused
 from harness.config import RunConfiguration
-from harness.datasets import dataset_fingerprint
+from harness.datasets import dataset_fingerprint, hub
+from harness.environments.websearch.settings import SearchSettings
+from harness.environments.websearch.site import index_site
 from harness.errors import InputError
 from harness.fsutil import slug, write_atomic
 from harness.models.probe import probe_all
@@ -49,7 +53,7 @@ from harness.runner.agent_process.supervise import reset_scratch
 from harness.runner.evaluate import evaluate, rescue_rows
 from harness.runner.instance import RunSettings
 from harness.runner.pool import WarmPool
-from harness.runner.preflight import check_capacity, prepare, unserved_website
+from harness.runner.preflight import check_capacity, prepare, unseen_images, unserved_website
 from harness.sandbox.contract import SandboxSpec
 from harness.sandbox.registry import get_provider
 from harness.sandbox.site import site_info
@@ -75,6 +79,8 @@ def _run(cfg: RunConfiguration, provider, console: Console, loaded) -> int:
         say(console, warning, style="yellow")
     if (unserved := unserved_website(cfg)) is not None:
         say(console, unserved, style="yellow")
+    if (unseen := unseen_images(prepared.section, prepared.selected)) is not None:
+        say(console, unseen, style="yellow")
     selected, section = prepared.selected, prepared.section
     # Preflight: the engine, the image and the network policy, before any instance starts.
     image = provider.preflight(network=cfg.sandbox.network, log=lambda m: say(console, m))
@@ -92,7 +98,8 @@ def _run(cfg: RunConfiguration, provider, console: Console, loaded) -> int:
         earlier = save_or_check(output_dir, RunConfig.of(
             cfg, dataset_fingerprint=fingerprint, image=image, model_settings=section.public(),
             website=site_info(website) if website is not None else None,
-            prompt_template=prepared.prompt.fingerprint, run_id=run_id), force=force)
+            prompt_template=prepared.prompt.fingerprint, run_id=run_id,
+            dataset_revision=getattr(instances, "revision", None)), force=force)
         tasks = {i.instance_id: t for i in selected if (t := {**i.expectations(), **task_labels(i.metadata)})}
         tasks_json = json.dumps(tasks)
         basis = _report_basis(fingerprint, tasks_json, cfg)
@@ -127,6 +134,7 @@ def _run(cfg: RunConfiguration, provider, console: Console, loaded) -> int:
             if website is not None and to_run:
                 network = stack.enter_context(provider.website(website, image, run_id))
                 say(console, f"website {site_info(website)[0]} up ({network})")
+            search = _search_for_run(cfg, provider, image, run_id, network, layout, console) if to_run else cfg.search
             pool, warm = None, cfg.sandbox.warm_pool
             if warm and to_run:  # closed before the site goes and before the leak audit
                 pool = stack.enter_context(WarmPool(provider, SandboxSpec(
@@ -134,7 +142,7 @@ def _run(cfg: RunConfiguration, provider, console: Console, loaded) -> int:
                     min(warm, len(to_run)), total=len(to_run)))
             settings = RunSettings.of(cfg, run_id=run_id, image=image, model=section, provider=provider,
                                       scorers=prepared.scorers, network=network, replay=prepared.replay, pool=pool,
-                                      prompt=prepared.prompt, dataset=fingerprint[:16])
+                                      prompt=prepared.prompt, dataset=fingerprint[:16], search=search)
             try:
                 outcome = evaluate([(by_id[i], e) for i, e in to_run], settings, out, cfg, console,
                                    len(selected) * epochs)
@@ -142,7 +150,7 @@ def _run(cfg: RunConfiguration, provider, console: Console, loaded) -> int:
                 provider.cleanup(run_id=run_id)
                 raise
         leaked = _leak_audit(provider, run_id, console)
-        if outcome.write_error is not None:
+        if outcome.refused is not None:
             return rescue_rows(layout, outcome, leaked, console)
         wall = time.monotonic() - started
         if previous_wall is not None:  # a resume adds its time; one with nothing to run keeps the total
@@ -158,15 +166,15 @@ def _run(cfg: RunConfiguration, provider, console: Console, loaded) -> int:
             report.basis = basis
             try:
                 write_report(report, output_dir)
-            except OSError as exc:  # a full disk after the last row: the rows are all there
-                say(console, f"error: cannot write the report {layout.report}: {exc}; every row is in {out}: "
-                             f"run again with --output-dir {layout.root} once the disk takes files "
+            except OSError as exc:  # a full disk after the last row: the rows are all there (exit 4)
+                say(console, f"error: cannot write the report {layout.report}: {exc}; every finished row is in "
+                             f"{out}: run again with --output-dir {layout.root} once the disk takes files "
                              "(it writes the report)", style="red")
-                return exit_codes.FAILED
+                return exit_codes.ROWS_NOT_WRITTEN
         try:
             append_summary(report, cfg.output.summary_csv or output_dir.parent / "summary.csv",
                            run_label=output_dir.name, output_dir=output_dir,
-                           extra={"model": cfg.model_flag, "agent": cfg.agent, "dataset": str(cfg.dataset.path)})
+                           extra={"model": cfg.model_flag, "agent": cfg.agent, "dataset": hub.shown(cfg.dataset.path)})
         except OSError as exc:
             say(console, f"warning: cannot update the summary CSV: {exc}", style="yellow")
     stdout = Console()
@@ -182,6 +190,20 @@ def _run(cfg: RunConfiguration, provider, console: Console, loaded) -> int:
         say(console, diverged, style="red")
     code = _exit_code(report)
     return exit_codes.DIVERGED if code == exit_codes.OK and diverged is not None else code
+
+
+def _search_for_run(cfg: RunConfiguration, provider, image: str, run_id: str, network: str | None,
+                    layout: RunDir, console: Console) -> SearchSettings:
+    """The run's search settings for its agents: the cache folder, and for `site` the offline website
+    crawled and indexed now, once, before the first instance (environments/websearch/site.py)."""
+    index = None
+    if cfg.search.provider == "site" and cfg.sandbox.website is not None and network is not None:
+        alias = site_info(cfg.sandbox.website)[0]
+        index = layout.root / "search-site-index"
+        spec = SandboxSpec(image=image, run_id=run_id, instance_id="site-crawl", **cfg.sandbox.resources(network))
+        pages, passages = index_site(provider, spec, alias, index)
+        say(console, f"site search: {pages} page(s) of {alias} indexed ({passages} passages)")
+    return cfg.search.for_run(layout.root, index)
 
 
 def _write(path, text: str) -> None:

@@ -1,0 +1,72 @@
+"""The leakage guard: URLs where GAIA's questions and answers are published, kept from the agent.
+
+A pattern is matched against a URL's `host/path?query`, lower-cased, with any `www.` and a trailing
+dot of the host dropped:
+
+- with a `*`: a glob over the whole of it (`huggingface.co/datasets/*/gaia*`);
+- with a `/`: the host, then a path prefix (`huggingface.co/datasets/gaia-benchmark` blocks the
+  organisation's datasets, not `.../gaia-benchmark-other`: the prefix ends at a `/`, `?` or the end);
+- else a domain, its subdomains included (`example.com` blocks `a.example.com`).
+
+`DEFAULT_BLOCK` names the benchmark's Hugging Face dataset, Space and organisation (on huggingface.co,
+hf.co and the hub's mirror hf-mirror.com), its rows through the hub's dataset viewer API, and known copies
+on the hub. `--search-block PATTERN` adds patterns; `--search-block none` drops the defaults.
+The guard is applied to every search provider's results (websearch/__init__.py) and to the
+browser's navigations (environments/web.py); each blocked URL is an `env` trace event (env "guard",
+outcome "blocked"), counted in the row's and the report's env_outcomes.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import urllib.parse
+
+HUB_HOSTS = ("huggingface.co", "hf.co", "hf-mirror.com")
+DEFAULT_BLOCK: tuple[str, ...] = (
+    *(f"{host}/{kind}gaia-benchmark" for host in HUB_HOSTS for kind in ("datasets/", "spaces/", "")),
+    "datasets-server.huggingface.co/*gaia-benchmark*",  # the dataset viewer's rows API
+    "huggingface.co/datasets/*/gaia*",  # copies of the dataset under other accounts (e.g. evatan/GAIA)
+    "*.hf.space/*gaia*", "gaia-benchmark-leaderboard.hf.space",  # the leaderboard Space served directly
+)
+
+
+def _key(url: str) -> str:
+    """`host/path?query` of a URL (a bare `host/path` is read as http)."""
+    parts = urllib.parse.urlsplit(url if "://" in url else f"http://{url}")
+    host = (parts.hostname or "").rstrip(".").removeprefix("www.")
+    query = f"?{parts.query}" if parts.query else ""
+    return f"{host}{parts.path or '/'}{query}".lower()
+
+
+def _matches(pattern: str, key: str) -> bool:
+    pattern = pattern.lower().strip().removeprefix("https://").removeprefix("http://").removeprefix("www.")
+    if "*" in pattern:
+        return fnmatch.fnmatchcase(key, pattern)
+    host, _, rest = key.partition("/")
+    want_host, slash, want_path = pattern.partition("/")
+    if not slash:
+        return host == want_host or host.endswith("." + want_host)
+    if host != want_host:
+        return False
+    path = rest.rstrip("/")
+    want = want_path.rstrip("/")
+    return path == want or path.startswith(want + "/") or path.startswith(want + "?") or not want
+
+
+class Guard:
+    """The run's block list; `blocks(url)` is the first pattern a URL matches, or None."""
+
+    def __init__(self, patterns: tuple[str, ...]):
+        self.patterns = tuple(p for p in patterns if p.strip())
+
+    def blocks(self, url: str) -> str | None:
+        key = _key(url)
+        return next((p for p in self.patterns if _matches(p, key)), None)
+
+
+def block_list(flags: list[str] | tuple[str, ...] | None, toml: list[str] | tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The defaults, then the TOML's `[search] block`, then `--search-block`s; a `none` among the
+    flags drops the defaults (and itself)."""
+    given = [*toml, *(flags or ())]
+    base = () if "none" in given else DEFAULT_BLOCK
+    return tuple(dict.fromkeys([*base, *(p for p in given if p != "none")]))
