@@ -22,9 +22,11 @@ from harness.settings import state_dir
 
 
 class Dataset(list):
-    """The instances of a dataset, with their fingerprint once known (harness/datasets/fingerprint.py)."""
+    """The instances of a dataset, with their fingerprint once known (harness/datasets/fingerprint.py)
+    and, for a Hub dataset, the commit sha it was read at (harness/datasets/hub.py)."""
 
     fingerprint: str | None = None
+    revision: str | None = None
 
 
 def _version() -> str:

@@ -12,8 +12,9 @@ problems.py). They are asked in `ADAPTERS` order, the specific layouts before th
   folder or a root with ``2023/<split>/``);
 - plain (plain.py): any other file, ``.jsonl``, ``.csv`` or ``.parquet``.
 
-A dataset that is not a local path (a Hub dataset: the leaderboard issue's adapter) goes first
-in `ADAPTERS`, its `detect` recognising its own references. Only GAIA and plain files are cached
+A Hub reference, ``hf://OWNER/NAME[@REVISION]`` (hub.py), is downloaded first and its local
+folder read by the same adapters; the instances carry the commit sha as `.revision` (and their
+fingerprint as `.fingerprint`, cache.py). Only GAIA and plain files are cached
 between runs (cache.py); reading CSV and parquet is the only use of pandas (tabular.py).
 """
 
@@ -23,7 +24,8 @@ from pathlib import Path
 from typing import Protocol
 
 from harness.bulk import collector_paused
-from harness.datasets import gaia, math500, multihoprag, plain
+from harness.datasets import gaia, hub, math500, multihoprag, plain
+from harness.datasets.cache import Dataset
 from harness.datasets.model import Instance
 from harness.errors import InputError
 
@@ -38,8 +40,19 @@ ADAPTERS: tuple[Adapter, ...] = (math500, multihoprag, gaia, plain)
 
 
 def load_dataset(path: str | Path, split: str | None = None) -> list[Instance]:
-    """All instances of the dataset at `path`; raises InputError listing every problem found."""
-    path = Path(path).expanduser()
+    """All instances of the dataset at `path` (a Hub reference too); raises InputError listing every
+    problem found."""
+    if (ref := hub.parse(path)) is not None:
+        folder, sha = hub.fetch(ref, split)
+        local = _load_local(folder, split)
+        found = Dataset(local)
+        found.fingerprint, found.revision = getattr(local, "fingerprint", None), sha
+        return found
+    return _load_local(Path(path), split)
+
+
+def _load_local(path: Path, split: str | None) -> list[Instance]:
+    path = path.expanduser()
     for adapter in ADAPTERS:
         if (found := adapter.detect(path)) is not None:
             with collector_paused():  # harness/bulk.py

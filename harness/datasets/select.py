@@ -1,4 +1,4 @@
-"""Choose which instances of a dataset to run: by id, skipping, shuffled, sharded, limited."""
+"""Choose which instances of a dataset to run: by id, by level, skipping, shuffled, sharded, limited."""
 
 from __future__ import annotations
 
@@ -17,18 +17,28 @@ def _unknown(flag: str, wanted: Sequence[str], known: set[str]) -> None:
         raise InputError(f"{flag}: {len(missing)} unknown instance id(s): {shown}")
 
 
+def _unknown_levels(wanted: Sequence[int], known: set[int | None]) -> None:
+    missing = sorted(set(wanted) - known)
+    if missing:
+        levels = ", ".join(str(n) for n in sorted(n for n in known if n is not None)) or "none"
+        raise InputError(f"--level {','.join(map(str, wanted))}: no instance has level "
+                         f"{', '.join(map(str, missing))} (the dataset's levels: {levels})")
+
+
 def select(
     instances: Sequence[Instance],
     *,
     ids: list[str] | None = None,
     skip: list[str] | None = None,
+    level: Sequence[int] | None = None,
     offset: int = 0,
     stride: int = 1,
     shuffle: bool = False,
     seed: int = 0,
     limit: int | None = None,
 ) -> list[Instance]:
-    """Filter by `ids`, drop `skip`, shuffle (deterministic per `seed`), take `[offset::stride]`, then `limit`.
+    """Filter by `ids` and `level` (GAIA's levels), drop `skip`, shuffle (deterministic per `seed`),
+    take `[offset::stride]`, then `limit`.
 
     `stride` N with `offset` 0..N-1 splits the selection into N disjoint shards covering it.
     """
@@ -44,6 +54,10 @@ def select(
         _unknown("--ids", ids, known)
         wanted = set(ids)
         chosen = [i for i in chosen if i.instance_id in wanted]
+    if level is not None:
+        _unknown_levels(level, {i.level for i in instances})
+        wanted_levels = set(level)
+        chosen = [i for i in chosen if i.level in wanted_levels]
     if skip:
         _unknown("--skip", skip, known)
         dropped = set(skip)
