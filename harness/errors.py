@@ -24,6 +24,8 @@ if TYPE_CHECKING:  # only for the annotation: this module imports nothing at run
 
 ErrorKind = Literal["input", "infra", "agent", "model", "scorer", "harness"]
 ERROR_KINDS: tuple[str, ...] = get_args(ErrorKind)
+# The packages whose exceptions are a model client's (the providers' SDKs and their HTTP packages).
+MODEL_CLIENT_MODULES = ("openai", "anthropic", "httpx")
 
 
 class HarnessError(Exception):
@@ -156,7 +158,7 @@ def kind_of(exc: BaseException) -> ErrorKind:
     if isinstance(exc, HarnessError):
         return exc.kind
     module = type(exc).__module__ or ""
-    if module.startswith(("openai", "httpx")):
+    if module.startswith(MODEL_CLIENT_MODULES):
         return "model"
     return "agent"
 

@@ -1,7 +1,9 @@
 """A framework-free chat model: messages and tool schemas in, one reply out.
 
 For runners that use no agent framework (harness/agents/plain/). `OpenAIChat` speaks to
-any OpenAI-compatible `base_url` with the official client; `ReplayChat` plays this
+any OpenAI-compatible `base_url` with the official client (and to Azure and Gemini: the
+section's provider, models/providers.py); `AnthropicChat` to the Messages API
+(models/anthropic_messages.py); `ReplayChat` plays this
 instance's recorded turns (models/replay.py). Both call through the instance's Meter, so a
 failed call, a call past its deadline or a reply that is not a chat completion (not JSON,
 no choices) is a ModelError, never the agent's; an OpenAI-compatible model's calls hold one
@@ -17,8 +19,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 from harness.errors import ModelError
 from harness.models.config import ModelSection
-from harness.models.http import async_client, too_large
+from harness.models.http import too_large
 from harness.models.meter import Meter
+from harness.models.providers import openai_client
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam
@@ -63,9 +66,7 @@ class OpenAIChat(ChatModel):
         import openai
 
         self._openai = openai  # a ModelSection's timeout is already capped for the instance (runner/child.py)
-        self._client = openai.AsyncOpenAI(api_key=section.api_key(), base_url=section.base_url,
-                                          max_retries=section.max_retries, timeout=section.timeout,
-                                          http_client=async_client())
+        self._client = openai_client(section, asynchronous=True)
 
     async def _complete(self, messages: list[dict], tools: list[dict]) -> Reply:
         kwargs: dict[str, Any] = {}
@@ -130,12 +131,24 @@ def as_object(arguments: Any) -> dict:
 def chat_model(section: ModelSection, meter: Meter, replay_turns: list[dict] | None) -> ChatModel:
     if section.kind == "replay":
         return ReplayChat(section, meter, replay_turns or [])
+    if section.provider == "anthropic":
+        from harness.models.anthropic_messages import AnthropicChat
+
+        return AnthropicChat(section, meter)
     return OpenAIChat(section, meter)
 
 
 def _plain(message: dict) -> dict:
-    """An OpenAI-style request message as a trace entry: role, content, and the tool call id of a result."""
-    entry = {"role": message.get("role", ""), "content": message.get("content")}
+    """An OpenAI-style request message as a trace entry: role, content, and the tool call id of a result.
+    A content of parts is traced as its text parts, each image part as `[image]` (never its bytes)."""
+    entry = {"role": message.get("role", ""), "content": _part_text(message.get("content"))}
     if message.get("tool_call_id"):
         entry["call_id"] = message["tool_call_id"]
     return entry
+
+
+def _part_text(content: Any) -> Any:
+    if not isinstance(content, list):
+        return content
+    return "\n".join(str(part.get("text", "")) if part.get("type") == "text" else "[image]"
+                     for part in content if isinstance(part, dict))

@@ -1,4 +1,5 @@
-"""A plain prompt -> text completion function from a model section (used by the LLM judge)."""
+"""A plain prompt -> text completion function from a model section (used by the LLM judge),
+through the section's provider (models/providers.py): the chat API, or Anthropic's Messages API."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from harness.errors import InputError, ModelError
 from harness.models.config import ModelSection
-from harness.models.http import sync_client, too_large
+from harness.models.http import too_large
+from harness.models.providers import anthropic_client, openai_client
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam
@@ -15,11 +17,12 @@ if TYPE_CHECKING:
 
 def completer(section: ModelSection) -> Callable[[str], str]:
     if section.kind != "openai":
-        raise InputError(f"judge model {section.name}: must be an OpenAI-compatible section, not {section.kind}")
+        raise InputError(f"judge model {section.name}: must be a model provider's section, not {section.kind}")
+    if section.provider == "anthropic":
+        return _messages_completer(section)
     import openai
 
-    client = openai.OpenAI(api_key=section.api_key(), base_url=section.base_url,
-                           max_retries=section.max_retries, timeout=section.timeout, http_client=sync_client())
+    client = openai_client(section, asynchronous=False)
 
     def complete(prompt: str) -> str:
         kwargs: dict[str, Any] = {"temperature": section.temperature} if section.temperature is not None else {}
@@ -29,5 +32,22 @@ def completer(section: ModelSection) -> Callable[[str], str]:
         except openai.OpenAIError as exc:
             raise ModelError(f"judge model {section.name}: {too_large(exc) or exc}") from exc
         return reply.choices[0].message.content or ""
+
+    return complete
+
+
+def _messages_completer(section: ModelSection) -> Callable[[str], str]:
+    import anthropic
+
+    from harness.models.anthropic_messages import read_reply, request
+
+    client = anthropic_client(section, asynchronous=False)
+
+    def complete(prompt: str) -> str:
+        try:
+            answer = client.messages.create(**request(section, [{"role": "user", "content": prompt}], []))
+        except anthropic.AnthropicError as exc:
+            raise ModelError(f"judge model {section.name}: {too_large(exc) or exc}") from exc
+        return read_reply(answer, f"judge {section.name}").content
 
     return complete

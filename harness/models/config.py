@@ -10,6 +10,7 @@
     max_retries = 5                          # the client's own retries (429, 5xx, timeouts)
     timeout = 120
     max_connections = 8                      # calls in flight at once, across all agent processes
+    transcription_model = "whisper-1"        # optional: offers transcribe_audio (same base_url and key)
     [llm.gpt4o.model_info]                   # needed for names the OpenAI client does not know
     vision = false
     function_calling = true
@@ -20,6 +21,23 @@
     [llm.replay]
     kind = "replay"
     path = "datasets/gaia-smoke/replay.jsonl"  # recorded turns per instance (see models/replay.py)
+
+`provider` says which API the section speaks (default "openai": any OpenAI-compatible server,
+a LiteLLM proxy included); each goes through its official SDK (models/providers.py):
+
+    [llm.claude]
+    provider = "anthropic"                   # the Messages API; key from ANTHROPIC_API_KEY by default
+    model = "claude-3-5-sonnet-20241022"
+    max_tokens = 4096                        # the Messages API requires one (default DEFAULT_MAX_TOKENS)
+    [llm.azure4o]
+    provider = "azure"                       # key from AZURE_OPENAI_API_KEY by default
+    model = "gpt-4o"
+    azure_endpoint = "https://NAME.openai.azure.com"
+    api_version = "2024-10-21"
+    deployment = "my-gpt4o"                  # default: the model
+    [llm.flash]
+    provider = "gemini"                      # Google's OpenAI-compatible endpoint (base_url defaults to it)
+    model = "gemini-2.0-flash"               # key from GEMINI_API_KEY by default
 
 `--model replay` works without a config: it plays `replay.jsonl` beside the dataset.
 `--model openai-compatible/NAME --model-base-url URL` works without a config too: a section
@@ -54,7 +72,16 @@ import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictInt, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StrictInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from harness.errors import InputError, validation_problems
 
@@ -68,6 +95,12 @@ MODEL_SHARE = 0.5  # of an instance's wall-clock limit, the most one model call 
 # without 429s or queueing; raise it for a provider that allows more.
 DEFAULT_MAX_CONNECTIONS = 8
 QUICK_PREFIX = "openai-compatible/"  # --model openai-compatible/NAME: a section made from flags
+Provider = Literal["openai", "anthropic", "azure", "gemini"]
+# The variable a provider's key is read from when the section names none (None: no key needed).
+DEFAULT_KEY_ENV: dict[str, str | None] = {"openai": None, "anthropic": "ANTHROPIC_API_KEY",
+                                          "azure": "AZURE_OPENAI_API_KEY", "gemini": "GEMINI_API_KEY"}
+GEMINI_BASE_URL = "https://generativelanguage.googleapis.com/v1beta/openai/"
+DEFAULT_MAX_TOKENS = 4096  # per completion, for the Anthropic Messages API, which requires a value
 # AutoGen's ModelInfo fields and their types (a typo such as `function_call` is refused, not ignored).
 MODEL_INFO_FIELDS = {"vision": bool, "function_calling": bool, "json_output": bool, "family": str,
                      "structured_output": bool, "multiple_system_messages": bool}
@@ -78,8 +111,12 @@ class ModelSection(BaseModel):
 
     name: str
     kind: Literal["openai", "replay"] = "openai"
+    provider: Provider = "openai"
     model: str = ""
     base_url: str | None = None
+    azure_endpoint: str | None = None  # azure: https://NAME.openai.azure.com
+    api_version: str | None = None  # azure
+    deployment: str | None = None  # azure: default, the model
     api_key_env: str | None = None
     temperature: float | None = None
     max_tokens: int | None = None  # per completion
@@ -90,6 +127,9 @@ class ModelSection(BaseModel):
     timeout: float = 120.0
     max_connections: StrictInt = Field(DEFAULT_MAX_CONNECTIONS, ge=1)  # calls in flight, all agent processes
     path: str | None = None  # replay: the recorded turns
+    # The provider's speech-to-text model (its /v1/audio/transcriptions, at base_url with the same key):
+    # set, the agents get transcribe_audio (environments/audio.py); unset, they do not.
+    transcription_model: str | None = None
     # Where this run keeps the model's call slots (set by AgentRequest from its slots_dir; never
     # read from the config): None, no cap.
     _slots_dir: str | None = PrivateAttr(None)
@@ -105,6 +145,25 @@ class ModelSection(BaseModel):
             if not isinstance(value, MODEL_INFO_FIELDS[key]):
                 raise ValueError(f"{key} must be a {MODEL_INFO_FIELDS[key].__name__}, not {value!r}")
         return info
+
+    @model_validator(mode="after")
+    def _provider_fields(self) -> ModelSection:
+        azure = ("azure_endpoint", "api_version", "deployment")
+        if self.provider == "azure":
+            missing = [key for key in azure[:2] if not getattr(self, key)]
+            if missing:
+                raise ValueError(f"provider \"azure\" needs {' and '.join(missing)}")
+        elif given := [key for key in azure if getattr(self, key) is not None]:
+            raise ValueError(f"{', '.join(given)}: only for provider \"azure\", not {self.provider!r}")
+        return self
+
+    def endpoint(self) -> str | None:
+        """The base_url the provider's client is given: the section's, else the provider's default."""
+        return self.base_url or (GEMINI_BASE_URL if self.provider == "gemini" else None)
+
+    def key_env(self) -> str | None:
+        """The variable holding the key: the section's api_key_env, else the provider's (DEFAULT_KEY_ENV)."""
+        return self.api_key_env or DEFAULT_KEY_ENV[self.provider]
 
     def where(self, flag: str = "--model") -> str:
         """This section as messages name it: `--model NAME [llm.NAME]`, or the flags that made it."""
@@ -147,12 +206,20 @@ class ModelSection(BaseModel):
 
         return Slots(slots_directory(self._slots_dir, self.name), self.max_connections)
 
+    @property
+    def vision(self) -> bool:
+        """Whether the model is shown images (harness/environments/images.py): `model_info.vision` when
+        the section sets it; else false, except for a replay model, which takes whatever a recording made
+        with a vision model was sent (set `vision = false` in its model_info to replay a text-only one)."""
+        return bool((self.model_info or {}).get("vision", self.kind == "replay"))
+
     def api_key(self) -> str:
-        if not self.api_key_env:
+        variable = self.key_env()
+        if not variable:
             return "not-needed"  # local OpenAI-compatible servers ignore it
-        value = os.environ.get(self.api_key_env)
+        value = os.environ.get(variable)
         if not value:
-            raise InputError(f"model {self.name}: environment variable {self.api_key_env} is not set")
+            raise InputError(f"model {self.name}: environment variable {variable} is not set")
         return value
 
 

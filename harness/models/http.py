@@ -1,4 +1,4 @@
-"""The HTTP clients every OpenAI-compatible call goes through: a model reply has a size limit.
+"""The HTTP clients every model call goes through: a model reply has a size limit.
 
 The official client buffers a reply whole before parsing it, so a server that answers 200 and
 then sends bytes forever would grow the process without end. `sync_client()` and
@@ -14,14 +14,20 @@ streamed reply (server-sent events) counts its whole stream. The official client
 error while reading as a broken connection and retries it (`max_retries`, each try read only up
 to the limit); what is left after the retries names this limit (`too_large` finds it under the
 client's own error), in the agents' rows, the judge's error and the preflight's message.
+The anthropic SDK speaks through its own HTTP package (httpx2, not httpx): `sdk="anthropic"`
+gives its default client with the same limit (the Anthropic provider's calls, models/providers.py).
 Everything else is the SDK's default client (its timeouts, connection limits, proxies from the
 environment).
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 import zlib
 from collections.abc import AsyncIterator, Iterator
+from types import ModuleType
+from typing import Any
 
 import httpx
 
@@ -54,31 +60,47 @@ def too_large(exc: BaseException | None) -> ReplyTooLarge | None:
     return None
 
 
-def sync_client(**kwargs) -> httpx.Client:
-    """The SDK's default HTTP client with the reply limit (for `openai.OpenAI(http_client=...)`)."""
-    import openai
+def sync_client(sdk: str = "openai", **kwargs) -> Any:
+    """The SDK's default HTTP client with the reply limit (for `openai.OpenAI(http_client=...)`, or
+    `anthropic.Anthropic(...)` with sdk="anthropic")."""
+    module = importlib.import_module(sdk)
+    counted = _counting(importlib.import_module(_HTTP[sdk]))
 
-    return openai.DefaultHttpxClient(event_hooks={"request": [_identity], "response": [_cap]}, **kwargs)
+    def cap(response: httpx.Response) -> None:
+        _cap(response, counted)
+
+    return module.DefaultHttpxClient(event_hooks={"request": [_identity], "response": [cap]}, **kwargs)
 
 
-def async_client(**kwargs) -> httpx.AsyncClient:
-    """The same for `openai.AsyncOpenAI(http_client=...)` (and AutoGen's OpenAI client)."""
-    import openai
+def async_client(sdk: str = "openai", **kwargs) -> Any:
+    """The same for `openai.AsyncOpenAI(http_client=...)` (and AutoGen's OpenAI clients), or the
+    anthropic SDK's AsyncAnthropic."""
+    module = importlib.import_module(sdk)
+    counted = _counting(importlib.import_module(_HTTP[sdk]))
 
     async def identity(request: httpx.Request) -> None:
         _identity(request)
 
     async def cap(response: httpx.Response) -> None:
-        _cap(response)
+        _cap(response, counted)
 
-    return openai.DefaultAsyncHttpxClient(event_hooks={"request": [identity], "response": [cap]}, **kwargs)
+    return module.DefaultAsyncHttpxClient(event_hooks={"request": [identity], "response": [cap]}, **kwargs)
+
+
+_HTTP = {"openai": "httpx", "anthropic": "httpx2"}  # the HTTP package each SDK's client is built on
+
+
+@functools.cache
+def _counting(http: ModuleType) -> type[_Counted]:
+    """_Counted as a body stream of `http` (httpx or httpx2: each checks its own stream types)."""
+    return type("Counted", (_Counted, http.SyncByteStream, http.AsyncByteStream), {})
 
 
 def _identity(request: httpx.Request) -> None:
     request.headers["Accept-Encoding"] = "identity"
 
 
-def _cap(response: httpx.Response) -> None:
+def _cap(response: httpx.Response, counted: type[_Counted]) -> None:
     """Replace the reply's body stream with one that counts (and inflates) it; httpx then decodes nothing."""
     encoding = response.headers.get("Content-Encoding", "identity").strip().lower() or "identity"
     if encoding != "identity" and encoding not in INFLATE:
@@ -86,11 +108,13 @@ def _cap(response: httpx.Response) -> None:
         raise ModelError(f"the model server sent a reply encoded {encoding!r} (identity was asked for)")
     if encoding != "identity":
         del response.headers["Content-Encoding"]
-    response.stream = _Counted(response.stream, limit_bytes(), None if encoding == "identity" else INFLATE[encoding])
+    stream: Any = counted(response.stream, limit_bytes(), None if encoding == "identity" else INFLATE[encoding])
+    response.stream = stream  # one of the HTTP package's body streams (_counting)
 
 
-class _Counted(httpx.SyncByteStream, httpx.AsyncByteStream):
-    """A body stream that yields at most `limit` bytes (inflated with `wbits` when set), then raises."""
+class _Counted:
+    """A body stream (made one of an HTTP package's by _counting) that yields at most `limit` bytes
+    (inflated with `wbits` when set), then raises."""
 
     def __init__(self, inner, limit: int, wbits: int | None):
         self._inner, self._limit, self._seen = inner, limit, 0

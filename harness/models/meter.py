@@ -32,7 +32,7 @@ import traceback
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from harness.errors import HarnessError, LimitExceeded, ModelError
+from harness.errors import MODEL_CLIENT_MODULES, HarnessError, LimitExceeded, ModelError
 from harness.models.http import too_large
 from harness.results.model import Usage
 from harness.settings import settings
@@ -172,6 +172,6 @@ class Meter:
 def describe(model: str, exc: BaseException) -> str:
     """A failed call in words: the client's own error as it is, anything else as an unreadable reply."""
     what = f"{type(exc).__name__}: {exc}"
-    if (type(exc).__module__ or "").startswith(("openai", "httpx")):
+    if (type(exc).__module__ or "").startswith(MODEL_CLIENT_MODULES):
         return f"model {model}: {what}"
     return f"model {model}: the reply could not be read as a chat completion ({what})"

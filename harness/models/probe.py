@@ -18,6 +18,10 @@ model errors. Replay sections need no probe. The whole preflight has one deadlin
 HARNESS_PREFLIGHT_TIMEOUT (a server that trickles bytes never trips a per-read timeout): past it,
 an InputError naming the section it was waiting on. The probe carries the header `X-Harness-Preflight: 1`,
 so a server's logs (and the tests' fake server) can tell it from an agent's call.
+
+Each section is probed through its provider's SDK (models/providers.py): the chat API for openai,
+azure and gemini, the Messages API for anthropic (whose errors are read the same way: a 529
+overloaded is a warning, a 401 a refusal).
 """
 
 from __future__ import annotations
@@ -29,9 +33,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.errors import InputError
+from harness.errors import InputError, ModelError
 from harness.models.config import ModelSection
-from harness.models.http import sync_client, too_large
+from harness.models.http import too_large
+from harness.models.providers import anthropic_client, openai_client
 from harness.settings import settings
 from harness.terminal import flat
 
@@ -96,28 +101,29 @@ def probe_all(checks: list[ModelCheck], deadline: float | None = None) -> list[s
 
 def _where(check: ModelCheck) -> str:
     section = check.section
-    return f"{section.where(check.flag)} ({section.model} at {section.base_url or 'the OpenAI API'})"
+    default = "the Anthropic API" if section.provider == "anthropic" else "the OpenAI API"
+    at = section.azure_endpoint or section.endpoint() or default
+    return f"{section.where(check.flag)} ({section.model} at {at})"
 
 
 def probe(check: ModelCheck) -> str | None:
     """Make the check's request; a warning, None, or InputError."""
-    import openai
-
     section, where = check.section, _where(check)
+    sdk = _sdk(section)
     try:
         (check.request or (lambda: chat_request(probe_section(section))))()
-    except openai.APITimeoutError:
+    except sdk.APITimeoutError:
         raise InputError(f"{where}: no answer within {min(section.timeout, PROBE_TIMEOUT):g} s (preflight)") from None
-    except openai.APIConnectionError as exc:
+    except sdk.APIConnectionError as exc:
         if (big := too_large(exc)) is not None:
             raise InputError(f"{where}: {clean(big)} (preflight)") from None
         raise InputError(f"{where}: cannot connect ({clean(_cause(exc))})") from None
-    except openai.APIStatusError as exc:
+    except sdk.APIStatusError as exc:
         words = f"{exc.status_code} {clean(_server_words(exc))}"
         if exc.status_code == 429 or exc.status_code >= 500:
             return f"warning: {where} answered the preflight with {words}; going on"
         raise InputError(f"{where}: the server refused the preflight call: {words}") from None
-    except (NotACompletion, openai.APIResponseValidationError, json.JSONDecodeError) as exc:
+    except (NotACompletion, sdk.APIResponseValidationError, json.JSONDecodeError) as exc:
         raise InputError(f"{where}: the reply is not a chat completion ({clean(exc)})") from None
     except InputError:
         raise
@@ -126,10 +132,19 @@ def probe(check: ModelCheck) -> str | None:
     return None
 
 
+def _sdk(section: ModelSection) -> Any:
+    """The SDK module whose errors the section's calls raise (both name them alike)."""
+    import importlib
+
+    return importlib.import_module("anthropic" if section.provider == "anthropic" else "openai")
+
+
 def chat_request(section: ModelSection, tools: list[dict] | None = None, system: str | None = None) -> None:
     """One chat completion with this section's model and settings (and `tools`, OpenAI-format, and a
-    system message when the runner sends them), through the official client. NotACompletion when the
-    reply is not one."""
+    system message when the runner sends them), through the official client of its provider.
+    NotACompletion when the reply is not one."""
+    if section.provider == "anthropic":
+        return _messages_request(section, tools, system)
     import openai
     from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 
@@ -140,8 +155,7 @@ def chat_request(section: ModelSection, tools: list[dict] | None = None, system:
         kwargs["tools"] = tools
     messages: list[ChatCompletionMessageParam] = [{"role": "system", "content": system}] if system else []
     messages.append({"role": "user", "content": PROBE_PROMPT})
-    client = openai.OpenAI(api_key=section.api_key(), base_url=section.base_url, max_retries=section.max_retries,
-                           timeout=section.timeout, http_client=sync_client())
+    client = openai_client(section, asynchronous=False)
     try:
         reply = client.chat.completions.create(model=section.model, messages=messages,
                                                extra_headers={PROBE_HEADER: "1"}, **kwargs)
@@ -154,6 +168,24 @@ def chat_request(section: ModelSection, tools: list[dict] | None = None, system:
     if not isinstance(reply, ChatCompletion) or not reply.choices:
         text = reply if isinstance(reply, str) else reply.model_dump_json()
         raise NotACompletion(repr(text[:WORDS]))
+
+
+def _messages_request(section: ModelSection, tools: list[dict] | None, system: str | None) -> None:
+    """chat_request's call through the Messages API (models/anthropic_messages.py)."""
+    import anthropic
+
+    from harness.models.anthropic_messages import read_reply, request
+
+    messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": PROBE_PROMPT}]
+    client = anthropic_client(section, asynchronous=False, headers={PROBE_HEADER: "1"})
+    try:
+        read_reply(client.messages.create(**request(section, messages, tools or [])), section.name)
+    except (anthropic.APIStatusError, anthropic.APIConnectionError):
+        raise
+    except (anthropic.AnthropicError, ModelError, ValueError) as exc:
+        raise NotACompletion(f"{type(exc).__name__}: {exc}") from None
+    finally:
+        client.close()
 
 
 def clean(text: object, limit: int = WORDS) -> str:
@@ -176,7 +208,10 @@ def _cause(exc: BaseException) -> str:
 
 
 def _server_words(exc) -> str:
+    """The server's message: the openai SDK's error body is the error object, Anthropic's wraps it."""
     body = exc.body
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        body = body["error"]
     if isinstance(body, dict) and body.get("message"):
         return str(body["message"])
     return exc.message

@@ -52,10 +52,21 @@ Servers that refuse, as real ones do (probes included, before any script item is
   and OpenAI answer an unknown model id.
 
 Each recorded request has ``at`` (time.monotonic() on arrival), and ``status`` once answered.
+
+Other wire formats subclass it (tests/fakes/providers.py): ``route`` is the chat path served (query
+string aside), ``base_path`` what ``base_url`` ends with, ``gate(path, headers)`` an error to answer
+before anything else (a missing key or api-version), ``respond_chat`` the answer's shape.
+
+Speech to text: ``POST /v1/audio/transcriptions`` (multipart/form-data, as the real API) answers
+``{"text": transcript}`` (default "fake transcript"), or, when ``transcript`` is an ``error(...)``
+item, that error. Each is kept in ``server.transcriptions``: the form's fields (``model``, ...)
+and ``file`` (the uploaded bytes) and ``filename``; its request is in ``requests`` too (json None).
 """
 
 from __future__ import annotations
 
+import email.parser
+import email.policy
 import itertools
 import json
 import threading
@@ -108,9 +119,13 @@ def _usage(usage: tuple[int, int]) -> dict:
 
 
 class FakeOpenAI:
+    route = "/v1/chat/completions"
+    base_path = "/v1"
+
     def __init__(self, script: Sequence[Item], *, default: Item | None = None, model: str = "fake-model-1",
                  probe: Item | None = None, delay: float = 0.0, rate_limited: int = 0, retry_after: str = "1",
-                 refuse_tools: bool = False, strict_model: bool = False):
+                 refuse_tools: bool = False, strict_model: bool = False,
+                 transcript: str | Item = "fake transcript"):
         probe = probe or text("OK")
         for item in list(script) + ([default] if default else []) + [probe]:
             if not (isinstance(item, tuple) and item and item[0] in KINDS):
@@ -127,6 +142,8 @@ class FakeOpenAI:
         self.endless: list[dict[str, Any]] = []  # per endless answer: {"sent": bytes, "hung_up": bool}
         self.delay, self.rate_limited, self.retry_after = delay, rate_limited, retry_after
         self.refuse_tools, self.strict_model = refuse_tools, strict_model
+        self.transcript = transcript
+        self.transcriptions: list[dict[str, Any]] = []  # per speech-to-text request: its form fields and file
         self.in_flight = self.max_in_flight = 0
         self._throttled = 0  # 429s answered so far for `rate_limited`
         self._next = 0
@@ -144,12 +161,12 @@ class FakeOpenAI:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"http://127.0.0.1:{self.port}{self.base_path}"
 
     @property
     def chat_requests(self) -> list[dict[str, Any]]:
         """The agents' (and judges') chat completion requests; preflight probes are in `probes`."""
-        return [r for r in self.requests if r["path"].rstrip("/").endswith("/chat/completions")
+        return [r for r in self.requests if r["path"].split("?")[0].rstrip("/") == self.route
                 and PROBE_HEADER not in r["headers"]]
 
     @property
@@ -229,6 +246,10 @@ class FakeOpenAI:
             "usage": _usage(usage),
         }, {}
 
+    def gate(self, path: str, headers: dict[str, str]) -> Item | None:
+        """An error to answer this request with before anything else (None: none); headers lower-case."""
+        return None
+
     def refusal(self, body: Any) -> Item | None:
         """The error a refusing server answers this request with (vLLM's body: no "error" wrapper), or None."""
         body = body if isinstance(body, dict) else {}
@@ -297,13 +318,19 @@ def _handler_for(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:  # noqa: N802
             raw = self._read_body()
+            if self.path.split("?")[0].rstrip("/") == "/v1/audio/transcriptions":
+                self._transcribe(raw)
+                return
             try:
                 body = json.loads(raw) if raw else None
             except json.JSONDecodeError:
                 body = {"_raw": raw.decode(errors="replace")}
             entry = fake.record("POST", self.path, self.headers, body)
-            if self.path.split("?")[0].rstrip("/") != "/v1/chat/completions":
+            if self.path.split("?")[0].rstrip("/") != fake.route:
                 self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+                return
+            if (refused := fake.gate(self.path, entry["headers"])) is not None:
+                self._answer(refused, body, entry, probing=True)  # kept out of the answers
                 return
             if isinstance(body, dict) and body.get("stream"):
                 self._send(400, {"error": {"message": "fake server: streaming not supported",
@@ -319,6 +346,30 @@ def _handler_for(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 self._answer(fake.arrive() or fake.refusal(body), body, entry, probing=False)
             finally:
                 fake.leave()
+
+        def _transcribe(self, raw: bytes) -> None:
+            """Speech to text: the multipart form parsed as the real API reads it, kept, answered."""
+            entry = fake.record("POST", self.path, self.headers, None)
+            head = f"Content-Type: {self.headers.get('Content-Type', '')}\r\n\r\n".encode("latin-1")
+            form = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + raw)
+            fields: dict[str, Any] = {}
+            for part in form.iter_parts() if form.is_multipart() else []:
+                name = part.get_param("name", header="content-disposition")
+                if part.get_filename() is not None:
+                    fields["file"], fields["filename"] = part.get_payload(decode=True), part.get_filename()
+                else:
+                    fields[name] = part.get_payload(decode=True).decode()
+            with fake._lock:
+                fake.transcriptions.append(fields)
+            if "file" not in fields or "model" not in fields:
+                message = "fake server: a transcription needs a file and a model"
+                status, payload, headers = 400, {"error": {"message": message, "type": "invalid_request_error"}}, {}
+            elif isinstance(fake.transcript, tuple):
+                _, status, payload, headers = fake.transcript
+            else:
+                status, payload, headers = 200, {"text": fake.transcript}, {}
+            entry["status"] = status
+            self._send(status, payload, headers)
 
         def _answer(self, item: Item | None, body: Any, entry: dict, *, probing: bool) -> None:
             status, payload, headers = fake.respond_chat(body, item)

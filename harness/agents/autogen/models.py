@@ -10,31 +10,54 @@ model_info: AutoGen's own for a model name it knows, unless the section gives on
 other name (a local or vLLM server's), DEFAULT_MODEL_INFO: function calling assumed (the agents
 call tools; the preflight's real request with the tools tells a server that refuses them), vision,
 JSON output and structured output off, family "unknown". Fields in the section override these.
+The Anthropic client's own info is taken only for a name it lists exactly (it would match any
+other claude-* name to claude-2.0's, without function calling).
+A replay client's vision is the section's (`ModelSection.vision`).
+
+Pictures (harness/environments/images.py): for a vision model the client is given the instance's
+ImageEnv, and each request gets, right after every tool-results message whose results name
+pictures (view_image, screenshot), a UserMessage of those pictures as AutoGen `Image`s (the latest
+MAX_SHOWN_IMAGES of the conversation): AutoGen's tool results carry text only, so the agent's own
+context keeps the captions and the pictures are put back into every request it makes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import time
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from autogen_core import FunctionCall
-from autogen_core.models import ChatCompletionClient, CreateResult, ModelInfo, RequestUsage
+from autogen_core import FunctionCall, Image
+from autogen_core.models import (
+    ChatCompletionClient,
+    CreateResult,
+    FunctionExecutionResultMessage,
+    LLMMessage,
+    ModelInfo,
+    RequestUsage,
+    UserMessage,
+)
 
-from harness.models.config import ModelSection
+from harness.environments.images import SHOWN_BELOW, ImageEnv, Picture, latest
+from harness.models.config import DEFAULT_MAX_TOKENS, ModelSection
 from harness.models.http import async_client
 from harness.models.meter import Meter
+from harness.models.providers import azure_deployment
 from harness.models.slots import Slots
 
 DEFAULT_MODEL_INFO: ModelInfo = {"vision": False, "function_calling": True, "json_output": False,
                                  "family": "unknown", "structured_output": False}
 
 
-def build_client(section: ModelSection, meter: Meter, replay_turns: list[dict] | None) -> MeteredClient:
-    return MeteredClient(inner_client(section, replay_turns), meter, label=section.name, slots=section.slots())
+def build_client(section: ModelSection, meter: Meter, replay_turns: list[dict] | None,
+                 images: ImageEnv | None = None) -> MeteredClient:
+    """The metered client of a section; `images`: a vision model's pictures (shown after the results naming them)."""
+    return MeteredClient(inner_client(section, replay_turns), meter, label=section.name, slots=section.slots(),
+                         images=images)
 
 
 def inner_client(section: ModelSection, replay_turns: list[dict] | None = None,
@@ -43,28 +66,56 @@ def inner_client(section: ModelSection, replay_turns: list[dict] | None = None,
     if section.kind == "replay":
         from autogen_ext.models.replay import ReplayChatCompletionClient
 
-        return ReplayChatCompletionClient(to_create_results(replay_turns or []), model_info=DEFAULT_MODEL_INFO)
-    from autogen_ext.models.openai import OpenAIChatCompletionClient
-
+        info = cast(ModelInfo, {**DEFAULT_MODEL_INFO, "vision": section.vision})
+        return ReplayChatCompletionClient(to_create_results(replay_turns or []), model_info=info)
     kwargs: dict = {"model": section.model, "api_key": section.api_key(),
                     "max_retries": section.max_retries, "timeout": section.timeout}
-    if section.base_url:
-        kwargs["base_url"] = section.base_url
+    if section.endpoint():
+        kwargs["base_url"] = section.endpoint()
     if section.temperature is not None:
         kwargs["temperature"] = section.temperature
     if section.max_tokens is not None:
         kwargs["max_tokens"] = section.max_tokens
     if headers:
         kwargs["default_headers"] = headers
-    kwargs["http_client"] = async_client()  # a reply's size is capped (models/http.py)
-    if section.model_info is not None:
+    client_class = _client_class(section, kwargs)
+    given = section.model_info
+    if given is None and section.provider == "anthropic" and not _anthropic_knows(section.model):
+        given = {}  # AutoGen matches an unknown claude-* name to claude-2.0's info: no function calling
+    if given is not None:
         # ModelSection checked the section's fields: each one of ModelInfo's, of its type
-        info = cast(ModelInfo, {**DEFAULT_MODEL_INFO, **section.model_info})
-        return OpenAIChatCompletionClient(**kwargs, model_info=info)
+        info = cast(ModelInfo, {**DEFAULT_MODEL_INFO, **given})
+        return client_class(**kwargs, model_info=info)
     try:
-        return OpenAIChatCompletionClient(**kwargs)  # a name AutoGen knows: its own model_info
-    except ValueError:  # "model_info is required when model name is not a valid OpenAI model"
-        return OpenAIChatCompletionClient(**kwargs, model_info=DEFAULT_MODEL_INFO.copy())
+        return client_class(**kwargs)  # a name AutoGen knows: its own model_info
+    except ValueError:  # "model_info is required when model name is not recognized / a valid OpenAI model"
+        return client_class(**kwargs, model_info=DEFAULT_MODEL_INFO.copy())
+
+
+def _anthropic_knows(model: str) -> bool:
+    """Whether AutoGen's Anthropic client has this exact model name's info."""
+    from autogen_ext.models.anthropic import _model_info
+
+    return model in _model_info._MODEL_INFO
+
+
+def _client_class(section: ModelSection, kwargs: dict) -> Any:
+    """AutoGen's client class (or factory) for the section's provider, `kwargs` completed for it;
+    every one gets an HTTP client that caps a reply's size (models/http.py)."""
+    if section.provider == "anthropic":
+        from harness.agents.autogen.anthropic_client import anthropic_chat_client
+
+        kwargs["http_client"] = async_client("anthropic")
+        kwargs.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
+        return anthropic_chat_client
+    from autogen_ext.models.openai import AzureOpenAIChatCompletionClient, OpenAIChatCompletionClient
+
+    kwargs["http_client"] = async_client()
+    if section.provider == "azure":
+        kwargs.update(azure_endpoint=section.azure_endpoint, api_version=section.api_version,
+                      azure_deployment=azure_deployment(section))
+        return AzureOpenAIChatCompletionClient
+    return OpenAIChatCompletionClient
 
 
 def to_create_results(turns: list[dict]) -> list[CreateResult]:
@@ -129,16 +180,44 @@ def trace_messages(messages: Sequence[Any]) -> list[dict]:
     return out
 
 
+def image_parts(pictures: list[Picture]) -> list[str | Image]:
+    """Each picture's caption and the picture, as parts of a MultiModalMessage or UserMessage."""
+    parts: list[str | Image] = []
+    for picture in pictures:
+        parts += [picture.caption, Image.from_base64(base64.b64encode(picture.data).decode())]
+    return parts
+
+
+def with_pictures(messages: Sequence[LLMMessage], images: ImageEnv | None) -> Sequence[LLMMessage]:
+    """The request: after each tool-results message that names pictures, a user message showing them."""
+    if images is None:
+        return messages
+    results = [i for i, m in enumerate(messages) if isinstance(m, FunctionExecutionResultMessage)]
+    groups = [images.named(r.content for r in cast(FunctionExecutionResultMessage, messages[i]).content)
+              for i in results]
+    shown = dict(zip(results, latest(groups), strict=True))
+    request: list[LLMMessage] = []
+    for index, message in enumerate(messages):
+        request.append(message)
+        if shown.get(index):
+            request.append(UserMessage(content=[SHOWN_BELOW, *image_parts(shown[index])], source="tools"))
+    return request
+
+
 class MeteredClient(ChatCompletionClient):
     """Counts every call on the instance's Meter (budgets included) before handing it on; with
     `slots` (the run's cap on the model's calls in flight) each call holds one of them. A reply's
     function calls beyond the meter's per-reply cap are cut from the CreateResult the agent gets
-    (Meter.cap_tool_calls traces them), so AutoGen's agents never run them."""
+    (Meter.cap_tool_calls traces them), so AutoGen's agents never run them. With `images` (a vision
+    model's) every request shows the pictures its tool results name (with_pictures)."""
 
-    def __init__(self, inner: ChatCompletionClient, meter: Meter, label: str = "", slots: Slots | None = None):
+    def __init__(self, inner: ChatCompletionClient, meter: Meter, label: str = "", slots: Slots | None = None,
+                 images: ImageEnv | None = None):
         self._inner, self._meter, self._label, self._slots = inner, meter, label, slots
+        self._images = images
 
     async def create(self, messages: Sequence[Any], **kwargs: Any) -> CreateResult:
+        messages = with_pictures(messages, self._images)
         return self._capped(await self._meter.call(self._label, lambda: self._inner.create(messages, **kwargs),
                                                    turn_from_result, trace_messages(messages), slots=self._slots))
 
@@ -151,7 +230,7 @@ class MeteredClient(ChatCompletionClient):
     async def create_stream(self, messages: Sequence[Any], **kwargs: Any):
         """Streamed: the deadline bounds the whole stream (the wait for a slot included); a failure
         mid-stream is the model's too. The slot is held until the stream ends or is dropped."""
-        meter = self._meter
+        meter, messages = self._meter, with_pictures(messages, self._images)
         meter.before_call()
         slot, waited = await meter.take_slot(self._label, self._slots)
         try:
