@@ -137,9 +137,9 @@ class WebEnv:
         try:
             await self._ensure()
             text = await asyncio.wait_for(body(), self.action_timeout)
-            if (pattern := self._blocked(self._url)) is not None:
+            if (pattern := self._blocked(landed := self._url)) is not None:
                 await self._leave_blocked()
-                raise ActionFailed(blocked_message(self._url, pattern), "blocked")
+                raise ActionFailed(blocked_message(landed, pattern), "blocked")
         except TimeoutError:
             outcome = "timeout"
             text = (f"Error (timeout): the page did not respond within {self.action_timeout:.0f}s. "

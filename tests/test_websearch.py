@@ -1,0 +1,192 @@
+"""web_search (issue 23 items 1, 3): each provider's wire format against its fake server, typed errors,
+the per-run cache, the leakage guard, the run's choice of provider. The site provider over the real offline
+site and the browser's guard run in real sandboxes (docker marker)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.environments.web import WebEnv
+from harness.environments.websearch.env import SearchRefused, SearchUnavailable, WebSearch, check_key
+from harness.environments.websearch.guard import DEFAULT_BLOCK, Guard, block_list
+from harness.environments.websearch.settings import SearchSettings, resolve
+from harness.environments.websearch.site import SiteIndex, index_site
+from harness.errors import InputError
+from harness.sandbox.contract import SandboxSpec
+from harness.traces import Tracer
+from tests.fakes.search_servers import FakeSearch
+
+REPO = Path(__file__).resolve().parents[1]
+SMOKE = REPO / "datasets" / "gaia-smoke"
+PROVIDERS = ("tavily", "serper", "brave", "searxng")
+
+
+def _search(provider: str, server: FakeSearch, tmp_path: Path, monkeypatch, *, key: str = "test-key",
+            cache: bool = False, **extra) -> tuple[WebSearch, Path]:
+    monkeypatch.setenv("TEST_SEARCH_KEY", key)
+    settings = SearchSettings(provider=provider, base_url=server.base_url,
+                              api_key_env=None if provider == "searxng" else "TEST_SEARCH_KEY", backoff=0.01,
+                              cache_dir=str(tmp_path / "cache") if cache else None, **extra)
+    trace = tmp_path / "trace.jsonl"
+    return WebSearch(settings, Tracer(trace)), trace
+
+
+def _events(trace: Path) -> list[dict]:
+    return [json.loads(line) for line in trace.read_text().splitlines()] if trace.exists() else []
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_each_provider_speaks_its_wire_format_and_results_are_numbered_and_guarded(provider, tmp_path, monkeypatch):
+    with FakeSearch(provider) as server:
+        search, trace = _search(provider, server, tmp_path, monkeypatch)
+        shown = search.search("teak bench", 3)
+    (request,) = server.requests
+    if provider == "tavily":
+        assert request["method"] == "POST" and request["headers"]["authorization"] == "Bearer test-key"
+        assert request["json"] == {"query": "teak bench", "max_results": 3}
+    elif provider == "serper":
+        assert request["headers"]["x-api-key"] == "test-key" and request["json"] == {"q": "teak bench", "num": 3}
+    elif provider == "brave":
+        assert request["method"] == "GET" and request["headers"]["x-subscription-token"] == "test-key"
+        assert request["query"] == {"q": "teak bench", "count": "3"}
+    else:
+        assert request["query"] == {"q": "teak bench", "format": "json"} and "authorization" not in request["headers"]
+    assert "[1] Teak Bench - Northwind (2023-05-01)\n    http://shop.gaia.test/product/FUR-101" in shown
+    assert "[2] Bench care\n    https://example.org/bench-care\n    Oil it twice a year." in shown
+    assert "huggingface.co" not in shown and "1 result(s) withheld by the leakage guard" in shown
+    events = _events(trace)
+    blocked = [e for e in events if e["env"] == "guard"]
+    (done,) = [e for e in events if e["env"] == "websearch"]
+    assert done["outcome"] == "ok" and done["args"]["provider"] == provider and done["args"]["query"] == "teak bench"
+    assert done["urls"] == ["http://shop.gaia.test/product/FUR-101", "https://example.org/bench-care"]
+    assert blocked[0]["outcome"] == "blocked" and "gaia-benchmark" in blocked[0]["args"]["url"]
+
+
+@pytest.mark.parametrize("provider", ("tavily", "serper", "brave"))
+def test_a_refused_key_is_a_model_error_that_stops_the_search(provider, tmp_path, monkeypatch):
+    with FakeSearch(provider, key="the-right-one") as server:
+        search, trace = _search(provider, server, tmp_path, monkeypatch, key="a-wrong-one")
+        with pytest.raises(SearchRefused, match="refused the key from TEST_SEARCH_KEY") as caught:
+            search.search("teak bench")
+    assert caught.value.kind == "model" and not caught.value.retryable
+    assert len(server.requests) == 1  # not retried
+    assert [e["outcome"] for e in _events(trace)] == ["error"]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_refused_query_is_a_tool_result_the_agent_reads(provider, tmp_path, monkeypatch):
+    with FakeSearch(provider, script=[("query",)]) as server:
+        search, trace = _search(provider, server, tmp_path, monkeypatch)
+        shown = search.search("teak bench")
+    assert shown.startswith(f"Error: {provider} refused the query: HTTP ")
+    assert _events(trace)[0]["outcome"] == "error"
+
+
+def test_an_outage_is_retried_with_backoff_then_an_infra_error(tmp_path, monkeypatch):
+    script = [("status", 503), ("status", 429, {"Retry-After": "0"}), ("status", 502)]
+    with FakeSearch("tavily", script=script) as server:
+        search, _ = _search("tavily", server, tmp_path, monkeypatch, max_retries=3)
+        assert "Teak Bench" in search.search("teak bench")
+    assert len(server.requests) == 4
+    with FakeSearch("serper", script=[("status", 500)] * 3) as server:
+        search, _ = _search("serper", server, tmp_path, monkeypatch, max_retries=2)
+        with pytest.raises(SearchUnavailable, match="did not answer after 2 retries") as caught:
+            search.search("teak bench")
+    assert caught.value.kind == "infra" and caught.value.retryable and len(server.requests) == 3
+
+
+def test_rate_limited_after_the_retries_is_a_used_up_quota(tmp_path, monkeypatch):
+    with FakeSearch("brave", script=[("status", 429, {"Retry-After": "0"})] * 2) as server:
+        search, _ = _search("brave", server, tmp_path, monkeypatch, max_retries=1)
+        with pytest.raises(SearchRefused, match="still rate-limited"):
+            search.search("teak bench")
+
+
+def test_searches_are_cached_per_run_directory_by_provider_query_and_options(tmp_path, monkeypatch):
+    with FakeSearch("tavily") as server:
+        search, trace = _search("tavily", server, tmp_path, monkeypatch, cache=True)
+        first = search.search("teak bench", 2)
+        again = WebSearch(search.settings, Tracer(trace)).search("teak bench", 2)  # another agent process
+        search.search("teak bench", 3)  # other options: asked again
+    assert first == again and len(server.requests) == 2
+    assert [e.get("cached") for e in _events(trace) if e["env"] == "websearch"] == [False, True, False]
+    with FakeSearch("tavily") as server:
+        search, _ = _search("tavily", server, tmp_path / "off", monkeypatch, cache=False)
+        search.search("teak bench")
+        search.search("teak bench")
+    assert len(server.requests) == 2
+
+
+def test_the_guard_blocks_gaia_copies_and_given_patterns_only():
+    guard = Guard(block_list(["example.org/answers", "*.leak.test/*"]))
+    for url in ("https://huggingface.co/datasets/gaia-benchmark/GAIA/resolve/main/2023/validation/metadata.jsonl",
+                "https://www.huggingface.co/spaces/gaia-benchmark/leaderboard", "hf.co/datasets/gaia-benchmark/GAIA",
+                "https://huggingface.co/datasets/evatan/GAIA/blob/main/README.md",
+                "https://datasets-server.huggingface.co/rows?dataset=gaia-benchmark%2FGAIA&config=2023_all",
+                "https://hf-mirror.com/datasets/gaia-benchmark/GAIA", "https://example.org/answers/q1",
+                "http://a.leak.test/x"):
+        assert guard.blocks(url) is not None, url
+    for url in ("https://huggingface.co/datasets/other/data", "https://example.org/answersheet",
+                "https://en.wikipedia.org/wiki/Gaia", "https://arxiv.org/abs/2311.12983", "http://shop.gaia.test/"):
+        assert guard.blocks(url) is None, url
+    assert block_list(["none", "x.test"]) == ("x.test",) and block_list(None) == DEFAULT_BLOCK
+
+
+def test_the_runs_provider_and_what_it_refuses(monkeypatch):
+    assert resolve(None, None, False, None, website=False).provider == "none"
+    assert resolve(None, None, False, None, website=True).provider == "site"
+    chosen = resolve(None, None, True, {"provider": "brave", "max_results": 7, "brave": {"options": {"country": "de"}}},
+                     website=True)
+    assert (chosen.provider, chosen.max_results, chosen.options, chosen.cache) == ("brave", 7, {"country": "de"}, False)
+    assert chosen.api_key_env == "BRAVE_API_KEY" and chosen.base_url == "https://api.search.brave.com"
+    with pytest.raises(InputError, match="--search site .*needs --website"):
+        resolve("site", None, False, None, website=False)
+    with pytest.raises(InputError, match=r"\[search.searxng\] base_url"):
+        resolve("searxng", None, False, None, website=False)
+    with pytest.raises(InputError, match="--search bing: unknown provider"):
+        resolve("bing", None, False, None, website=False)
+    with pytest.raises(InputError, match=r"\[search\]"):
+        resolve(None, None, False, {"tavily": {"api_key": "sk-inline"}}, website=False)  # keys by variable only
+    monkeypatch.delenv("TAVILY_API_KEY", raising=False)
+    with pytest.raises(InputError, match="TAVILY_API_KEY is not set"):
+        check_key(resolve("tavily", None, False, None, website=False))
+
+
+@pytest.mark.docker
+def test_site_search_over_the_real_offline_site_and_the_browsers_guard(provider, image, run_id, tmp_path):
+    """The site is crawled from a sandbox on its network and indexed on the host; the browser in another
+    sandbox is kept from a blocked page, by visit_url and by a click that lands on it."""
+    trace = tmp_path / "t.jsonl"
+
+    async def browse(sb):
+        web = WebEnv(sb, Tracer(trace), action_timeout=10)
+        web.guard = Guard(("shop.gaia.test/about",))
+        try:
+            return [await web.visit("http://shop.gaia.test/about"), await web.visit("http://shop.gaia.test/"),
+                    await web.click("About us"), await web.find("Edith")]
+        finally:
+            await web.close()
+
+    with provider.website(SMOKE / "website", image, run_id) as policy:
+        pages, passages = index_site(provider, SandboxSpec(image=image, run_id=run_id, instance_id="crawl",
+                                                           network=policy), "shop.gaia.test", tmp_path / "index")
+        with provider.open(SandboxSpec(image=image, run_id=run_id, instance_id="guarded", network=policy)) as sb:
+            shown = asyncio.run(browse(sb))
+    assert pages >= 30 and passages >= pages  # every product page, the catalog's pages, reports, about, the CSV
+    hits = SiteIndex(tmp_path / "index").search("teak bench warranty", 3)
+    assert hits[0].url == "http://shop.gaia.test/product/FUR-101" and "Warranty 3 years" in hits[0].snippet
+    search = WebSearch(SearchSettings(provider="site", site_index=str(tmp_path / "index")), Tracer(trace))
+    assert "[1] Teak Bench\n    http://shop.gaia.test/product/FUR-101" in search.search("teak bench", 2)
+    assert "http://shop.gaia.test/files/supplier-deliveries-2023.csv" in search.search("Aqua Flow GmbH delivery", 5)
+    blocked_visit, home, blocked_click, after = shown
+    assert "blocked by the leakage guard" in blocked_visit and "Edith" not in blocked_visit
+    assert "Northwind Garden Supply" in home
+    assert "http://shop.gaia.test/about is blocked by the leakage guard" in blocked_click
+    assert after == "'Edith' not found on about:blank"  # the page's text was never read
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert [e["args"]["source"] for e in events if e["env"] == "guard"] == ["browser", "browser"]
+    assert [e["outcome"] for e in events if e["env"] == "web"][:3] == ["blocked", "ok", "blocked"]
