@@ -12,7 +12,9 @@ process: one with side effects should make them after it has touched its sandbox
 from __future__ import annotations
 
 from harness.agents.contract import Limits
-from harness.environments import CodeEnv, Environments, FileEnv, WebEnv
+from harness.environments import CodeEnv, Environments, FileEnv, ImageEnv, WebEnv
+from harness.environments.audio import audio_env
+from harness.models.config import ModelSection
 from harness.sandbox.contract import Sandbox
 from harness.traces import Tracer
 
@@ -36,9 +38,12 @@ class DrySandbox(Sandbox):
         raise SandboxNeeded(f"a dry construction has no sandbox (asked for its {name!r})")
 
 
-def dry_environments(limits: Limits) -> Environments:
-    """Environments like an agent process's (code, files, browser) over a DrySandbox, tracing nothing."""
+def dry_environments(limits: Limits, model: ModelSection | None = None) -> Environments:
+    """Environments like an agent process's (code, files, browser, and the model section's transcription
+    when given) over a DrySandbox, tracing nothing."""
     sandbox, tracer = DrySandbox(), Tracer(None)
-    return Environments(code=CodeEnv(sandbox, tracer, timeout=limits.command_timeout),
-                        file=FileEnv(sandbox, tracer, page_size=limits.page_size),
-                        web=WebEnv(sandbox, tracer, page_size=limits.page_size))
+    files = FileEnv(sandbox, tracer, page_size=limits.page_size)
+    return Environments(code=CodeEnv(sandbox, tracer, timeout=limits.command_timeout), file=files,
+                        web=WebEnv(sandbox, tracer, page_size=limits.page_size),
+                        audio=audio_env(files, model) if model is not None else None,
+                        images=ImageEnv(sandbox, tracer) if model is not None and model.vision else None)

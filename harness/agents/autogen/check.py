@@ -33,7 +33,7 @@ def preflight(factory: Callable, section: ModelSection, instance: Instance, limi
     from harness.agents.autogen.models import inner_client
 
     client = inner_client(section, [], headers={PROBE_HEADER: "1"})
-    envs = dry_environments(limits)
+    envs = dry_environments(limits, section)
     agent = _dry_build(factory, client, envs, instance, limits)
     if agent is NEEDS_SANDBOX:
         from harness.agents.autogen.tools import sandbox_tools, web_tools

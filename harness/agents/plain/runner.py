@@ -11,6 +11,11 @@ Tool arguments are validated (and coerced, "2" -> 2) against the tool's signatur
 tool that raises is reported to the model as an error result, as AutoGen's FunctionTool
 does: a model's sloppy call costs it one tool result, not the instance. A dead sandbox
 (InfraError) still stops the instance.
+
+A vision model (harness/environments/images.py) gets the task's image attachments as `image_url`
+parts of the task message, and the pictures its tool results name (view_image, screenshot) as a user
+message of `image_url` parts right after those results (OpenAI tool messages take text only); the
+conversation keeps the captions, and each request shows the latest MAX_SHOWN_IMAGES pictures.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import json
 from pydantic import ValidationError
 
 from harness.agents.contract import AgentContext, AgentRunner
+from harness.environments.images import SHOWN_BELOW, latest, openai_parts, task_text
 from harness.environments.tools import arguments_model, sandbox_tools, schema, web_tools
 from harness.errors import InfraError
 from harness.models.chat import chat_model
@@ -42,7 +48,7 @@ class PlainRunner(AgentRunner):
         from harness.agents.dry import dry_environments
         from harness.models.probe import chat_request
 
-        envs = dry_environments(limits)
+        envs = dry_environments(limits, model)
         schemas = [schema(fn) for fn in sandbox_tools(envs, instance) + web_tools(envs)]
         return lambda: chat_request(model, tools=schemas, system=SYSTEM)
 
@@ -53,12 +59,15 @@ class PlainRunner(AgentRunner):
         self.arguments = {name: arguments_model(fn) for name, fn in self.tools.items()}
         self.schemas = [schema(fn) for fn in self.tools.values()]
         self.messages: list[dict] = [{"role": "system", "content": SYSTEM}]
+        self.asked = False  # the task (the first turn's message) carries the instance's pictures
         ctx.tracer.emit(SystemPrompt(source=SOURCE, content=SYSTEM))
 
     async def turn(self, message: str) -> str:
-        self.messages.append({"role": "user", "content": message})
+        content = message if self.asked else await self._task(message)
+        self.messages.append({"role": "user", "content": content})
+        self.asked = True
         while True:
-            reply = await self.model.complete(self.messages, self.schemas)
+            reply = await self.model.complete(self._shown(self.messages), self.schemas)
             if not reply.tool_calls:
                 self.messages.append({"role": "assistant", "content": reply.content})
                 self.ctx.tracer.emit(Message(source=SOURCE, content=reply.content))
@@ -70,6 +79,32 @@ class PlainRunner(AgentRunner):
             for call in reply.tool_calls:
                 self.messages.append({"role": "tool", "tool_call_id": call["id"],
                                       "content": await self._run_tool(call)})
+
+    async def _task(self, message: str) -> str | list[dict]:
+        """The task message: with image parts of its image attachments for a vision model."""
+        images = self.ctx.envs.images
+        if images is None:
+            return message
+        pictures, notes = await self.ctx.envs.call(images.task_pictures, self.ctx.instance.files)
+        return openai_parts(task_text(message, notes), pictures) if pictures else task_text(message, notes)
+
+    def _shown(self, messages: list[dict]) -> list[dict]:
+        """The request: after each run of tool results that name pictures, a user message showing them."""
+        images = self.ctx.envs.images
+        if images is None:
+            return messages
+        runs: list[tuple[int, list[str]]] = []  # (index of a run's last tool message, the run's results)
+        for index, message in enumerate(messages):
+            if message["role"] == "tool":
+                texts = runs.pop()[1] if runs and runs[-1][0] == index - 1 else []
+                runs.append((index, texts + [message["content"]]))
+        shown = dict(zip([end for end, _ in runs], latest([images.named(texts) for _, texts in runs]), strict=True))
+        request: list[dict] = []
+        for index, message in enumerate(messages):
+            request.append(message)
+            if shown.get(index):
+                request.append({"role": "user", "content": openai_parts(SHOWN_BELOW, shown[index])})
+        return request
 
     async def _run_tool(self, call: dict) -> str:
         tracer = self.ctx.tracer

@@ -1,0 +1,116 @@
+"""`transcribe_audio`: a workspace audio file sent to the model provider's speech-to-text, from the host.
+
+Offered only when the run's model section names a `transcription_model` (`[llm.NAME]
+transcription_model = "whisper-1"`). The path is confined to the workspace inside the sandbox
+(files.CONFINE), the file is read out of it (`Sandbox.read_file`, at most MAX_AUDIO_BYTES: the
+OpenAI API's own limit is 25 MB), and sent from the agent's process on the host, so the key never
+enters the sandbox: the official `openai` client's `audio.transcriptions.create` (multipart POST
+to `<base_url>/audio/transcriptions`) over the harness's bounded HTTP client (models/http.py),
+with the section's key, timeout and retries. The transcript is saved as
+/workspace/transcripts/<file>.txt and its first page returned through the file environment
+(read_file shows the others). Each call is one `env` event (env "audio", action
+"transcribe_audio", with the model, the bytes sent and the transcript's length); every failure
+(no such file, too big, the server's refusal, a timeout) is a tool result starting "Error".
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TYPE_CHECKING
+
+from harness.environments.files import CONFINE, FileEnv
+from harness.environments.scripts import outcome_of, script_reply
+from harness.errors import ModelError, SandboxRequestError
+from harness.models.http import too_large
+from harness.sandbox.contract import WORKSPACE
+from harness.traces import EnvAction
+
+if TYPE_CHECKING:
+    import openai
+
+    from harness.models.config import ModelSection
+
+MAX_AUDIO_BYTES = 25 * 1000 * 1000
+TRANSCRIPTS = "transcripts"  # under the workspace
+
+LOCATE = CONFINE + r"""
+if not os.path.isfile(real):
+    out(error=f"no such file: {sys.argv[1]!r}")
+out(path=real, bytes=os.path.getsize(real))
+"""
+
+SAVE = r"""
+import os, sys
+os.makedirs(os.path.dirname(sys.argv[1]), exist_ok=True)
+with open(sys.argv[1], "w", encoding="utf-8") as fh:
+    fh.write(sys.stdin.read())
+"""
+
+
+class AudioEnv:
+    def __init__(self, files: FileEnv, section: ModelSection, *, max_bytes: int = MAX_AUDIO_BYTES):
+        assert section.transcription_model, "AudioEnv needs a section with a transcription_model"
+        self.files, self.section, self.max_bytes = files, section, max_bytes
+        self.model: str = section.transcription_model
+        self._client: openai.OpenAI | None = None
+
+    def client(self) -> openai.OpenAI:
+        if self._client is None:
+            import openai
+
+            from harness.models.http import sync_client
+
+            self._client = openai.OpenAI(api_key=self.section.api_key(), base_url=self.section.base_url,
+                                         timeout=self.section.timeout, max_retries=self.section.max_retries,
+                                         http_client=sync_client())
+        return self._client
+
+    def transcribe(self, path: str) -> str:
+        started = time.monotonic()
+        data = self._transcript(path)
+        outcome = outcome_of(data)
+        text = data.pop("text", None)
+        self.files.tracer.emit(EnvAction(env="audio", action="transcribe_audio", args={"path": path},
+                                         outcome=outcome, seconds=round(time.monotonic() - started, 4),
+                                         model=self.model, **data))
+        if text is None:
+            return f"Error: {data['error']}"
+        name = os.path.basename(data["path"])
+        saved = f"{TRANSCRIPTS}/{name}.txt"
+        self.files.sandbox.exec(["python3", "-c", SAVE, f"{WORKSPACE}/{saved}"], stdin=text, timeout=30)
+        return (f"Transcript of {path} by {self.model}, saved as {WORKSPACE}/{saved}; "
+                f"read_file({saved!r}, page) shows any other page.\n" + self.files.read(saved))
+
+    def _transcript(self, path: str) -> dict:
+        """{"text", "path", "bytes", "chars"}, or {"error", ...} (and "outcome" "timeout" when it timed out)."""
+        import openai
+
+        located = script_reply(self.files.sandbox.exec(["python3", "-c", LOCATE, path], timeout=30),
+                               f"find {path!r}", 30)
+        if "error" in located:
+            return located
+        if located["bytes"] > self.max_bytes:
+            return {**located, "error": f"too big: {path} is {located['bytes']} bytes, more than the "
+                                        f"{self.max_bytes} bytes transcribe_audio sends"}
+        try:
+            audio = self.files.sandbox.read_file(located["path"], max_bytes=self.max_bytes)
+        except SandboxRequestError as exc:  # e.g. unreadable, or grown past the limit since it was found
+            return {**located, "error": f"cannot read {path}: {exc}"}
+        try:
+            reply = self.client().audio.transcriptions.create(
+                model=self.model, file=(os.path.basename(located["path"]), audio))
+        except openai.APITimeoutError:
+            return {**located, "error": f"timeout: the transcription server did not answer within "
+                                        f"{self.section.timeout:g} s", "outcome": "timeout"}
+        except openai.APIStatusError as exc:
+            return {**located, "error": f"the transcription server answered {exc.status_code}: {exc.message}"}
+        except (openai.APIError, ModelError) as exc:
+            reason = too_large(exc) or exc
+            return {**located, "error": f"transcription failed: {type(reason).__name__}: {reason}"}
+        return {**located, "text": reply.text, "chars": len(reply.text)}
+
+
+def audio_env(files: FileEnv, section: ModelSection) -> AudioEnv | None:
+    """The transcription environment of a run's model section, or None when it names no transcription model."""
+    return AudioEnv(files, section) if section.transcription_model else None

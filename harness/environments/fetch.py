@@ -1,0 +1,101 @@
+"""`fetch_url`: a plain HTTP(S) GET made inside the sandbox, read back like a workspace file.
+
+The request is made by a script in the sandbox (so the sandbox's network policy applies: with
+network "none" nothing answers), the body is saved under /workspace/fetched/ and its first page
+is returned through the file environment (markitdown in the sandbox, the same pages as
+`read_file`, which shows the others). Bounded: at most `max_bytes` (MAX_FETCH_BYTES; a longer body
+is refused and nothing is kept) and `timeout` seconds in all (FETCH_TIMEOUT_S). Every failure
+(a bad URL, DNS, a refused connection, an HTTP 4xx/5xx, a timeout, a body too big) is a tool
+result starting "Error", and the fetch's `env` event (env "fetch", action "fetch_url") has outcome
+`error` (or `timeout`); a fetched body that markitdown cannot convert is the file read's error.
+"""
+
+from __future__ import annotations
+
+import time
+
+from harness.environments.files import FileEnv
+from harness.environments.scripts import outcome_of, script_reply
+from harness.sandbox.contract import WORKSPACE
+from harness.traces import EnvAction
+
+MAX_FETCH_BYTES = 20 * 1024 * 1024
+FETCH_TIMEOUT_S = 30.0
+FOLDER = "fetched"  # under the workspace
+
+GET = r"""
+import hashlib, http.client, json, mimetypes, os, re, socket, sys, time, urllib.error, urllib.parse, urllib.request
+url, folder, limit, budget = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+deadline = time.monotonic() + budget
+def out(**kw):
+    print(json.dumps(kw)); sys.exit(0)
+if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
+    out(error=f"only http:// and https:// URLs can be fetched, not {url!r}")
+def failed(exc):
+    reason = getattr(exc, "reason", exc)
+    if isinstance(reason, (TimeoutError, socket.timeout)):
+        out(error=f"timeout: {url} did not answer within {budget:g} s", outcome="timeout")
+    if isinstance(reason, socket.gaierror):
+        out(error=f"cannot resolve the host of {url}: {reason}")
+    if isinstance(reason, ConnectionRefusedError):
+        out(error=f"connection refused by {url}")
+    out(error=f"cannot fetch {url}: {type(reason).__name__}: {reason}")
+request = urllib.request.Request(url, headers={"User-Agent": "Mozilla/5.0 (X11; Linux x86_64) harness-fetch",
+                                               "Accept": "*/*"})
+try:
+    resp = urllib.request.urlopen(request, timeout=budget)
+except urllib.error.HTTPError as exc:
+    out(error=f"HTTP {exc.code} {exc.reason} from {url}", status=exc.code)
+except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
+    failed(exc)
+final = resp.geturl()
+ctype = (resp.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+declared = resp.headers.get("Content-Length")
+if declared and declared.isdigit() and int(declared) > limit:
+    out(error=f"too big: {url} is {int(declared)} bytes, more than the {limit} bytes fetch_url takes")
+name = os.path.basename(urllib.parse.urlsplit(final).path) or "index"
+name = re.sub(r"[^A-Za-z0-9._-]+", "_", name).lstrip(".")[:80] or "index"
+if mimetypes.guess_type(name)[0] is None and ctype not in ("", "application/octet-stream"):
+    name += mimetypes.guess_extension(ctype) or ""
+os.makedirs(folder, exist_ok=True)
+path = os.path.join(folder, hashlib.sha256(final.encode()).hexdigest()[:8] + "-" + name)
+size = 0
+try:
+    with open(path + ".part", "wb") as fh:
+        while chunk := resp.read(1 << 16):
+            size += len(chunk)
+            if size > limit:
+                raise OverflowError
+            if time.monotonic() > deadline:
+                raise TimeoutError
+            fh.write(chunk)
+except OverflowError:
+    os.unlink(path + ".part")
+    out(error=f"too big: {url} sent more than the {limit} bytes fetch_url takes")
+except (http.client.HTTPException, OSError) as exc:
+    os.unlink(path + ".part")
+    failed(exc)
+os.replace(path + ".part", path)
+out(path=path, url=final, status=resp.status, content_type=ctype, bytes=size)
+"""
+
+
+class FetchEnv:
+    def __init__(self, files: FileEnv, *, max_bytes: int = MAX_FETCH_BYTES, timeout: float = FETCH_TIMEOUT_S):
+        self.files, self.max_bytes, self.timeout = files, max_bytes, timeout
+
+    def fetch(self, url: str) -> str:
+        started = time.monotonic()
+        argv = ["python3", "-c", GET, url, f"{WORKSPACE}/{FOLDER}", str(self.max_bytes), str(self.timeout)]
+        result = self.files.sandbox.exec(argv, timeout=self.timeout + 15)
+        data = script_reply(result, f"fetching {url}", self.timeout)
+        outcome = outcome_of(data)
+        self.files.tracer.emit(EnvAction(env="fetch", action="fetch_url", args={"url": url}, outcome=outcome,
+                                         seconds=round(time.monotonic() - started, 4), **data))
+        if "error" in data:
+            return f"Error: {data['error']}"
+        rel = data["path"][len(WORKSPACE) + 1:]
+        moved = f" (redirected to {data['url']})" if data["url"] != url else ""
+        head = (f"Fetched {url}{moved}: HTTP {data['status']}, {data['content_type'] or 'no content type'}, "
+                f"{data['bytes']} bytes, saved as {data['path']}; read_file({rel!r}, page) shows any other page.")
+        return head + "\n" + self.files.read(rel)

@@ -1,0 +1,186 @@
+"""fetch_url, transcribe_audio and video_frames (issue 23 items 2 and 5) in real sandboxes.
+
+fetch_url GETs from inside the sandbox (the offline site on its network; nothing without one);
+transcribe_audio sends a real WAV to the fake OpenAI server's multipart /v1/audio/transcriptions
+through the official client; video_frames runs the image's ffmpeg on a clip ffmpeg made. Both
+runners (plain and AutoGen) offer the tools, in their preflight request and in a real run.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import struct
+import wave
+from pathlib import Path
+
+import pytest
+
+from harness.agents.contract import Limits
+from harness.agents.dry import dry_environments
+from harness.environments.audio import AudioEnv
+from harness.environments.fetch import FetchEnv
+from harness.environments.files import FileEnv
+from harness.environments.tools import media_tools
+from harness.environments.video import MAX_FRAMES, VideoEnv
+from harness.models.config import ModelSection
+from harness.sandbox.contract import SandboxSpec
+from harness.traces import Tracer
+from harness.traces.forensics import read_facts
+from tests.fakes.openai_server import FakeOpenAI, error, text, tool_calls
+from tests.helpers.e2e import FAKE_KEY, FAKE_KEY_ENV, explain, fake_config, harness, rows, trace
+
+SMOKE = Path(__file__).resolve().parents[1] / "datasets" / "gaia-smoke"
+SITE = "http://shop.gaia.test"
+
+
+def tone_wav(seconds: float = 0.5, rate: int = 8000) -> bytes:
+    """A real WAV file: a 440 Hz sine, 16-bit mono."""
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(rate)
+        out.writeframes(b"".join(struct.pack("<h", int(12000 * math.sin(2 * math.pi * 440 * i / rate)))
+                                 for i in range(int(seconds * rate))))
+    return buffer.getvalue()
+
+
+def section(base_url: str, transcription_model: str | None = "whisper-1") -> ModelSection:
+    return ModelSection(name="fake", model="fake-model-1", base_url=base_url, api_key_env=FAKE_KEY_ENV,
+                        max_retries=0, timeout=20, transcription_model=transcription_model)
+
+
+def test_transcribe_audio_is_offered_only_with_a_transcription_model():
+    limits = Limits()
+    assert [t.__name__ for t in media_tools(dry_environments(limits))] == ["fetch_url", "video_frames"]
+    without = dry_environments(limits, section("http://127.0.0.1:9/v1", None))
+    assert "transcribe_audio" not in [t.__name__ for t in media_tools(without)]
+    names = [t.__name__ for t in media_tools(dry_environments(limits, section("http://127.0.0.1:9/v1")))]
+    assert names == ["fetch_url", "video_frames", "transcribe_audio"]
+
+
+@pytest.mark.docker
+def test_fetch_url_reads_the_offline_site_inside_the_sandbox(provider, image, run_id, tmp_path):
+    trace_path = tmp_path / "t.jsonl"
+    with provider.website(SMOKE / "website", image, run_id) as policy, \
+            provider.open(SandboxSpec(image=image, run_id=run_id, instance_id="fetch", network=policy)) as sb:
+        files = FileEnv(sb, Tracer(trace_path), page_size=400)
+        fetch = FetchEnv(files, timeout=4)
+        about = fetch.fetch(f"{SITE}/about")
+        csv = fetch.fetch(f"{SITE}/files/supplier-deliveries-2023.csv")
+        saved = about.split("saved as ")[1].split(";")[0]
+        page2 = files.read(saved[len("/workspace/"):], page=2)
+        on_disk = sb.shell(f"head -c 300 {saved}").stdout
+        missing = fetch.fetch(f"{SITE}/no-such-page")
+        slow = fetch.fetch(f"{SITE}/slow")
+        nowhere = fetch.fetch("http://nowhere.gaia.test/")
+        local = fetch.fetch("file:///etc/passwd")
+        big = FetchEnv(files, max_bytes=200).fetch(f"{SITE}/catalog")
+        leftovers = sb.shell("ls /workspace/fetched").stdout.split()
+    assert about.startswith(f"Fetched {SITE}/about: HTTP 200, text/html,"), about[:300]
+    assert "/workspace/fetched/" in saved and saved.endswith(".html")
+    assert "[fetched/" in about and "page 1 of " in about and "Founded in 1987" in about + page2
+    assert "<html" in on_disk.lower()  # the raw response is in the workspace; the model read markdown
+    assert "date" in csv and "supplier" in csv and "text/csv" in csv
+    assert missing.startswith("Error: HTTP 404"), missing
+    assert slow.startswith("Error: timeout"), slow
+    assert nowhere.startswith("Error: ") and "nowhere.gaia.test" in nowhere, nowhere
+    assert local.startswith("Error: only http:// and https://"), local
+    assert big.startswith("Error: too big"), big
+    assert len(leftovers) == 2, leftovers  # the two fetched files; nothing of the refused ones
+    assert read_facts(trace_path).env_outcomes["fetch"] == {"ok": 2, "error": 4, "timeout": 1}
+
+
+@pytest.fixture
+def media_sandbox(provider, image, run_id, tmp_path):
+    (tmp_path / "tone.wav").write_bytes(tone_wav())
+    with provider.open(SandboxSpec(image=image, run_id=run_id, instance_id="media")) as sb:
+        sb.copy_in(tmp_path, ["tone.wav"])
+        made = sb.shell("ffmpeg -nostdin -v error -f lavfi -i testsrc=duration=5:size=320x240:rate=10 "
+                        "-pix_fmt yuv420p clip.mp4", timeout=120)
+        assert made.ok, made.stderr
+        yield sb
+
+
+@pytest.mark.docker
+def test_transcribe_audio_sends_the_workspace_file_from_the_host(media_sandbox, tmp_path, monkeypatch):
+    monkeypatch.setenv(FAKE_KEY_ENV, FAKE_KEY)
+    trace_path = tmp_path / "t.jsonl"
+    files = FileEnv(media_sandbox, Tracer(trace_path))
+    with FakeOpenAI([], transcript="the quick brown fox") as server:
+        out = AudioEnv(files, section(server.base_url)).transcribe("tone.wav")
+        outside = AudioEnv(files, section(server.base_url)).transcribe("../etc/passwd")
+        big = AudioEnv(files, section(server.base_url), max_bytes=100).transcribe("tone.wav")
+        sent = list(server.transcriptions)
+    with FakeOpenAI([], transcript=error(400, {"error": {"message": "Invalid file format.",
+                                                         "type": "invalid_request_error"}})) as refusing:
+        refused = AudioEnv(files, section(refusing.base_url)).transcribe("tone.wav")
+    saved = media_sandbox.shell("cat /workspace/transcripts/tone.wav.txt").stdout
+    assert out.startswith("Transcript of tone.wav by whisper-1, saved as /workspace/transcripts/tone.wav.txt")
+    assert "the quick brown fox" in out and saved == "the quick brown fox"
+    (request,) = sent  # only the good call reached the server
+    assert request["file"] == tone_wav() and request["filename"] == "tone.wav" and request["model"] == "whisper-1"
+    (entry,) = [r for r in server.requests if r["path"] == "/v1/audio/transcriptions"]
+    assert entry["headers"]["authorization"] == f"Bearer {FAKE_KEY}"
+    assert entry["headers"]["content-type"].startswith("multipart/form-data")
+    assert outside.startswith("Error: ") and "outside /workspace" in outside
+    assert big.startswith("Error: too big")
+    assert refused.startswith("Error: the transcription server answered 400") and "Invalid file format" in refused
+    outcomes = read_facts(trace_path).env_outcomes["audio"]
+    assert outcomes == {"ok": 1, "error": 3}
+
+
+@pytest.mark.docker
+def test_video_frames_are_extracted_inside_the_sandbox(media_sandbox, tmp_path):
+    trace_path = tmp_path / "t.jsonl"
+    video = VideoEnv(media_sandbox, Tracer(trace_path))
+    out = video.frames("clip.mp4", 1)
+    dense = video.frames("clip.mp4", 0.1)
+    not_video = video.frames("tone.wav", 1)
+    zero = video.frames("clip.mp4", 0)
+    missing = video.frames("nope.mp4", 1)
+    paths = [line.split(" ", 1)[1] for line in out.splitlines()[1:]]
+    first = media_sandbox.read_file(paths[0])
+    size = media_sandbox.shell(f"python3 -c \"from PIL import Image; print(Image.open('{paths[0]}').size)\"").stdout
+    # no fetch without a network: the sandbox's own policy answers
+    no_net = FetchEnv(FileEnv(media_sandbox, Tracer(None)), timeout=5).fetch("http://example.com/")
+    assert out.startswith("5 frames of clip.mp4, one every 1 s (the video is 5 s long)"), out
+    assert out.splitlines()[1].startswith("t=0s /workspace/frames/clip.mp4-every-1s/frame-0001.png")
+    assert len(paths) == 5 and first.startswith(b"\x89PNG") and size.strip() == "(320, 240)"
+    assert dense.startswith(f"{MAX_FRAMES} frames") and f"stopped at {MAX_FRAMES} frames" in dense
+    assert not_video.startswith("Error: cannot extract frames from 'tone.wav'"), not_video
+    assert zero.startswith("Error: every_s must be at least")
+    assert missing.startswith("Error: no such file")
+    assert no_net.startswith("Error: "), no_net
+    assert read_facts(trace_path).env_outcomes["video"] == {"ok": 2, "error": 3}
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("agent", ["plain", "assistant"])
+def test_a_run_transcribes_an_attached_audio_file(agent, tmp_path, image, out):
+    """Both runners: the preflight offers transcribe_audio, and a run's model calls it; the real agent
+    process sends the WAV from the host and the transcript reaches the model."""
+    (tmp_path / "tone.wav").write_bytes(tone_wav())
+    data = tmp_path / "tasks.jsonl"
+    data.write_text(json.dumps({"instance_id": f"audio-{agent}", "question": "What is said in tone.wav?",
+                                "answer": "fox", "files": ["tone.wav"]}) + "\n")
+    script = [tool_calls(("transcribe_audio", {"path": "tone.wav"})), text("It says <solution>fox</solution>")]
+    with FakeOpenAI(script, transcript="a quick brown fox") as server:
+        config = fake_config(tmp_path / "m.toml", server.base_url)
+        config.write_text(config.read_text().replace("[llm.fake.model_info]",
+                                                     'transcription_model = "whisper-1"\n[llm.fake.model_info]'))
+        proc = harness("run", "--dataset", data, "--model", "fake", "--config", config, "--output-dir", out,
+                       "--agent", agent, "--workers", 1, "--instance-timeout", 120)
+    assert proc.returncode == 0, explain(proc)
+    (row,) = rows(out)
+    assert row["status"] == "ok" and row["correct"] is True, row
+    assert row["tool_calls"] == ["transcribe_audio"]
+    probe_tools = {t["function"]["name"] for t in server.probes[0]["json"]["tools"]}
+    assert {"fetch_url", "video_frames", "transcribe_audio"} <= probe_tools
+    assert server.transcriptions[0]["file"] == tone_wav()
+    tool_message = json.dumps(server.chat_requests[1]["json"]["messages"][-1])
+    assert "a quick brown fox" in tool_message
+    (event,) = [e for e in trace(out, row) if e["type"] == "env" and e["env"] == "audio"]
+    assert event["outcome"] == "ok" and event["model"] == "whisper-1" and event["bytes"] == len(tone_wav())
