@@ -78,7 +78,7 @@ def _approve(request: ApprovalRequest) -> ApprovalResponse:
 def magentic(model_client, envs, instance, limits):
     """A Magentic-One team (orchestrator, web surfer, file surfer, coder, executor) acting through the sandbox."""
     tools = {t.name: t for t in sandbox_tools(envs, instance)}
-    reading = [n for n in ("list_files", "read_file", "find_in_file", "search_corpus") if n in tools]
+    reading = [n for n in ("list_files", "read_file", "find_in_file", "view_image", "search_corpus") if n in tools]
     file_surfer = AssistantAgent(
         "file_surfer", model_client, tools=[tools[n] for n in reading],
         system_message=FILE_SURFER, max_tool_iterations=10, reflect_on_tool_use=False,

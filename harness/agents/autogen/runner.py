@@ -4,6 +4,10 @@ The registry hands it a factory `factory(model_client, envs, instance, limits)` 
 async) returning an agent or team. Each turn is one `run_stream`; the agent keeps its
 state between turns, so a simulated user's reply continues the same conversation.
 AutoGen's messages become the harness's own trace events here, and nowhere else.
+
+A vision model's task is a MultiModalMessage: the task's text and its image attachments
+(harness/environments/images.py); the client shows the pictures tool results name
+(agents/autogen/models.py, `with_pictures`).
 """
 
 from __future__ import annotations
@@ -12,10 +16,11 @@ import inspect
 import json
 
 from autogen_agentchat.base import TaskResult
-from autogen_agentchat.messages import BaseChatMessage, ToolCallExecutionEvent, ToolCallRequestEvent
+from autogen_agentchat.messages import BaseChatMessage, MultiModalMessage, ToolCallExecutionEvent, ToolCallRequestEvent
 
-from harness.agents.autogen.models import build_client
+from harness.agents.autogen.models import build_client, image_parts
 from harness.agents.contract import AgentContext, AgentRunner
+from harness.environments.images import task_text
 from harness.errors import ErrorKind, kind_of
 from harness.traces import Message, SystemPrompt, ToolCall, ToolResult
 
@@ -52,7 +57,8 @@ class AutoGenRunner(AgentRunner):
 
     async def setup(self, ctx: AgentContext) -> None:
         self.ctx = ctx
-        self.client = build_client(ctx.model, ctx.meter, ctx.replay_turns)
+        self.client = build_client(ctx.model, ctx.meter, ctx.replay_turns, images=ctx.envs.images)
+        self.asked = False  # the task (the first turn's message) carries the instance's pictures
         agent = self.target(self.client, ctx.envs, ctx.instance, ctx.limits)
         self.agent = await agent if inspect.isawaitable(agent) else agent
         for source, content in _system_prompts(self.agent):
@@ -60,7 +66,9 @@ class AutoGenRunner(AgentRunner):
 
     async def turn(self, message: str) -> str:
         tracer, last_text = self.ctx.tracer, ""
-        async for item in self.agent.run_stream(task=message):
+        task = message if self.asked else await self._task(message)
+        self.asked = True
+        async for item in self.agent.run_stream(task=task):
             if isinstance(item, TaskResult):
                 continue
             if isinstance(item, ToolCallRequestEvent):
@@ -75,6 +83,15 @@ class AutoGenRunner(AgentRunner):
                 last_text = item.to_text()
                 tracer.emit(Message(source=item.source, content=last_text))
         return last_text
+
+    async def _task(self, message: str) -> str | MultiModalMessage:
+        """The task: a MultiModalMessage with its image attachments for a vision model."""
+        images = self.ctx.envs.images
+        if images is None:
+            return message
+        pictures, notes = await self.ctx.envs.call(images.task_pictures, self.ctx.instance.files)
+        text = task_text(message, notes)
+        return MultiModalMessage(content=[text, *image_parts(pictures)], source="user") if pictures else text
 
     async def close(self) -> None:
         client = getattr(self, "client", None)

@@ -1,0 +1,230 @@
+"""Pictures for vision models: image attachments, workspace images and browser screenshots.
+
+Only a model whose section says `model_info.vision = true` gets an `ImageEnv` (harness/models/config.py,
+`ModelSection.vision`); without one, images stay what they were: markitdown's metadata text.
+
+- Bounds. A picture is at most MAX_SIDE pixels on its longer side and MAX_PIXELS in all; a task
+  offers at most MAX_TASK_IMAGES of its attachments (png, jpg, jpeg, gif, webp; a GIF's first
+  frame), and a request carries at most MAX_SHOWN_IMAGES tool pictures, the latest (older ones stay
+  in the conversation as their caption).
+- Inside the sandbox. A workspace image is opened, resized and re-encoded by Pillow in the sandbox's
+  toolbox (RESIZE), as PNG, or JPEG when the PNG would exceed MAX_BYTES; the result is read out
+  through `Sandbox.read_file`. The host never parses the original file: it gets a PNG or JPEG the
+  sandbox made, within the bounds. A screenshot is Chromium's own PNG of its viewport.
+- In the conversation. A tool that shows a picture returns its caption, `[image #N: WHERE, WxH,
+  shown below]`; the picture is kept here under N. Each runner puts the pictures its tool results
+  name into the request as an image part of a user message following those results (OpenAI tool
+  messages take text only): the plain runner as `image_url` parts (`openai_parts`), AutoGen as an
+  `Image` (harness/agents/autogen/models.py). The task's attachments go into the task message.
+- In the trace. WHERE is the picture's file: its /workspace path, or the screenshot's file in the
+  instance's trace folder. Every picture is an `env` event (env "image") with that reference and
+  its sizes; requests are traced with `[image]` for each image part, never its bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import struct
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from harness.environments.files import CONFINE
+from harness.sandbox.contract import WORKSPACE, Sandbox
+from harness.traces import EnvAction, Tracer
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
+MAX_SIDE = 1568  # pixels on the longer side
+MAX_PIXELS = 1_200_000  # pixels in all (about 1.2 megapixels: what hosted vision models take unscaled)
+MAX_BYTES = 1 << 20  # a PNG larger than this is sent as JPEG instead
+MAX_TASK_IMAGES = 8  # attachments shown in the task message; the rest are named for view_image
+MAX_SHOWN_IMAGES = 8  # tool pictures in one request, the latest
+CAPTION = re.compile(r"\[image #(\d+): ")
+
+RESIZE = CONFINE + r"""
+import hashlib
+max_side, max_pixels, max_bytes = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+if not os.path.isfile(real):
+    out(error=f"no such file: {sys.argv[1]!r}")
+try:
+    from PIL import Image
+except ImportError:
+    out(error="pillow is not installed in this sandbox image (rebuild it: harness images build)")
+try:
+    with Image.open(real) as im:
+        kind = im.format
+        if kind not in ("PNG", "JPEG", "GIF", "WEBP"):
+            out(error=f"{sys.argv[1]!r} is not a PNG, JPEG, GIF or WebP image (it is {kind})")
+        width, height = im.size
+        scale = min(1.0, max_side / max(width, height), (max_pixels / (width * height)) ** 0.5)
+        size = (max(1, int(width * scale)), max(1, int(height * scale)))
+        alpha = im.mode in ("RGBA", "LA", "PA") or "transparency" in im.info
+        frame = im.convert("RGBA" if alpha else "RGB")
+        if size != (width, height):
+            frame = frame.resize(size, Image.LANCZOS)
+except Exception as exc:
+    out(error=f"cannot open {sys.argv[1]!r} as an image: {type(exc).__name__}: {exc}"[:2000])
+dest = "/tmp/harness-image-" + hashlib.sha256(real.encode()).hexdigest()[:16]
+frame.save(dest + ".png", "PNG", optimize=True)
+if os.path.getsize(dest + ".png") <= max_bytes:
+    out(path=real, file=dest + ".png", mime="image/png", width=size[0], height=size[1], original=[width, height])
+if alpha:
+    background = Image.new("RGB", frame.size, "white")
+    background.paste(frame, mask=frame.getchannel("A"))
+    frame = background
+frame.save(dest + ".jpg", "JPEG", quality=85)
+out(path=real, file=dest + ".jpg", mime="image/jpeg", width=size[0], height=size[1], original=[width, height])
+"""
+
+
+def is_image(name: str) -> bool:
+    return name.lower().endswith(IMAGE_SUFFIXES)
+
+
+def image_files(names: Iterable[str]) -> list[str]:
+    """The names among `names` that are images a vision model is shown (by suffix)."""
+    return [name for name in names if is_image(name)]
+
+
+@dataclass(frozen=True)
+class Picture:
+    number: int
+    where: str  # the picture's file: a /workspace path or the screenshot's file in the trace folder
+    data: bytes
+    mime: str
+    width: int
+    height: int
+    original: tuple[int, int] | None = None  # before resizing, when it was resized
+
+    @property
+    def caption(self) -> str:
+        resized = f", resized from {self.original[0]}x{self.original[1]}" if self.original else ""
+        return f"[image #{self.number}: {self.where}, {self.width}x{self.height}{resized}, shown below]"
+
+    def data_url(self) -> str:
+        return f"data:{self.mime};base64,{base64.b64encode(self.data).decode()}"
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    """A PNG's width and height, from its header (no decoder)."""
+    if data[:8] != b"\x89PNG\r\n\x1a\n" or len(data) < 24:
+        raise ValueError("not a PNG")
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height
+
+
+class ImageEnv:
+    """One instance's pictures: loaded from the sandbox or given (screenshots), numbered, kept for the runners."""
+
+    def __init__(self, sandbox: Sandbox, tracer: Tracer):
+        self.sandbox, self.tracer = sandbox, tracer
+        self.pictures: dict[int, Picture] = {}
+
+    def _trace(self, action: str, args: dict, started: float, **result) -> None:
+        outcome = "error" if "error" in result else "ok"
+        self.tracer.emit(EnvAction(env="image", action=action, args=args, outcome=outcome,
+                                   seconds=round(time.monotonic() - started, 4), **result))
+
+    def _keep(self, where: str, data: bytes, mime: str, width: int, height: int,
+              original: tuple[int, int] | None = None) -> Picture:
+        picture = Picture(len(self.pictures) + 1, where, data, mime, width, height, original)
+        self.pictures[picture.number] = picture
+        return picture
+
+    def load(self, path: str, action: str = "view_image") -> Picture:
+        """A workspace image, bounded and re-encoded inside the sandbox; ValueError naming the problem."""
+        started = time.monotonic()
+        rel = path[len(WORKSPACE) + 1:] if path.startswith(WORKSPACE + "/") else path
+        result = self.sandbox.exec(["python3", "-c", RESIZE, rel, str(MAX_SIDE), str(MAX_PIXELS), str(MAX_BYTES)],
+                                   timeout=60)
+        try:
+            data = json.loads(result.stdout.strip().splitlines()[-1])
+        except (json.JSONDecodeError, IndexError):
+            why = result.stderr.strip()[-1000:] or f"the resizer exited {result.exit_code} without a message"
+            data = {"error": f"cannot read {path!r} as an image: {why}"}
+        if "error" in data:
+            self._trace(action, {"path": path}, started, error=data["error"])
+            raise ValueError(data["error"])
+        original = tuple(data["original"])
+        picture = self._keep(data["path"], self.sandbox.read_file(data["file"], max_bytes=4 * MAX_BYTES),
+                             data["mime"], data["width"], data["height"],
+                             None if original == (data["width"], data["height"]) else (original[0], original[1]))
+        self._trace(action, {"path": path}, started, image=picture.number, file=picture.where,
+                    width=picture.width, height=picture.height, bytes=len(picture.data))
+        return picture
+
+    def view(self, path: str) -> str:
+        """The view_image tool: the picture's caption (the runner shows the picture), or the error."""
+        try:
+            return self.load(path).caption
+        except ValueError as exc:
+            return f"Error: {exc}"
+
+    def screenshot(self, png: bytes, where: str) -> Picture:
+        """A browser screenshot (Chromium's PNG of its viewport), kept at `where` (the trace folder's file)."""
+        started = time.monotonic()
+        width, height = png_size(png)
+        picture = self._keep(where, png, "image/png", width, height)
+        self._trace("screenshot", {}, started, image=picture.number, file=where, width=width, height=height,
+                    bytes=len(png))
+        return picture
+
+    def task_pictures(self, files: Iterable[str]) -> tuple[list[Picture], list[str]]:
+        """The task's image attachments as pictures (at most MAX_TASK_IMAGES), and the sentences
+        naming those not shown (beyond the bound, or unreadable as images)."""
+        shown: list[Picture] = []
+        notes: list[str] = []
+        for name in image_files(files):
+            if len(shown) >= MAX_TASK_IMAGES:
+                notes.append(f"{WORKSPACE}/{name} is not shown (at most {MAX_TASK_IMAGES} images are); "
+                             "use view_image to see it.")
+                continue
+            try:
+                shown.append(self.load(name, action="task_image"))
+            except ValueError as exc:
+                notes.append(f"{WORKSPACE}/{name} could not be shown: {exc}")
+        return shown, notes
+
+    def named(self, texts: Iterable[str]) -> list[Picture]:
+        """The pictures whose captions appear in `texts` (tool results), each once, in order."""
+        seen: dict[int, Picture] = {}
+        for text in texts:
+            for match in CAPTION.finditer(text or ""):
+                picture = self.pictures.get(int(match[1]))
+                if picture is not None:
+                    seen.setdefault(picture.number, picture)
+        return list(seen.values())
+
+
+def latest(groups: list[list[Picture]], most: int = MAX_SHOWN_IMAGES) -> list[list[Picture]]:
+    """Per group (one per tool-results message, in conversation order), the pictures a request shows:
+    the last `most` pictures of the conversation, each where it first appears; the rest are left out."""
+    first: dict[int, tuple[int, Picture]] = {}
+    for index, group in enumerate(groups):
+        for picture in group:
+            first.setdefault(picture.number, (index, picture))
+    keep = set(sorted(first)[-most:]) if most > 0 else set()
+    shown: list[list[Picture]] = [[] for _ in groups]
+    for number, (index, picture) in first.items():
+        if number in keep:
+            shown[index].append(picture)
+    return shown
+
+
+def openai_parts(text: str, pictures: list[Picture]) -> list[dict]:
+    """An OpenAI user message's content: the text, then each picture's caption and its image_url part."""
+    parts: list[dict] = [{"type": "text", "text": text}]
+    for picture in pictures:
+        parts += [{"type": "text", "text": picture.caption},
+                  {"type": "image_url", "image_url": {"url": picture.data_url()}}]
+    return parts
+
+
+def task_text(task: str, notes: list[str]) -> str:
+    """The task message's text with the sentences about attachments not shown."""
+    return "\n\n".join([task, *notes]) if notes else task
+
+
+SHOWN_BELOW = "The images named in the tool results above:"
