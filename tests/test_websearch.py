@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,9 @@ from harness.environments.websearch.site import SiteIndex, index_site
 from harness.errors import InputError
 from harness.sandbox.contract import SandboxSpec
 from harness.traces import Tracer
+from tests.fakes.openai_server import FakeOpenAI, text, tool_calls
 from tests.fakes.search_servers import FakeSearch
+from tests.helpers.e2e import explain, fake_config, harness, out_dir, replay_dataset, rows, trace
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = REPO / "datasets" / "gaia-smoke"
@@ -190,3 +193,37 @@ def test_site_search_over_the_real_offline_site_and_the_browsers_guard(provider,
     events = [json.loads(line) for line in trace.read_text().splitlines()]
     assert [e["args"]["source"] for e in events if e["env"] == "guard"] == ["browser", "browser"]
     assert [e["outcome"] for e in events if e["env"] == "web"][:3] == ["blocked", "ok", "blocked"]
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("agent", ["plain", "assistant"])
+def test_both_runners_search_end_to_end_and_the_key_never_enters_the_sandbox(agent, tmp_path, image):
+    """A scripted model calls web_search (tavily, its fake server) and then looks for the key inside the
+    sandbox: the results reach the model, the search is counted in the row, the key reached only the
+    search server (secret canary, as tests/faults/test_holds.py does for the model's key)."""
+    canary = "tvly-canary-" + os.urandom(8).hex()
+    look = ("env; cat /proc/1/environ /proc/self/environ 2>/dev/null | tr '\\0' '\\n'; "
+            "grep -rsl " + canary[:16] + " /workspace /tmp /proc/*/environ 2>/dev/null; echo done")
+    script = [tool_calls(("web_search", {"query": "teak bench", "max_results": 3})),
+              tool_calls(("run_shell", {"command": look})), text("<solution>0</solution>")]
+    data, _ = replay_dataset(tmp_path / "data", [("q0", "What is 0?", "0")], lambda iid: [])
+    out = out_dir(tmp_path)
+    with FakeOpenAI(script) as model, FakeSearch("tavily", key=canary) as search:
+        config = fake_config(tmp_path / "fake.toml", model.base_url)
+        config.write_text(config.read_text() + f'\n[search.tavily]\nbase_url = "{search.base_url}"\n'
+                                               'api_key_env = "TEST_TAVILY_KEY"\n')
+        proc = harness("run", "--dataset", data, "--model", "fake", "--config", config, "--output-dir", out,
+                       "--agent", agent, "--search", "tavily", env={"TEST_TAVILY_KEY": canary})
+        sent_to_model = json.dumps(model.chat_requests)
+    assert proc.returncode == 0, explain(proc)
+    (row,) = rows(out)
+    assert row["status"] == "ok" and row["correct"] is True, row
+    assert row["env_outcomes"]["websearch"] == {"ok": 1} and row["env_outcomes"]["guard"] == {"blocked": 1}
+    assert [r["headers"]["authorization"] for r in search.requests] == [f"Bearer {canary}"]
+    assert "http://shop.gaia.test/product/FUR-101" in sent_to_model  # the results reached the model
+    assert "gaia-benchmark/GAIA" not in sent_to_model  # the guard withheld the benchmark's own page
+    events = trace(out, row)
+    shown = "\n".join(str(e.get("content", "")) for e in events if e["type"] == "tool_result")
+    assert "done" in shown and canary not in shown and canary not in (out / row["trace"]).read_text()
+    report = json.loads((out / "report.json").read_text())
+    assert report["env_outcomes"]["websearch"] == {"ok": 1} and report["env_outcomes"]["guard"] == {"blocked": 1}
