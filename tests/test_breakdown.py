@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.report.breakdown import by_field, doc_key, evidence_recall, retrieval_recall, searched_docs
+from harness.report.stats import wilson_interval
 from harness.scoring.base import ScoreContext
 from harness.scoring.multihoprag import MultiHopRagScorer
 from harness.traces import EnvAction
@@ -29,12 +30,15 @@ def test_by_field_groups_rows_by_row_field_then_metadata():
             {"instance_id": "zz", "correct": True}]
     groups = by_field(rows, "question_type", META)
     assert list(groups) == ["comparison_query", "inference_query", "null_query", "unknown"]
-    assert groups["inference_query"] == {"n": 2, "correct": 1, "no_verdict": 0, "accuracy": 0.5}
-    assert groups["comparison_query"] == {"n": 1, "correct": 0, "no_verdict": 1, "accuracy": 0.0}
+    assert groups["inference_query"] == {"n": 2, "correct": 1, "no_verdict": 0, "accuracy": 0.5,
+                                         "ci95": list(wilson_interval(1, 2))}
+    assert groups["comparison_query"] == {"n": 1, "correct": 0, "no_verdict": 1, "accuracy": 0.0,
+                                          "ci95": list(wilson_interval(0, 0))}
     assert groups["unknown"]["correct"] == 1
     by_level = by_field([{"instance_id": "a", "level": 2, "correct": True}, {"instance_id": "b", "level": 2,
                                                                             "correct": True}], "level")
-    assert by_level == {"2": {"n": 2, "correct": 2, "no_verdict": 0, "accuracy": 1.0}}
+    assert by_level == {"2": {"n": 2, "correct": 2, "no_verdict": 0, "accuracy": 1.0,
+                              "ci95": list(wilson_interval(2, 2))}}
     assert by_field([], "level") == {}
 
 

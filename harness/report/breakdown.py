@@ -7,9 +7,11 @@ Pure functions over plain data: the row dicts of output.jsonl, the trace events 
 - ``by_field(rows, field, metadata)``: rows grouped by ``row[field]`` if the row has that key,
   else ``metadata[id][field]``, else ``"unknown"``; per group ``n`` (rows), ``correct`` (rows whose
   ``correct`` is True), ``no_verdict`` (``correct`` None: the scorer reached no verdict, or no
-  target) and ``accuracy`` = correct / (n - no_verdict), over the judged rows (0 when none is).
+  target), ``accuracy`` = correct / (n - no_verdict), over the judged rows (0 when none is), and
+  ``ci95``, its Wilson interval. A list value (``tool_family``) counts the row in each of its groups.
   For MultiHop-RAG, ``by_field(rows, "question_type", metadata)`` gives accuracy per
-  query type (inference_query, comparison_query, temporal_query, null_query).
+  query type (inference_query, comparison_query, temporal_query, null_query); for GAIA,
+  ``tool_family`` and ``steps`` (harness/report/capabilities.py) per tool family and steps bucket.
 - ``retrieval_recall(rows, traces, metadata)``: for each row whose instance has evidence
   (``metadata[id]["evidence"]``, a list of ``{title, url, ...}``), the fraction of its distinct
   evidence documents that any ``search_corpus`` call of its trace returned (an ``env`` event
@@ -23,15 +25,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.report.capabilities import labels as capability_labels
+from harness.report.stats import wilson_interval
+
 __all__ = ["FIELDS", "by_field", "doc_key", "evidence_recall", "retrieval_recall", "searched_docs", "task_labels"]
 
 UNKNOWN = "unknown"
-FIELDS = ("question_type", "subject")  # metadata the report breaks accuracy down by, where a dataset has it
+# metadata the report breaks accuracy down by, where a dataset has it (GAIA's capabilities: capabilities.py)
+FIELDS = ("question_type", "subject", "tool_family", "steps")
 
 
 def task_labels(metadata: Mapping[str, Any]) -> dict[str, Any]:
-    """What of an instance's metadata the report needs later (tasks.json): its FIELDS and evidence."""
-    return {key: metadata[key] for key in (*FIELDS, "evidence") if metadata.get(key) is not None}
+    """What of an instance's metadata the report needs later (tasks.json): its FIELDS (GAIA's from
+    its Annotator Metadata) and evidence."""
+    found = {key: metadata[key] for key in (*FIELDS, "evidence") if metadata.get(key) is not None}
+    return {**capability_labels(metadata), **found}
 
 
 def _get(item: Any, key: str, default: Any = None) -> Any:
@@ -39,11 +47,12 @@ def _get(item: Any, key: str, default: Any = None) -> Any:
     return item.get(key, default) if isinstance(item, Mapping) else getattr(item, key, default)
 
 
-def _group_of(row: Mapping[str, Any], field: str, metadata: Mapping[str, Mapping[str, Any]]) -> str:
-    if field in row and row[field] is not None:
-        return str(row[field])
-    value = metadata.get(str(row.get("instance_id")), {}).get(field)
-    return UNKNOWN if value is None else str(value)
+def _groups_of(row: Mapping[str, Any], field: str, metadata: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    value = row[field] if field in row and row[field] is not None else \
+        metadata.get(str(row.get("instance_id")), {}).get(field)
+    if isinstance(value, list):
+        return sorted({str(v) for v in value}) or [UNKNOWN]
+    return [UNKNOWN if value is None else str(value)]
 
 
 def by_field(rows: Sequence[Mapping[str, Any]], field: str,
@@ -51,13 +60,15 @@ def by_field(rows: Sequence[Mapping[str, Any]], field: str,
     """Accuracy per value of `field` (see the module docstring), groups sorted by value."""
     groups: dict[str, dict[str, Any]] = {}
     for row in rows:
-        group = groups.setdefault(_group_of(row, field, metadata or {}), {"n": 0, "correct": 0, "no_verdict": 0})
-        group["n"] += 1
-        group["correct"] += row.get("correct") is True
-        group["no_verdict"] += row.get("correct") is None
+        for key in _groups_of(row, field, metadata or {}):
+            group = groups.setdefault(key, {"n": 0, "correct": 0, "no_verdict": 0})
+            group["n"] += 1
+            group["correct"] += row.get("correct") is True
+            group["no_verdict"] += row.get("correct") is None
     for group in groups.values():
         judged = group["n"] - group["no_verdict"]
         group["accuracy"] = group["correct"] / judged if judged else 0.0
+        group["ci95"] = list(wilson_interval(group["correct"], judged))
     return dict(sorted(groups.items()))
 
 

@@ -5,10 +5,14 @@ answer, as in GAIA's own scoring: it stays in every denominator and is counted b
 n_missing; the run exits 3). An instance whose scorer reached no verdict (it raised, returned
 nonsense, the judge's reply did not parse, or the row has no target) is not judged: it is left out
 of the denominator, never counted as wrong, and said beside the figure ("N not judged"; the run
-exits 3, `Report.missing_verdicts`). So:
-    accuracy, n_correct, ci95, stderr   over n_judged = n_selected - n_no_verdict (the selected ids
-                   less those without a verdict from the headline scorer, the first)
-    per_level      the same rule per level: n ids, no_verdict of them, accuracy = correct / (n - no_verdict)
+exits 3, `Report.missing_verdicts`). An instance whose target is absent or a placeholder (GAIA's
+test split: `?`; harness/scoring/apply.py `unscored_reason`) is unscored: the same leaving out, for a
+named reason of its own (n_unscored, `unscored` beside n_no_verdict; whatever its rows' status), and
+no exit 3 for it; a run of unscored instances alone has no accuracy (n_judged 0). So:
+    accuracy, n_correct, ci95, stderr   over n_judged = n_selected - n_no_verdict - n_unscored (the
+                   selected ids less the unscored and those without a verdict from the headline scorer)
+    per_level      the same rule per level: n ids, no_verdict and unscored of them,
+                   accuracy = correct / (n - no_verdict - unscored)
                    An id's level is the dataset's (selected.json, `levels`), else its first row's
                    (epoch order), else "unknown": the one rule of every page and table
                    (harness/report/live.py's progress takes it from here, `level_of`)
@@ -21,13 +25,17 @@ A figure with nothing judged is 0.0 with n_judged (or n - no_verdict) 0 beside i
 report.json is this `Report`; its keys, besides the headline ones:
     ids            outcome -> selected ids, by their latest row: passed (correct), failed (scored, not
                    correct), no_verdict (not errored, but the headline scorer reached no verdict),
-                   errored (status error), missing (no row) partition the selection;
+                   unscored (not errored, no target to score against), errored (status error),
+                   missing (no row) partition the selection;
                    limit lists those whose run hit a limit (they are also passed, failed or
                    no_verdict). With epochs: missing when any epoch has no row, else errored when any
                    errored, else no_verdict when any epoch has no verdict, else passed/failed by the
                    headline reducer
-    breakdowns     accuracy per value of each breakdown field the dataset has (question_type, subject),
-                   over the rows (every id and epoch); retrieval: the evidence recall of search_corpus
+    breakdowns     accuracy per value of each breakdown field the dataset has (question_type, subject;
+                   GAIA's tool_family and steps bucket, harness/report/capabilities.py), each with its
+                   Wilson ci95, over the rows (every id and epoch); retrieval: the evidence recall of search_corpus
+    disagreements  with both the gaia scorer and llm_judge: the instances where their verdicts differ
+                   (lenient_only, strict_only, compared: harness/report/disagreement.py); else null
     epochs         with --epochs K > 1: each reducer's value, CI and passes, the accuracy of each
                    epoch alone, answer agreement between epochs, majority ties
                    (harness/scoring/reducers.py has the rules)
@@ -56,13 +64,15 @@ from statistics import mean, median
 from pydantic import BaseModel, Field
 
 from harness.report.breakdown import FIELDS, by_field, retrieval_recall
+from harness.report.disagreement import disagreements
 from harness.report.stats import mean_interval, wilson_interval
 from harness.results.model import ResultRow
 from harness.results.store import latest_by_key
+from harness.scoring.apply import unscored_reason
 from harness.scoring.reducers import Epoch, agreement, reduce
 from harness.traces import read_trace
 
-OUTCOMES = ("passed", "failed", "no_verdict", "errored", "limit", "missing")
+OUTCOMES = ("passed", "failed", "no_verdict", "unscored", "errored", "limit", "missing")
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -80,10 +90,11 @@ class LevelStats(BaseModel):
     accuracy: float  # correct / (n - no_verdict)
     ci95: tuple[float, float]
     no_verdict: int = 0  # of n, not judged: left out of accuracy
+    unscored: int = 0  # of n, no target to score against: left out of accuracy
 
 
 class ScorerStats(BaseModel):
-    n: int  # selected ids (and epochs)
+    n: int  # selected ids (and epochs) but the unscored
     correct: int  # verdict True
     no_verdict: int = 0  # not errored, but the scorer reached no verdict (correct None, or no score)
     accuracy: float  # the pass rate over the judged, correct / (n - no_verdict)
@@ -129,6 +140,7 @@ class Report(BaseModel):
     accuracy: float  # n_correct / n_judged (see the module docstring)
     n_judged: int | None = None  # the headline's denominator: n_selected - n_no_verdict (None: an older report)
     n_no_verdict: int = 0  # selected ids without a verdict from the headline scorer: not judged
+    n_unscored: int = 0  # selected ids with no target (absent or a placeholder): not judged either
     stderr: float
     ci95: tuple[float, float]
     per_level: dict[str, LevelStats] = Field(default_factory=dict)
@@ -152,6 +164,7 @@ class Report(BaseModel):
     breakdowns: dict[str, dict[str, dict]] = Field(default_factory=dict)  # field -> value -> n/correct/accuracy
     retrieval: dict | None = None  # evidence recall of the search tool: n, mean, by_question_type
     replay: ReplayStats | None = None  # replay models: tool results against the recording (module docstring)
+    disagreements: dict | None = None  # gaia vs llm_judge where they differ (harness/report/disagreement.py)
 
     @property
     def clean(self) -> bool:
@@ -175,8 +188,6 @@ class Report(BaseModel):
         every verdict was reached (`harness run` and `harness score` then exit 3 otherwise)."""
         parts = [f"{name} {s.no_verdict} of {s.n}" + (f" (first: {s.first_error})" if s.first_error else "")
                  for name, s in self.scorers.items() if s.no_verdict]
-        if not parts and self.n_no_verdict:
-            parts = [f"{self.n_no_verdict} of {self.n_selected} instances (not scored: no target)"]
         return "no verdict: " + "; ".join(parts) if parts else None
 
 
@@ -239,8 +250,9 @@ def build_report(
             limits[row.limit or "unknown"] += 1
 
     outcome_of, judged, verdicts, epoch_report = _headline(latest, selected, epochs, reducers, normalize)
+    unscored = _unscored_ids(latest, selected, epochs)
     ids: dict[str, list[str]] = {k: [] for k in OUTCOMES}
-    per_level: dict[str, list[int]] = {}  # key -> [n, passed, no verdict]
+    per_level: dict[str, list[int]] = {}  # key -> [n, passed, no verdict, unscored]
     level_value: Counter[str] = Counter()  # key -> sum of the judged ids' values
     for iid in selected:
         mine = [latest.get((iid, e)) for e in range(1, epochs + 1)]
@@ -252,10 +264,11 @@ def build_report(
         if outcome not in ("missing", "errored") and any(r is not None and r.status == "limit" for r in mine):
             ids["limit"].append(iid)
         key = level_of(iid, levels, mine)
-        bucket = per_level.setdefault(key, [0, 0, 0])
+        bucket = per_level.setdefault(key, [0, 0, 0, 0])
         bucket[0] += 1
         bucket[1] += passed
         bucket[2] += outcome == "no_verdict"
+        bucket[3] += iid in unscored
         level_value[key] += value
 
     n = len(selected)
@@ -263,7 +276,8 @@ def build_report(
     n_correct = sum(passed for _, passed in verdicts.values())
     accuracy = sum(value for value, _ in verdicts.values()) / n_judged if n_judged else 0.0
     ci95 = epoch_report.reducers[epoch_report.primary].ci95 if epoch_report else wilson_interval(n_correct, n_judged)
-    scorers = {name: _scorer_stats(name, [latest.get(u) for u in units]) for name in scorer_names}
+    scorers = {name: _scorer_stats(name, [latest.get(u) for u in units if u[0] not in unscored])
+               for name in scorer_names}
     spent = [r for r in rows if r.instance_id in wanted]  # every attempt costs
     durations = [r.duration_s for r in latest.values()]
     prompt = sum(r.usage.prompt_tokens for r in spent)
@@ -276,12 +290,14 @@ def build_report(
         n_correct=n_correct,
         accuracy=accuracy,
         n_judged=n_judged,
-        n_no_verdict=n - n_judged,
+        n_no_verdict=len(ids["no_verdict"]),
+        n_unscored=len(unscored),
         stderr=math.sqrt(accuracy * (1 - accuracy) / n_judged) if n_judged else 0.0,
         ci95=ci95,
         per_level={
-            key: LevelStats(n=b[0], correct=b[1], accuracy=level_value[key] / (b[0] - b[2]) if b[0] > b[2] else 0.0,
-                            ci95=wilson_interval(b[1], b[0] - b[2]), no_verdict=b[2])
+            key: LevelStats(n=b[0], correct=b[1],
+                            accuracy=level_value[key] / (b[0] - b[2] - b[3]) if b[0] > b[2] + b[3] else 0.0,
+                            ci95=wilson_interval(b[1], b[0] - b[2] - b[3]), no_verdict=b[2], unscored=b[3])
             for key, b in sorted(per_level.items(), key=lambda kv: (kv[0] == "unknown", kv[0]))
         },
         n_errors=sum(errors.values()),
@@ -305,6 +321,7 @@ def build_report(
         env_outcomes_per_instance=env_per,
         epochs=epoch_report,
         replay=_replay_stats(latest, units),
+        disagreements=disagreements([latest[u] for u in units if u in latest], epochs=epochs),
     )
 
 
@@ -345,20 +362,23 @@ def _breakdowns(latest: dict, units: list, tasks: Mapping[str, dict], run_dir: P
 def headline_verdicts(rows: list[ResultRow], selected_ids: list[str], *, epochs: int = 1, reducers: Sequence[str] = (),
                       normalize: Callable[[str], str] | None = None) -> dict[str, tuple[str, float, bool]]:
     """Each selected id's (outcome, value, passed) under the headline, as build_report counts it:
-    outcome missing / errored / no_verdict / scored; value and passed the row's verdict or, with
-    epochs, the first reducer's over the id's epochs ((0.0, False) when not judged). Comparisons
+    outcome missing / errored / no_verdict / unscored (an errored one too) / scored; value and passed
+    the row's verdict or, with epochs, the first reducer's over the id's epochs ((0.0, False) when not judged). Comparisons
     pair these (harness/report/html.py)."""
     selected = list(dict.fromkeys(selected_ids))
     wanted = set(selected)
     latest = latest_by_key([r for r in rows if r.instance_id in wanted])
     outcome_of, _, verdicts, _ = _headline(latest, selected, epochs, reducers, normalize)
-    return {iid: (outcome_of[iid], *verdicts.get(iid, (0.0, False))) for iid in selected}
+    unscored = _unscored_ids(latest, selected, epochs)  # errored ones too: never judged
+    return {iid: ("unscored" if iid in unscored else outcome_of[iid], *verdicts.get(iid, (0.0, False)))
+            for iid in selected}
 
 
 def _headline(latest, selected, epochs, reducers, normalize):
     """(outcome per id, the judged ids, (value, passed) per judged id, the EpochReport or None)."""
     outcome_of = {iid: _outcome([latest.get((iid, e)) for e in range(1, epochs + 1)]) for iid in selected}
-    judged = [iid for iid in selected if outcome_of[iid] != "no_verdict"]
+    unscored = _unscored_ids(latest, selected, epochs)
+    judged = [iid for iid in selected if outcome_of[iid] not in ("no_verdict", "unscored") and iid not in unscored]
     if epochs > 1:
         verdicts, epoch_report = _reduce_epochs(latest, selected, judged, epochs, list(reducers) or ["mean"], normalize)
         return outcome_of, judged, verdicts, epoch_report
@@ -368,6 +388,19 @@ def _headline(latest, selected, epochs, reducers, normalize):
 def _single(row: ResultRow | None) -> tuple[float, bool]:
     ok = row is not None and row.status != "error" and row.correct is True
     return (1.0 if ok else 0.0), ok
+
+
+def _unscored(row: ResultRow | None) -> bool:
+    """The row's instance has no target to score against: the row says so, or (a row written before
+    rows said so) its target is a placeholder."""
+    if row is None:
+        return False
+    return row.unscored is not None or (row.target is not None and unscored_reason(row.target) is not None)
+
+
+def _unscored_ids(latest, selected, epochs) -> set[str]:
+    """The selected ids whose rows (any epoch, errored ones too) have no target: never judged."""
+    return {iid for iid in selected if any(_unscored(latest.get((iid, e))) for e in range(1, epochs + 1))}
 
 
 def _unjudged(row: ResultRow | None, name: str | None = None) -> bool:
@@ -383,6 +416,8 @@ def _outcome(rows: list[ResultRow | None]) -> str:
         return "missing"
     if any(r is not None and r.status == "error" for r in rows):
         return "errored"
+    if any(_unscored(r) for r in rows):
+        return "unscored"
     return "no_verdict" if any(_unjudged(r) for r in rows) else "scored"
 
 
@@ -398,7 +433,7 @@ def _scorer_stats(name: str, rows: list[ResultRow | None]) -> ScorerStats:
     first = None
     if missing:
         score = missing[0].scores.get(name)
-        first = (score.get("explanation") or "no explanation given") if score else "not scored (the row has no target)"
+        first = (score.get("explanation") or "no explanation given") if score else "the row has no score"
     return ScorerStats(n=n, correct=passed, no_verdict=len(missing), accuracy=rate, ci95=interval,
                        mean_score=sum(float(v.get("value") or 0.0) for v in verdicts) / judged if judged else 0.0,
                        first_error=first)
@@ -435,10 +470,13 @@ def _reduce_epochs(latest, selected, judged, epochs, reducers,
             headline = {iid: (r.value, r.passed) for iid, r in results.items()}
     per_epoch = {}
     for e in range(1, epochs + 1):
-        seen = [iid for iid in selected if not _unjudged(latest.get((iid, e)))]
+        rows = {iid: latest.get((iid, e)) for iid in selected}
+        unscored = sum(_unscored(row) for row in rows.values())
+        seen = [iid for iid, row in rows.items() if not _unjudged(row) and not _unscored(row)]
         ok = sum(by_id[iid][e - 1].correct for iid in seen)
         per_epoch[str(e)] = LevelStats(n=len(selected), correct=ok, accuracy=ok / len(seen) if seen else 0.0,
-                                       ci95=wilson_interval(ok, len(seen)), no_verdict=len(selected) - len(seen))
+                                       ci95=wilson_interval(ok, len(seen)),
+                                       no_verdict=len(selected) - len(seen) - unscored, unscored=unscored)
     agreements = [agreement(eps, normalize) for eps in by_id.values()]
     every = len(selected)
     return headline, EpochReport(

@@ -24,6 +24,7 @@ from harness.report.build import ReplayStats, Report
 from harness.terminal import listed
 
 REPORT_JSON = "report.json"
+BREAKDOWN_NAMES = {"tool_family": "per tool family", "steps": "per steps bucket"}  # capabilities.py's labels
 
 
 def write_report(report: Report, output_dir: Path) -> Path:
@@ -52,6 +53,10 @@ def summary_row(report: Report, *, run_label: str, extra: dict[str, Any]) -> dic
         "ci95_high": _round(report.ci95[1]),
         "stderr": _round(report.stderr),
     }
+    if report.n_unscored:  # said beside; with nothing judged there is no accuracy at all
+        row["n_unscored"] = report.n_unscored
+        if not report.n_judged:
+            row.update(accuracy=None, ci95_low=None, ci95_high=None, stderr=None)
     for level, at_level in report.per_level.items():
         row[f"accuracy_level_{level}"] = _round(at_level.accuracy)
     for name, scorer in list(report.scorers.items())[1:]:  # the first is the headline accuracy
@@ -118,9 +123,16 @@ def _secs(x: float | None) -> str:
 def _over_judged(s) -> str:
     """A rate (LevelStats, ScorerStats) over its judged, `correct/judged = p%  [CI]`, and what it leaves
     out said beside it; with nothing judged, no percentage at all."""
-    judged = s.n - s.no_verdict
-    rate = "none judged" if s.no_verdict and not judged else f"{s.correct}/{judged} = {_pct(s.accuracy)}  {_ci(s.ci95)}"
-    return rate + (f"  ({s.no_verdict} not judged: no verdict)" if s.no_verdict else "")
+    unscored = getattr(s, "unscored", 0)
+    judged = s.n - s.no_verdict - unscored
+    rate = "none judged" if (s.no_verdict or unscored) and not judged \
+        else f"{s.correct}/{judged} = {_pct(s.accuracy)}  {_ci(s.ci95)}"
+    return rate + (f"  ({s.no_verdict} not judged: no verdict)" if s.no_verdict else "") + _unscored(unscored)
+
+
+def _unscored(n: int, of: int | None = None) -> str:
+    """What an unscored count adds beside a figure: `(N [of M] unscored: no target)`, or nothing."""
+    return f"  ({n}{f' of {of}' if of is not None else ''} unscored: no target)" if n else ""
 
 
 def replay_line(replay: ReplayStats) -> str:
@@ -135,6 +147,14 @@ def replay_line(replay: ReplayStats) -> str:
     return line
 
 
+def disagreement_line(found: dict) -> str:
+    """Where the strict GAIA scorer and the lenient judge differ (harness/report/disagreement.py), ids named."""
+    lenient, strict = found["lenient_only"], found["strict_only"]
+    ids = lambda items: f" ({listed([d['instance_id'] for d in items], 5)})" if items else ""  # noqa: E731
+    return (f"{len(lenient) + len(strict)} of {found['compared']} disagree: {len(lenient)} right but badly "
+            f"formatted (judge only){ids(lenient)}, {len(strict)} the reverse (gaia only){ids(strict)}")
+
+
 def render(report: Report) -> Table:
     """A compact two-column table: overall, per level, failures, usage, time, leaks."""
     table = Table(title="Run report", show_header=False, title_justify="left")
@@ -145,10 +165,12 @@ def render(report: Report) -> Table:
     mean_score = f", mean score {head.mean_score:.3f}" if head and not r.epochs else ""
     judged = r.n_selected if r.n_judged is None else r.n_judged  # the denominator: ids with a verdict
     table.add_row(f"accuracy ({r.headline})" if r.headline else "accuracy",
-                  ("none judged" if r.n_no_verdict and not judged
+                  ("none judged" if (r.n_no_verdict or r.n_unscored) and not judged
                    else f"{r.n_correct}/{judged} = {_pct(r.accuracy)} (stderr {_pct(r.stderr)}){mean_score}")
-                  + (f"  ({r.n_no_verdict} of {r.n_selected} not judged: no verdict)" if r.n_no_verdict else ""))
-    table.add_row("95% CI (Wilson)", _ci(r.ci95))
+                  + (f"  ({r.n_no_verdict} of {r.n_selected} not judged: no verdict)" if r.n_no_verdict else "")
+                  + _unscored(r.n_unscored, r.n_selected))
+    if judged or not r.n_unscored:  # unscored alone: no interval either
+        table.add_row("95% CI (Wilson)", _ci(r.ci95))
     if r.epochs:
         e = r.epochs
         table.add_row("epochs", f"{e.k}; headline reducer {e.primary}; answers agree in {_pct(e.agreement)} of "
@@ -165,9 +187,12 @@ def render(report: Report) -> Table:
             table.add_row(f"[bold red]no verdict ({name})[/bold red]", Text(
                 f"{sc.no_verdict} of {sc.n}; first: {sc.first_error or '-'}", style="red"))
     for field, groups in r.breakdowns.items():
-        table.add_row(field, "; ".join(f"{k} {g['correct']}/{g['n'] - g.get('no_verdict', 0)} = {_pct(g['accuracy'])}"
-                                       + (f" ({g['no_verdict']} not judged)" if g.get("no_verdict") else "")
-                                       for k, g in groups.items()))
+        table.add_row(BREAKDOWN_NAMES.get(field, field), "; ".join(
+            f"{k} {g['correct']}/{g['n'] - g.get('no_verdict', 0)} = {_pct(g['accuracy'])}"
+            + (f" {_ci(tuple(g['ci95']))}" if g.get("ci95") else "")
+            + (f" ({g['no_verdict']} not judged)" if g.get("no_verdict") else "") for k, g in groups.items()))
+    if r.disagreements:
+        table.add_row("gaia vs llm_judge", disagreement_line(r.disagreements))
     if r.retrieval and r.retrieval.get("mean") is not None:
         table.add_row("evidence recall", f"{_pct(r.retrieval['mean'])} over {r.retrieval['n']} rows with evidence")
     table.add_section()

@@ -29,6 +29,8 @@ from harness.errors import HarnessError, InputError
 from harness.models.config import ModelSection, check_section
 from harness.models.probe import ModelCheck, clean, probe_section
 from harness.models.replay import Turns, has_turns, load_turns
+from harness.report.capabilities import WEB
+from harness.report.capabilities import labels as capability_labels
 from harness.results.layout import RunDir
 from harness.runner.prompt import DEFAULT as DEFAULT_PROMPT
 from harness.runner.prompt import PromptTemplate, load_template
@@ -36,6 +38,7 @@ from harness.runner.scorers import build_scorers
 from harness.sandbox.contract import Capacity, parse_size
 from harness.sandbox.registry import get_provider
 from harness.sandbox.site import site_info
+from harness.terminal import listed
 
 
 @dataclass
@@ -100,6 +103,19 @@ def unseen_images(section: ModelSection, selected: list[Instance]) -> str | None
     return (f"warning: {len(with_images)} selected instance(s) carry images that {section.where()} cannot see "
             f"(model_info.vision is not true): {', '.join(with_images[:5])}{more}; they reach it only as "
             f"text (the file's metadata). Set vision = true in [llm.{section.name}.model_info] for a vision model")
+
+
+def unreachable_web(cfg: RunConfiguration, selected: list[Instance]) -> str | None:
+    """A warning when selected instances need web browsing (their GAIA Annotator Metadata names a web
+    tool: harness/report/capabilities.py) and the run offers no web: --network none, no --website and
+    no search provider."""
+    if cfg.sandbox.network != "none" or cfg.sandbox.website is not None or cfg.search.provider != "none":
+        return None
+    needing = [i.instance_id for i in selected if WEB in capability_labels(i.metadata).get("tool_family", ())]
+    if not needing:
+        return None
+    return (f"warning: {len(needing)} selected instance(s) need web browsing (their Annotator Metadata names a web "
+            f"tool) but the run has no web: --network none, no --website and no --search: {listed(needing, 5)}")
 
 
 def _check_agent(cfg: RunConfiguration, section: ModelSection, instance: Instance):

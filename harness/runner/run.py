@@ -53,7 +53,7 @@ from harness.runner.agent_process.supervise import reset_scratch
 from harness.runner.evaluate import evaluate, rescue_rows
 from harness.runner.instance import RunSettings
 from harness.runner.pool import WarmPool
-from harness.runner.preflight import check_capacity, prepare, unseen_images, unserved_website
+from harness.runner.preflight import check_capacity, prepare, unreachable_web, unseen_images, unserved_website
 from harness.sandbox.contract import SandboxSpec
 from harness.sandbox.registry import get_provider
 from harness.sandbox.site import site_info
@@ -79,6 +79,8 @@ def _run(cfg: RunConfiguration, provider, console: Console, loaded) -> int:
         say(console, warning, style="yellow")
     if (unserved := unserved_website(cfg)) is not None:
         say(console, unserved, style="yellow")
+    if (no_web := unreachable_web(cfg, prepared.selected)) is not None:
+        say(console, no_web, style="yellow")
     if (unseen := unseen_images(prepared.section, prepared.selected)) is not None:
         say(console, unseen, style="yellow")
     selected, section = prepared.selected, prepared.section

@@ -71,6 +71,7 @@
     let t = `${g.n_correct}/${g.n_judged} correct${done ? "" : " so far"}, ${g.n_finished} of ${g.n_selected} finished`;
     if (g.n_running) t += `, ${g.n_running} running`;
     if (g.n_no_verdict) t += `, ${g.n_no_verdict} without a verdict (not counted)`;
+    if (g.n_unscored) t += `, ${g.n_unscored} unscored: no target (not counted)`;
     return t;
   }
   function renderOverview(run) {
@@ -85,14 +86,20 @@
       runningRows.map((r) => `<div><a href="#" class="running-id" data-id="${esc(r.instance_id)}">${esc(r.instance_id)}</a> <span class="muted">attempt ${esc(r.attempt)}</span></div>`).join("") + "</div>" : "";
     const levels = Object.entries(s.per_level || {});
     // every rate is over the judged: an instance whose scorer reached no verdict is left out and said
-    const unjudged = (k) => k ? `, ${k} not judged` : "";
-    const acc = [{label: "overall", value: s.accuracy || 0, lo: (s.ci95 || [0, 0])[0], hi: (s.ci95 || [0, 0])[1],
-                  text: `${pct(s.accuracy || 0)} (${s.n_correct}/${s.n_judged === undefined ? s.n_selected : s.n_judged}${unjudged(s.n_no_verdict)})`}]
-      .concat(levels.map(([k, b]) => ({label: "level " + k, value: b.accuracy, lo: b.ci95[0], hi: b.ci95[1],
-                                       text: `${pct(b.accuracy)} (${b.correct}/${b.n - (b.no_verdict || 0)}${unjudged(b.no_verdict)})`, color: "#8aa3e0"})));
+    const unjudged = (k, u) => (k ? `, ${k} not judged` : "") + (u ? `, ${u} unscored` : "");
+    // unscored (no target, or a placeholder such as GAIA test's "?"): left out like the unjudged; a
+    // group of unscored instances alone has no accuracy at all (no bar)
+    const scoredLevels = levels.filter(([, b]) => b.n - (b.no_verdict || 0) - (b.unscored || 0) > 0 || !b.unscored);
+    const onlyUnscored = s.n_unscored && !s.n_judged;
+    const acc = (onlyUnscored ? [] : [{label: "overall", value: s.accuracy || 0, lo: (s.ci95 || [0, 0])[0], hi: (s.ci95 || [0, 0])[1],
+                  text: `${pct(s.accuracy || 0)} (${s.n_correct}/${s.n_judged === undefined ? s.n_selected : s.n_judged}${unjudged(s.n_no_verdict, s.n_unscored)})`}])
+      .concat(scoredLevels.map(([k, b]) => ({label: "level " + k, value: b.accuracy, lo: b.ci95[0], hi: b.ci95[1],
+                                       text: `${pct(b.accuracy)} (${b.correct}/${b.n - (b.no_verdict || 0) - (b.unscored || 0)}${unjudged(b.no_verdict, b.unscored)})`, color: "#8aa3e0"})));
+    const unscoredNote = s.n_unscored ? `<p class="muted" id="unscored">${s.n_unscored} of ${s.n_selected} unscored (no target: ` +
+      `the answers are absent or a placeholder), left out of every rate${onlyUnscored ? "; nothing was scored, so there is no accuracy" : ""}</p>` : "";
     const headline = Object.keys(s.scorers || {})[0];
     const accBars = unfinished  // while instances are unfinished: so far, never counting them as failed
-      ? [soFar("so far", g, "#5b7fd6")].concat(Object.entries(g.per_level || {}).map(([k, b]) => soFar("level " + k, b, "#8aa3e0"))) : acc;
+      ? (g.n_unscored && !g.n_judged ? [] : [soFar("so far", g, "#5b7fd6")].concat(Object.entries(g.per_level || {}).map(([k, b]) => soFar("level " + k, b, "#8aa3e0")))) : acc;
     const colors = {ok: "#3c9a3c", limit: "#d9a21b", error: "#c8354b", missing: "#999", running: "#5b7fd6"};
     const outcomes = Object.entries(s.outcomes || {}).map(([k, v]) => ({label: k, value: v, color: colors[k]}));
     const errs = Object.entries(s.errors_by_kind || {}).map(([k, v]) => ({label: k, value: v, color: "#c8354b"}));
@@ -105,8 +112,21 @@
       .map((k) => `<b>${k}</b> ${esc(cfg[k])}`).join(" · ");
     const limits = cfg.limits ? Object.entries(cfg.limits).map(([k, v]) => `${k}=${esc(v)}`).join(", ") : "";
     let extra = "";
-    const known = new Set(["n_selected", "n_rows", "n_correct", "n_judged", "n_no_verdict", "accuracy", "ci95", "per_level", "outcomes", "errors_by_kind", "stderr",
-                           "ids", "env_outcomes_per_instance", "scorers", "env_outcomes", "epochs"]);
+    const known = new Set(["n_selected", "n_rows", "n_correct", "n_judged", "n_no_verdict", "n_unscored", "accuracy", "ci95", "per_level", "outcomes", "errors_by_kind", "stderr",
+                           "ids", "env_outcomes_per_instance", "scorers", "env_outcomes", "epochs", "breakdowns", "disagreements"]);
+    // accuracy per breakdown label (report.json's `breakdowns`: GAIA's tool family and steps bucket, question type...)
+    const names = {tool_family: "Accuracy per tool family", steps: "Accuracy per steps bucket"};
+    const breakdownCards = Object.entries(s.breakdowns || {}).map(([field, groups]) => {
+      const bars = Object.entries(groups).map(([k, g]) => ({label: k, value: g.accuracy, lo: g.ci95 ? g.ci95[0] : undefined,
+        hi: g.ci95 ? g.ci95[1] : undefined, text: `${pct(g.accuracy)} (${g.correct}/${g.n - (g.no_verdict || 0)}${unjudged(g.no_verdict)})`, color: "#2c8a8a"}));
+      return `<div class="card breakdown" data-field="${esc(field)}"><h3>${esc(names[field] || "Accuracy per " + field)}, 95% CI</h3>${barChart(bars, {max: 1, width: 560, right: 290})}</div>`;
+    }).join("");
+    // strict (gaia) vs lenient (llm_judge): where they disagree (report.json's `disagreements`)
+    const dis = s.disagreements;
+    const disItems = (items) => items.map((d) => `<li><a href="#" class="running-id" data-id="${esc(d.instance_id)}">${esc(d.instance_id)}</a>: answer <code>${esc(d.answer)}</code>, target <code>${esc(d.target)}</code></li>`).join("");
+    const disCard = dis ? `<div class="card" id="disagreements"><h3>gaia vs llm_judge: ${dis.lenient_only.length + dis.strict_only.length} of ${dis.compared} disagree</h3>` +
+      `<p>Right but badly formatted (judge only): ${dis.lenient_only.length}</p><ul>${disItems(dis.lenient_only)}</ul>` +
+      `<p>The reverse (gaia only): ${dis.strict_only.length}</p><ul>${disItems(dis.strict_only)}</ul></div>` : "";
     // --epochs K: each epoch alone and each reducer (report.json's `epochs`)
     const ep = s.epochs;
     const epochBars = ep ? Object.entries(ep.per_epoch || {}).map(([k, b]) => ({label: "epoch " + k, value: b.accuracy,
@@ -133,13 +153,15 @@
       ${extra}
       <div class="cards">
         ${runningCard}
-        <div class="card" id="chart-accuracy"><h3>${unfinished ? "So far: a" : "A"}ccuracy${headline ? ` (${esc(headline)})` : ""}, 95% CI (Wilson), over the ${unfinished ? "finished and " : ""}judged</h3>${barChart(accBars, unfinished ? {max: 1, width: 720, right: 350} : {max: 1, width: 560, right: 290})}</div>
+        <div class="card" id="chart-accuracy"><h3>${unfinished ? "So far: a" : "A"}ccuracy${headline ? ` (${esc(headline)})` : ""}, 95% CI (Wilson), over the ${unfinished ? "finished and " : ""}judged</h3>${unscoredNote}${accBars.length ? barChart(accBars, unfinished ? {max: 1, width: 720, right: 350} : {max: 1, width: 560, right: 290}) : ""}</div>
         ${ep ? `<div class="card" id="chart-epochs"><h3>${ep.k} epochs: each alone and reduced (headline: ${esc(ep.primary)}); answers agree ${pct(ep.agreement)} of pairs, all ${pct(ep.all_agree)} of instances</h3>${barChart(epochBars, {max: 1, width: 560, right: 290})}</div>` : ""}
         <div class="card" id="chart-outcomes"><h3>Outcomes</h3>${barChart(outcomes)}</div>
         <div class="card" id="chart-errors"><h3>Error kinds</h3>${errs.length ? barChart(errs) : '<p class="muted">no errors</p>'}</div>
         ${noVerdict.length ? `<div class="card" id="no-verdict"><h3>No verdict</h3>${noVerdict.map(([k, v]) =>
           `<p class="no"><b>${esc(k)}</b>: no verdict: ${v.no_verdict} of ${v.n}; first: ${esc(v.first_error || "-")}</p>`).join("")}</div>` : ""}
         ${scorers.length ? `<div class="card" id="chart-scorers"><h3>Pass rate per scorer, 95% CI (report.json)</h3>${barChart(scorers, {max: 1, width: 640, right: 370})}</div>` : ""}
+        ${breakdownCards}
+        ${disCard}
         ${envTable ? `<div class="card"><h3>Environment actions</h3>${envTable}</div>` : ""}
         <div class="card"><h3>Tokens per instance</h3>${histogram(rows.map(tokens), "tokens", 0)}</div>
         <div class="card"><h3>Cost per instance</h3>${histogram(rows.map((r) => (r.usage || {}).cost || 0), "cost", 4)}</div>
