@@ -214,3 +214,12 @@ def test_preflight_refuses_an_azure_section_without_the_right_key(monkeypatch):
     monkeypatch.setenv("AZURE_OPENAI_API_KEY", "wrong")
     with FakeAzure([]) as server, pytest.raises(InputError, match="refused the preflight call: 401"):
         probe_all([ModelCheck("--model", section(server, "azure"))])
+
+
+def test_image_parts_become_anthropic_image_blocks():
+    from harness.models.anthropic_messages import conversation
+
+    parts = [{"type": "text", "text": "see"}, {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBO"}}]
+    assert conversation([{"role": "user", "content": parts}]) == [{"role": "user", "content": [
+        {"type": "text", "text": "see"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}}]}]

@@ -8,6 +8,7 @@ API request, `read_reply` maps the answer back:
 - an assistant message's `tool_calls` become `tool_use` blocks (its text, when there is any, a
   `text` block first); each `tool` message a `tool_result` block (its `tool_use_id` the call's id)
   in a user message, consecutive user-side messages merged into one (the API alternates roles);
+- a content of parts keeps its text parts; an `image_url` part (a data URL) becomes an `image` block;
 - OpenAI-format tool schemas become `{name, description, input_schema}`;
 - `max_tokens` is required: the section's, else DEFAULT_MAX_TOKENS;
 - the answer's `text` blocks are the reply's content, its `tool_use` blocks its tool calls (id,
@@ -69,14 +70,23 @@ def _blocks(message: dict) -> list[dict[str, Any]]:
                  "content": str(message.get("content") or "")}]
     content = message.get("content")
     blocks: list[dict[str, Any]] = [{"type": "text", "text": content}] if isinstance(content, str) and content else []
-    if isinstance(content, list):  # already content blocks
-        blocks = list(content)
+    if isinstance(content, list):  # chat-format parts: text, and images as data URLs
+        blocks = [_part(part) for part in content]
     for call in message.get("tool_calls") or []:
         function = call["function"]
         arguments = function.get("arguments")
         blocks.append({"type": "tool_use", "id": call["id"], "name": function["name"],
                        "input": _input(arguments)})
     return blocks
+
+
+def _part(part: dict) -> dict[str, Any]:
+    """A chat-format content part as a block: an `image_url` data URL as a base64 `image`."""
+    if part.get("type") != "image_url":
+        return part
+    head, _, data = str(part["image_url"]["url"]).partition(",")
+    media = head.removeprefix("data:").removesuffix(";base64")
+    return {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}
 
 
 def _input(arguments: Any) -> dict:
