@@ -124,6 +124,7 @@ class FakeSearch:
 def _handler(fake: FakeSearch) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # headers and body go in two writes: no delayed-ACK stall between them
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet in tests
             pass
