@@ -106,7 +106,8 @@ def image_tools(envs: Environments) -> list[Tool]:
 def media_tools(envs: Environments) -> list[Tool]:
     """`fetch_url` and `video_frames` (both in the sandbox), and `transcribe_audio` when the model
     section names a transcription model (envs.audio)."""
-    fetcher, video = FetchEnv(envs.file), VideoEnv(envs.file.sandbox, envs.file.tracer)
+    fetcher = FetchEnv(envs.file, guard=envs.web.guard if envs.web is not None else None)  # the browser's guard
+    video = VideoEnv(envs.file.sandbox, envs.file.tracer)
 
     async def fetch_url(url: str) -> str:
         """Download a URL with a plain HTTP GET (no browser, no JavaScript) and show its first page

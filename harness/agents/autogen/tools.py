@@ -1,17 +1,47 @@
-"""The environments' tools (harness/environments/tools.py) as AutoGen FunctionTools."""
+"""The environments' tools (harness/environments/tools.py) as AutoGen tools: a FunctionTool of each
+tool function, a `SchemaFunctionTool` of each tool that brings its own JSON schema (an MCP server's)."""
 
 from __future__ import annotations
 
-from autogen_core.tools import FunctionTool
+from typing import Any
+
+from autogen_core import CancellationToken
+from autogen_core.tools import BaseTool, FunctionTool, ToolSchema
+from pydantic import BaseModel
 
 from harness.datasets.model import Instance
 from harness.environments import Environments
 from harness.environments import tools as env_tools
 
 
-def sandbox_tools(envs: Environments, instance: Instance | None = None) -> list[FunctionTool]:
-    return [FunctionTool(f, description=env_tools.description(f)) for f in env_tools.sandbox_tools(envs, instance)]
+class SchemaFunctionTool(BaseTool[BaseModel, Any]):
+    """A SchemaTool for AutoGen: the model is sent the tool's own schema; a call's arguments are checked
+    against it (env_tools.arguments_model, as the plain runner checks them) and passed on as given."""
+
+    def __init__(self, tool: env_tools.SchemaTool):
+        super().__init__(env_tools.arguments_model(tool), str, tool.__name__, env_tools.description(tool))
+        self._tool = tool
+
+    @property
+    def schema(self) -> ToolSchema:
+        return ToolSchema(name=self.name, description=self.description,
+                          parameters=self._tool.parameters,  # type: ignore[typeddict-item]  # JSON schema as sent
+                          strict=False)
+
+    async def run(self, args: BaseModel, cancellation_token: CancellationToken) -> str:
+        return await self._tool(**args.model_dump())
 
 
-def web_tools(envs: Environments) -> list[FunctionTool]:
-    return [FunctionTool(f, description=env_tools.description(f)) for f in env_tools.web_tools(envs)]
+def autogen_tool(fn: env_tools.Tool) -> BaseTool:
+    """One environment tool as AutoGen's."""
+    if isinstance(fn, env_tools.SchemaTool):
+        return SchemaFunctionTool(fn)
+    return FunctionTool(fn, description=env_tools.description(fn))
+
+
+def sandbox_tools(envs: Environments, instance: Instance | None = None) -> list[BaseTool]:
+    return [autogen_tool(f) for f in env_tools.sandbox_tools(envs, instance)]
+
+
+def web_tools(envs: Environments) -> list[BaseTool]:
+    return [autogen_tool(f) for f in env_tools.web_tools(envs)]

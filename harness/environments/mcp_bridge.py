@@ -1,0 +1,194 @@
+"""A stdio MCP server inside the sandbox, reached from the host through `Sandbox.exec` alone.
+
+The sandbox contract has no streaming channel, and needs none: `start_bridge` runs a small bridge
+(BRIDGE, the toolbox's python3) that forks away from its command, starts the server with pipes and
+stays as its parent, in a folder of its own under /tmp/harness-mcp/: it copies what arrives on the
+FIFO `in` to the server's stdin, appends each line of the server's stdout to `out` (one write per
+line), keeps its stderr in `err`, and writes the exit code to `status` when the server ends.
+The host writes a message with one exec (`cat > in`) and reads new lines with another
+(`tail -c +OFFSET out`, base64 so bytes come back exact), polling only while a request awaits its
+answer: an idle server costs nothing. Any provider's sandbox works this way (docker, swarm, your
+own); a command costs a few milliseconds through sandboxd (bench/mcp.py measures a tool call).
+
+The bridge runs as the agent, like the server: agent code may reach its files, which harms only its
+own instance. The server lives until its sandbox is removed.
+
+`sandbox_stdio` is the transport: the (read, write) pair of anyio streams an `mcp.ClientSession`
+takes, like the SDK's own stdio_client, over a `BridgePipe`.
+"""
+
+from __future__ import annotations
+
+import base64
+import secrets
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+
+import anyio
+import mcp.types as types
+from mcp.shared.message import SessionMessage
+
+from harness.errors import InfraError
+from harness.sandbox.contract import Sandbox
+
+ROOT = "/tmp/harness-mcp"
+READ_CHUNK = 4 * 1024 * 1024  # bytes of new output one poll takes at most
+POLL_FIRST, POLL_MOST = 0.005, 0.2  # seconds between polls while an answer is awaited (doubling)
+COMMAND_TIMEOUT = 30.0  # one send or poll; a server that takes no input for this long is stuck
+
+BRIDGE = r"""
+import os, subprocess, sys, threading
+root, argv = sys.argv[1], sys.argv[2:]
+os.makedirs(root)
+fifo, out, err, status = (os.path.join(root, n) for n in ("in", "out", "err", "status"))
+os.mkfifo(fifo, 0o600)
+open(out, "wb").close()
+ready_r, ready_w = os.pipe()
+if os.fork():
+    os.close(ready_w)
+    message = os.read(ready_r, 4096).decode(errors="replace")
+    if message:
+        print(message, file=sys.stderr)
+    sys.exit(127 if message else 0)
+os.close(ready_r)
+os.setsid()
+null = os.open(os.devnull, os.O_RDWR)
+for fd in (0, 1, 2):
+    os.dup2(null, fd)
+try:
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(err, "wb"))
+except OSError as exc:
+    os.write(ready_w, f"cannot start {argv[0]!r}: {exc.strerror or exc}".encode())
+    os._exit(127)
+os.close(ready_w)
+
+def feed():
+    fd = os.open(fifo, os.O_RDWR)  # read and write: never an end of file between the host's writes
+    while True:
+        data = os.read(fd, 65536)
+        try:
+            proc.stdin.write(data)
+            proc.stdin.flush()
+        except OSError:
+            return
+
+threading.Thread(target=feed, daemon=True).start()
+sink = os.open(out, os.O_WRONLY | os.O_APPEND)
+for line in proc.stdout:
+    os.write(sink, line)
+code = proc.wait()
+with open(status + ".tmp", "w") as fh:
+    fh.write(str(code))
+os.replace(status + ".tmp", status)
+"""
+
+SEND = '[ -e "$1/status" ] && { echo "the server has exited" >&2; exit 3; }; exec cat > "$1/in"'
+POLL = 'tail -c +"$2" "$1/out" | head -c "$3" | base64 -w0; echo; cat "$1/status" 2>/dev/null; true'
+
+
+class McpServerFailed(InfraError):
+    """A server of the run's configuration could not be started or initialised in an instance
+    (the preflight checked that it can be, so this is the instance's infrastructure: retried)."""
+
+
+class BridgePipe:
+    """The host's end of one bridged server: `send` bytes, `poll` for new output."""
+
+    def __init__(self, sandbox: Sandbox, root: str):
+        self.sandbox, self.root = sandbox, root
+        self.offset = 0
+        self.exit_code: int | None = None
+
+    def send(self, data: bytes) -> bool:
+        """Write to the server's stdin; False when the server is gone."""
+        result = self.sandbox.exec(["bash", "-c", SEND, "_", self.root], stdin=data, timeout=COMMAND_TIMEOUT)
+        return result.ok
+
+    def poll(self) -> bytes:
+        """The server's output since the last poll (at most READ_CHUNK bytes); sets `exit_code` once it ended."""
+        result = self.sandbox.exec(["bash", "-c", POLL, "_", self.root, str(self.offset + 1), str(READ_CHUNK)],
+                                   timeout=COMMAND_TIMEOUT, max_output=2 * READ_CHUNK)
+        encoded, _, status = result.stdout.partition("\n")
+        data = base64.b64decode(encoded.strip() or b"")
+        self.offset += len(data)
+        if not data and status.strip():
+            self.exit_code = int(status.strip())
+        return data
+
+    def stderr_tail(self, size: int = 2000) -> str:
+        result = self.sandbox.exec(["tail", "-c", str(size), f"{self.root}/err"], timeout=COMMAND_TIMEOUT)
+        return result.stdout.strip()
+
+
+def start_bridge(sandbox: Sandbox, name: str, argv: Sequence[str], env: Mapping[str, str]) -> BridgePipe:
+    """Start `argv` as a bridged stdio server in the sandbox; McpServerFailed when it cannot start."""
+    root = f"{ROOT}/{name}-{secrets.token_hex(4)}"
+    result = sandbox.exec(["python3", "-c", BRIDGE, root, *argv], env=dict(env), timeout=COMMAND_TIMEOUT)
+    if not result.ok:
+        raise McpServerFailed(f"MCP server {name!r}: {result.stderr.strip()[-1000:] or f'exit {result.exit_code}'}")
+    return BridgePipe(sandbox, root)
+
+
+@asynccontextmanager
+async def sandbox_stdio(pipe: BridgePipe, on_fatal: Callable[[BaseException], None] | None = None,
+                        ) -> AsyncIterator[tuple]:
+    """The MCP client's streams over a bridged server. Output is polled while a request awaits its
+    answer; the read stream ends when the server has exited. A dead sandbox goes to `on_fatal`."""
+    read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+    awaited: set = set()
+    wake = anyio.Event()
+
+    async def guarded(fn: Callable, *args: object, abandon: bool = False):
+        try:
+            return await anyio.to_thread.run_sync(fn, *args, abandon_on_cancel=abandon)
+        except InfraError as exc:
+            if on_fatal is not None:
+                on_fatal(exc)
+            raise
+
+    async def writer() -> None:
+        nonlocal wake
+        async with write_reader:
+            async for message in write_reader:
+                if isinstance(message.message, types.JSONRPCRequest):
+                    awaited.add(message.message.id)
+                    wake.set()
+                data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                await guarded(pipe.send, data.encode())
+
+    async def reader() -> None:
+        nonlocal wake
+        buffer, delay = b"", POLL_FIRST
+        async with read_writer:
+            while pipe.exit_code is None:
+                if not awaited:
+                    await wake.wait()
+                    wake = anyio.Event()
+                data = await guarded(pipe.poll, abandon=True)
+                *lines, buffer = (buffer + data).split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        await read_writer.send(_parsed(line, awaited))
+                delay = POLL_FIRST if data else min(delay * 2, POLL_MOST)
+                if not data:
+                    await anyio.sleep(delay)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(reader)
+        group.start_soon(writer)
+        try:
+            yield read_stream, write_stream
+        finally:
+            group.cancel_scope.cancel()
+
+
+def _parsed(line: bytes, awaited: set) -> SessionMessage | Exception:
+    """One line of the server's stdout as a message (an answer is no longer awaited), or the error."""
+    try:
+        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValueError as exc:
+        return exc
+    if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+        awaited.discard(message.id)
+    return SessionMessage(message)

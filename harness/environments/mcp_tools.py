@@ -1,0 +1,212 @@
+"""The run's MCP servers as the agent's tools: connected once per agent process, offered to every runner.
+
+`serving_mcp(servers, envs, work)` connects every server of the configuration (a `command` one
+started inside the instance's sandbox through harness/environments/mcp_bridge.py, a `url` one over
+streamable HTTP from the host, its key headers read from the host's environment here), lists their
+tools into `envs.mcp`, awaits `work` (the agent's turns) and disconnects. A server that cannot be
+started, initialised or listed is McpServerFailed naming it (infra: the preflight checked it
+starts, so the instance is retried on a fresh sandbox).
+
+Each MCP tool becomes a `SchemaTool` named `SERVER__TOOL` (characters a model API refuses replaced
+by `_`, at most 64), carrying the server's own JSON schema and description, so the plain runner
+sends it as is and AutoGen wraps it as a tool of that schema (agents/autogen/tools.py). A call is
+one `env` trace event (env "mcp", action the tool's full name; args: server, tool, arguments;
+outcome ok / error / timeout) and its text result is cut at MAX_RESULT_CHARS. A result the server
+marks as an error, a timeout (the server's `timeout`, 120 s by default) or a server that has exited
+is told to the model as the tool's error; the agent goes on without it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from harness.environments import Environments
+from harness.environments.mcp_config import McpServer
+from harness.environments.tools import SchemaTool, Tool
+from harness.errors import InfraError, InputError
+from harness.traces import EnvAction, Tracer
+
+if TYPE_CHECKING:  # the SDK takes a second to import: only an agent process with servers imports it
+    from mcp import ClientSession
+    from mcp import types as mcp_types
+
+MAX_RESULT_CHARS = 20_000  # of one tool result shown to the model; the rest is cut, and said so
+SEPARATOR = "__"
+T = TypeVar("T")
+
+
+class McpToolError(Exception):
+    """The server answered a call with an error, or could not answer it: told to the model."""
+
+
+async def serving_mcp(servers: tuple[McpServer, ...] | list[McpServer], envs: Environments,
+                      work: Callable[[], Awaitable[T]]) -> T:
+    """Connect `servers`, put their tools in `envs.mcp`, await `work()`, disconnect."""
+    if not servers:
+        return await work()
+    try:
+        async with AsyncExitStack() as stack:
+            for server in servers:
+                session = await _connect(stack, server, envs)
+                envs.mcp.extend(await _tools(server, session, envs.code.tracer, taken={t.__name__ for t in envs.mcp}))
+            return await work()
+    except BaseExceptionGroup as group:  # the transports' task groups wrap what the agent (or a server) raised
+        raise _sole(group) from None
+
+
+def _sole(group: BaseExceptionGroup) -> BaseException:
+    """The one exception a task group wrapped (through nested groups), so it is classified by its own
+    type (a LimitExceeded stays a limit); a group of several stays the group."""
+    inner: BaseException = group
+    while isinstance(inner, BaseExceptionGroup) and len(inner.exceptions) == 1:
+        inner = inner.exceptions[0]
+    return inner
+
+
+async def list_server_tools(server: McpServer, envs: Environments) -> list[str]:
+    """The names of one server's tools as the agent would see them (the preflight's check)."""
+    async with AsyncExitStack() as stack:
+        session = await _connect(stack, server, envs)
+        return [tool.__name__ for tool in await _tools(server, session, Tracer(None), taken=set())]
+
+
+async def _connect(stack: AsyncExitStack, server: McpServer, envs: Environments) -> ClientSession:
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    from harness.environments.mcp_bridge import McpServerFailed, sandbox_stdio, start_bridge
+
+    pipe = None
+    try:
+        if server.command is not None:
+            pipe = start_bridge(envs.code.sandbox, server.name, [server.command, *server.args], server.env)
+            read, write = await stack.enter_async_context(sandbox_stdio(pipe, envs.on_fatal))
+        else:
+            client = await stack.enter_async_context(create_mcp_http_client(headers=headers(server)))
+            read, write = await stack.enter_async_context(streamable_http_client(server.url or "", http_client=client))
+        session = await stack.enter_async_context(ClientSession(read, write, read_timeout_seconds=server.timeout))
+        await session.initialize()
+        return session
+    except (InfraError, InputError):  # a dead sandbox, a server that failed to start, a key not set
+        raise
+    except Exception as exc:  # noqa: BLE001 - any failure to connect is this server's, said with its name
+        stderr = f"; its stderr ends: {tail}" if pipe is not None and (tail := pipe.stderr_tail()) else ""
+        raise McpServerFailed(f"{server.where()} did not start: {_reason(exc)}{stderr}") from exc
+
+
+def headers(server: McpServer) -> dict[str, str]:
+    """A url server's headers, from the host's environment (never written anywhere)."""
+    wanted = {**({"Authorization": server.api_key_env} if server.api_key_env else {}), **server.header_env}
+    out = {}
+    for header, variable in wanted.items():
+        value = os.environ.get(variable)
+        if not value:
+            raise InputError(f"[mcp.{server.name}]: environment variable {variable} (for {header}) is not set")
+        out[header] = f"Bearer {value}" if header == "Authorization" and variable == server.api_key_env else value
+    return out
+
+
+async def _tools(server: McpServer, session: ClientSession, tracer: Tracer, taken: set[str]) -> list[Tool]:
+    from mcp import types as mcp_types
+
+    from harness.environments.mcp_bridge import McpServerFailed
+
+    listed: list[mcp_types.Tool] = []
+    cursor = None
+    try:
+        while True:
+            page = await session.list_tools(params=mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None)
+            listed.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+    except Exception as exc:  # noqa: BLE001
+        raise McpServerFailed(f"{server.where()} did not list its tools: {_reason(exc)}") from exc
+    tools: list[Tool] = []
+    for tool in listed:
+        name = _unique(tool_name(server.name, tool.name), taken)
+        taken.add(name)
+        tools.append(SchemaTool(name, tool.description or tool.title or tool.name, _object_schema(tool.input_schema),
+                                _caller(server, session, tool.name, name, tracer)))
+    return tools
+
+
+def tool_name(server: str, tool: str) -> str:
+    """`SERVER__TOOL` as model APIs accept function names: [A-Za-z0-9_-], at most 64 characters."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", f"{server}{SEPARATOR}{tool}")[:64]
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    candidate, number = name, 2
+    while candidate in taken:
+        suffix = f"_{number}"
+        candidate, number = name[: 64 - len(suffix)] + suffix, number + 1
+    return candidate
+
+
+def _object_schema(schema: dict[str, Any] | None) -> dict[str, Any]:
+    """The tool's input schema as a function's parameters: an object, with properties."""
+    return {"type": "object", "properties": {}, **(schema or {})}
+
+
+def _caller(server: McpServer, session: ClientSession, tool: str, name: str, tracer: Tracer):
+    from mcp import types as mcp_types
+
+    async def call(arguments: dict[str, Any]) -> str:
+        started = time.monotonic()
+        args = {"server": server.name, "tool": tool, "arguments": arguments}
+        outcome, error = "ok", None
+        try:
+            result = await session.call_tool(tool, arguments, read_timeout_seconds=server.timeout)
+            assert isinstance(result, mcp_types.CallToolResult)
+            text = result_text(result)
+            if result.is_error:
+                outcome, error = "error", text
+        except Exception as exc:  # noqa: BLE001 - a timeout, a server gone: the model is told
+            timed_out = time.monotonic() - started >= server.timeout
+            outcome, error = ("timeout" if timed_out else "error"), _reason(exc)
+            text = f"{server.where()} could not answer: {error}"
+        seconds = round(time.monotonic() - started, 4)
+        extra: dict[str, Any] = {"result": text[:4000], **({"error": error[:1000]} if error else {})}
+        tracer.emit(EnvAction(env="mcp", action=name, args=args, outcome=outcome, seconds=seconds, **extra))
+        if outcome != "ok":
+            raise McpToolError(text)
+        return text
+
+    return call
+
+
+def result_text(result: mcp_types.CallToolResult) -> str:
+    """A tool result as the model reads it: its text parts; other parts named; cut at MAX_RESULT_CHARS."""
+    from mcp import types as mcp_types
+
+    parts = []
+    for block in result.content:
+        if isinstance(block, mcp_types.TextContent):
+            parts.append(block.text)
+        elif isinstance(block, mcp_types.EmbeddedResource):
+            resource = block.resource
+            parts.append(getattr(resource, "text", None) or f"[resource {resource.uri}]")
+        elif isinstance(block, mcp_types.ResourceLink):
+            parts.append(f"[resource link {block.uri}]")
+        else:
+            parts.append(f"[{block.type} content: {getattr(block, 'mime_type', '') or 'not shown'}]")
+    if not parts and result.structured_content is not None:
+        parts.append(json.dumps(result.structured_content, default=str))
+    text = "\n".join(parts)
+    if len(text) > MAX_RESULT_CHARS:
+        text = text[:MAX_RESULT_CHARS] + f"\n[... {len(text) - MAX_RESULT_CHARS} more characters cut]"
+    return text
+
+
+def _reason(exc: BaseException) -> str:
+    """The innermost cause of a failure (task groups wrap it), as one line."""
+    exc = _sole(exc) if isinstance(exc, BaseExceptionGroup) else exc
+    return f"{type(exc).__name__}: {exc}".strip().splitlines()[0][:500] if str(exc) else type(exc).__name__

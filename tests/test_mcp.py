@@ -1,0 +1,211 @@
+"""MCP tool servers (--mcp, [mcp.NAME]): a real server written with the mcp SDK (tests/data/mcp/calc_server.py)
+started inside a real sandbox through the bridge (harness/environments/mcp_bridge.py), or over streamable HTTP on
+the host; its tools called by the plain runner and by AutoGen, driven by the scripted fake OpenAI server.
+Also the configuration's checks and the schema-carrying tools (no Docker)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.environments.mcp_config import McpServer, combine, from_flag, from_toml
+from harness.environments.tools import SchemaTool, arguments_model, schema
+from harness.errors import InputError
+from tests.fakes.openai_server import FakeOpenAI, text, tool_calls
+from tests.helpers.e2e import DATA, containers_of, explain, fake_config, harness, rows, trace
+
+SERVER = DATA / "mcp" / "calc_server.py"
+ADD_SCHEMA = {"type": "object", "properties": {"a": {"title": "A", "type": "integer"},
+                                               "b": {"title": "B", "type": "integer"}},
+              "required": ["a", "b"], "title": "addArguments"}
+
+
+def _dataset(tmp_path: Path) -> Path:
+    """One task whose folder holds the server's script (copied to /workspace like any task file)."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "calc_server.py").write_text(SERVER.read_text())
+    (folder / "tasks.jsonl").write_text(json.dumps({"instance_id": "mcp-add", "question": "What is 2 + 40?",
+                                                    "answer": "42", "files": ["calc_server.py"]}) + "\n")
+    return folder / "tasks.jsonl"
+
+
+def _mcp_run(tmp_path, out, agent: str, script, *extra, env=None):
+    with FakeOpenAI(script) as server:
+        proc = harness("run", "--dataset", _dataset(tmp_path), "--model", "fake", "--config",
+                       fake_config(tmp_path / "m.toml", server.base_url), "--output-dir", out, "--agent", agent,
+                       "--workers", 1, "--instance-timeout", 300, *extra, env=env)
+    return proc, server
+
+
+def _tool_named(request: dict, name: str) -> dict:
+    return next(t for t in request["json"]["tools"] if t["function"]["name"] == name)
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("agent", ["plain", "assistant"])
+def test_a_stdio_server_runs_in_the_sandbox_and_both_runners_call_its_tools(tmp_path, image, out, agent):
+    script = [tool_calls(("calc__add", {"a": 2, "b": 40}), ("calc__where_am-i", {}), ("calc__fail", {})),
+              text("<solution>42</solution>")]
+    proc, server = _mcp_run(tmp_path, out, agent, script,
+                            "--mcp", "calc=python3 /workspace/calc_server.py")
+    assert proc.returncode == 0, explain(proc)
+    (row,) = rows(out)
+    assert row["status"] == "ok" and row["correct"] is True, row
+    first, second = server.chat_requests
+    # The server's own schema and description reach the model, beside the built-in tools.
+    add = _tool_named(first, "calc__add")["function"]
+    assert add["parameters"] == ADD_SCHEMA and add["description"] == "Add two integers."
+    assert {"run_python", "calc__where_am-i", "calc__fail", "calc__big"} <= {
+        t["function"]["name"] for t in first["json"]["tools"]}
+    results = [m["content"] for m in second["json"]["messages"] if m["role"] == "tool"]
+    assert "the sum is 42" in results[0]
+    # It ran inside the sandbox: the sandbox's hostname and working directory, not the host's.
+    assert "cwd /workspace" in results[1] and socket.gethostname() not in results[1]
+    assert "Error executing tool fail" in results[2]
+    events = [e for e in trace(out, row) if e["type"] == "env" and e["env"] == "mcp"]
+    assert [(e["action"], e["outcome"]) for e in events] == [
+        ("calc__add", "ok"), ("calc__where_am-i", "ok"), ("calc__fail", "error")]
+    assert events[0]["args"] == {"server": "calc", "tool": "add", "arguments": {"a": 2, "b": 40}}
+    assert row["env_outcomes"]["mcp"] == {"ok": 2, "error": 1}
+    assert containers_of(out) == []
+
+
+@pytest.mark.docker
+def test_a_server_that_cannot_start_is_an_infra_error_naming_it(tmp_path, image, out):
+    proc, _ = _mcp_run(tmp_path, out, "plain", [text("<solution>42</solution>")], "--max-retries", 0,
+                       "--mcp", "broken=python3 /workspace/no_such_server.py")
+    (row,) = rows(out)
+    assert row["status"] == "error" and row["error_kind"] == "infra", row
+    assert "MCP server 'broken'" in row["error"] and "no_such_server.py" in row["error"], row["error"]
+    assert containers_of(out) == []
+
+
+@pytest.mark.docker
+def test_a_limit_reached_while_servers_are_connected_stays_a_limit(tmp_path, image, out):
+    """The transports' task groups wrap what the agent raises; it is unwrapped, so it keeps its kind."""
+    script = [tool_calls(("calc__add", {"a": 2, "b": 40})), text("<solution>42</solution>")]
+    proc, _ = _mcp_run(tmp_path, out, "plain", script, "--max-steps", 1,
+                       "--mcp", "calc=python3 /workspace/calc_server.py")
+    assert proc.returncode == 0, explain(proc)
+    (row,) = rows(out)
+    assert row["status"] == "limit" and row["limit"] == "max_steps", row
+
+
+@pytest.fixture
+def remote_server(tmp_path):
+    """calc_server.py over streamable HTTP on the host, answering only requests with the right X-Test-Key."""
+    key = "mcp-canary-" + os.urandom(8).hex()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, str(SERVER), "http", str(port)], env={**os.environ, "CALC_KEY": key},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp", key
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.docker
+def test_a_remote_server_is_reached_from_the_host_and_its_key_never_enters_the_sandbox(
+        tmp_path, image, out, remote_server):
+    url, key = remote_server
+    look = f"env; grep -rsl {key[:20]} /workspace /tmp /proc/*/environ 2>/dev/null; echo done"
+    script = [tool_calls(("remote__add", {"a": 40, "b": 2}), ("run_shell", {"command": look})),
+              text("<solution>42</solution>")]
+    with FakeOpenAI(script) as server:
+        config = fake_config(tmp_path / "m.toml", server.base_url)
+        config.write_text(config.read_text() + f'\n[mcp.remote]\nurl = "{url}"\nheader_env = {{ "X-Test-Key" = '
+                                               '"CALC_TEST_KEY" }\n')
+        proc = harness("run", "--dataset", _dataset(tmp_path), "--model", "fake", "--config", config,
+                       "--output-dir", out, "--agent", "plain", "--workers", 1, "--instance-timeout", 300,
+                       env={"CALC_TEST_KEY": key})
+    assert proc.returncode == 0, explain(proc)
+    (row,) = rows(out)
+    assert row["status"] == "ok", row
+    results = [m["content"] for m in server.chat_requests[1]["json"]["messages"] if m["role"] == "tool"]
+    assert "the sum is 42" in results[0]  # the server took the key: it refuses any request without it
+    assert "done" in results[1] and key not in results[1]
+    assert key not in (out / row["trace"]).read_text() and key not in (out / "run.json").read_text()
+
+
+def test_the_remote_servers_missing_key_variable_is_named(tmp_path, remote_server):
+    from harness.environments.mcp_tools import headers
+
+    server = McpServer(name="remote", url=remote_server[0], header_env={"X-Test-Key": "NOT_SET_ANYWHERE_42"})
+    with pytest.raises(InputError, match=r"\[mcp.remote\].*NOT_SET_ANYWHERE_42"):
+        headers(server)
+
+
+def test_mcp_flags_and_tables_are_checked():
+    assert from_flag('calc=python3 "/workspace/my server.py" --fast') == McpServer(
+        name="calc", command="python3", args=("/workspace/my server.py", "--fast"))
+    for bad, said in [("calc", "NAME=COMMAND"), ("=python3 s.py", "name"), ("bad name=x", "name"),
+                      ("calc=", "NAME=COMMAND"), ('calc=python3 "open', "cannot be split")]:
+        with pytest.raises(InputError, match=said):
+            from_flag(bad)
+    toml = {"mcp": {"docs": {"url": "https://example.org/mcp", "api_key_env": "DOCS_KEY"}}}
+    assert from_toml(toml, "m.toml")[0].url == "https://example.org/mcp"
+    for table, said in [({"command": "x", "url": "https://e/mcp"}, "either command"), ({}, "either command"),
+                        ({"command": "x", "api_key_env": "K"}, "no key may go"),
+                        ({"url": "ftp://e"}, "http"), ({"command": "x", "bogus": 1}, "bogus")]:
+        with pytest.raises(InputError, match=rf"\[mcp.docs\] in m.toml: .*{said}"):
+            from_toml({"mcp": {"docs": table}}, "m.toml")
+    with pytest.raises(InputError, match="'docs' is given twice"):
+        combine(["docs=python3 s.py"], from_toml(toml, "m.toml"))
+
+
+def test_a_bad_mcp_flag_exits_2_before_any_container(tmp_path):
+    proc = harness("run", "--dataset", _dataset(tmp_path), "--model", "replay", "--mcp", "calc",
+                   "--output-dir", tmp_path / "out")
+    assert proc.returncode == 2, explain(proc)
+    assert "--mcp calc: expected NAME=COMMAND" in proc.stderr + proc.stdout
+
+
+def test_a_schema_tool_is_sent_with_its_own_schema_and_checked_against_it():
+    async def call(arguments):
+        return json.dumps(arguments)
+
+    tool = SchemaTool("calc__add", "Add two integers.", ADD_SCHEMA, call)
+    assert schema(tool) == {"type": "function", "function": {"name": "calc__add", "description": "Add two integers.",
+                                                             "parameters": ADD_SCHEMA}}
+    model = arguments_model(tool)
+    assert model.model_validate({"a": 1, "b": 2}).model_dump() == {"a": 1, "b": 2}
+    with pytest.raises(ValueError, match="'b' is a required property"):
+        model.model_validate({"a": 1})
+    with pytest.raises(ValueError, match="a: 'one' is not of type 'integer'"):
+        model.model_validate({"a": "one", "b": 2})
+    assert asyncio.run(tool(a=1, b=2)) == '{"a": 1, "b": 2}'
+
+
+def test_autogen_gets_the_schema_tool_with_the_same_schema():
+    from autogen_core import CancellationToken
+
+    from harness.agents.autogen.tools import autogen_tool
+
+    async def call(arguments):
+        return f"sum {arguments['a'] + arguments['b']}"
+
+    wrapped = autogen_tool(SchemaTool("calc__add", "Add two integers.", ADD_SCHEMA, call))
+    assert wrapped.name == "calc__add" and wrapped.schema["parameters"] == ADD_SCHEMA
+    assert asyncio.run(wrapped.run_json({"a": 1, "b": 2}, CancellationToken())) == "sum 3"
+    with pytest.raises(ValueError, match="required property"):
+        asyncio.run(wrapped.run_json({"a": 1}, CancellationToken()))
