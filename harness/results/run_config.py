@@ -92,7 +92,7 @@ class RunConfig(BaseModel):
             given["provider"] = sandbox.provider
         if website is not None:
             given["website"] = website
-        if cfg.search.offered or cfg.search.block != DEFAULT_BLOCK:
+        if (cfg.search.offered and not cfg.search.automatic) or cfg.search.block != DEFAULT_BLOCK:
             public = json.dumps(cfg.search.public(), sort_keys=True)
             given["search"] = f"{cfg.search.provider} {hashlib.sha256(public.encode()).hexdigest()[:12]}"
         if cfg.mcp:

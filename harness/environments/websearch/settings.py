@@ -64,6 +64,9 @@ class SearchSettings(BaseModel):
     max_results: int = Field(5, ge=1, le=MAX_RESULTS)
     block: tuple[str, ...] = DEFAULT_BLOCK
     cache: bool = True
+    # `site` picked because the run has a --website (no --search, no [search] provider): not in run.json's
+    # fingerprint, so a run from before search existed resumes (results/run_config.py)
+    automatic: bool = False
     # Filled in by the run (for_run): where the cache and the site's index live.
     cache_dir: str | None = None
     site_index: str | None = None
@@ -75,7 +78,7 @@ class SearchSettings(BaseModel):
     def public(self) -> dict:
         """What defines results (run.json's fingerprint): no key, no run-local paths."""
         return self.model_dump(mode="json", exclude={"cache_dir", "site_index", "timeout", "max_retries", "backoff",
-                                                     "cache", "api_key_env"})
+                                                     "cache", "api_key_env", "automatic"})
 
     def for_run(self, run_dir: Path, site_index: Path | None) -> SearchSettings:
         return self.model_copy(update={"cache_dir": str(run_dir / "search-cache") if self.cache else None,
@@ -118,4 +121,4 @@ def resolve(flag: str | None, blocks: list[str] | None, no_cache: bool, table: o
                           api_key_env=(section.api_key_env or DEFAULT_KEY_ENV.get(provider)) if provider in KEYED
                           else None, timeout=section.timeout, max_retries=section.max_retries,
                           options=section.options, max_results=toml.max_results, block=block_list(blocks, toml.block),
-                          cache=toml.cache and not no_cache)
+                          cache=toml.cache and not no_cache, automatic=not (flag or toml.provider))
