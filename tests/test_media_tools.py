@@ -24,9 +24,10 @@ from harness.environments.fetch import FetchEnv
 from harness.environments.files import FileEnv
 from harness.environments.tools import media_tools
 from harness.environments.video import MAX_FRAMES, VideoEnv
+from harness.environments.websearch.guard import Guard
 from harness.models.config import ModelSection
 from harness.sandbox.contract import SandboxSpec
-from harness.traces import Tracer
+from harness.traces import Tracer, read_trace
 from harness.traces.forensics import read_facts
 from tests.fakes.openai_server import FakeOpenAI, error, text, tool_calls
 from tests.helpers.e2e import FAKE_KEY, FAKE_KEY_ENV, explain, fake_config, harness, rows, trace
@@ -91,6 +92,59 @@ def test_fetch_url_reads_the_offline_site_inside_the_sandbox(provider, image, ru
     assert big.startswith("Error: too big"), big
     assert len(leftovers) == 2, leftovers  # the two fetched files; nothing of the refused ones
     assert read_facts(trace_path).env_outcomes["fetch"] == {"ok": 2, "error": 4, "timeout": 1}
+
+
+LOOPBACK_SITE = r"""
+import http.server
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        with open("/tmp/hits", "a") as log:
+            log.write(self.path + "\n")
+        moves = {"/go": "/answers", "/hop": "/ok"}
+        if self.path in moves:
+            self.send_response(302)
+            self.send_header("Location", moves[self.path])
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        body = b"the answer is 42"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+http.server.HTTPServer(("127.0.0.1", 47123), Handler).serve_forever()
+"""
+
+
+@pytest.mark.docker
+def test_fetch_url_keeps_to_the_leakage_guard_and_names_a_refused_connection(media_sandbox, tmp_path):
+    """A blocked URL is never requested; a redirect onto one is deleted unread (outcome blocked, a guard
+    event each); a redirect elsewhere is named; a closed port is 'connection refused'. The site is a
+    server on the sandbox's own loopback (its network is none)."""
+    sb, trace_path = media_sandbox, tmp_path / "t.jsonl"
+    sb.shell(f"cat > /tmp/site.py <<'EOF'\n{LOOPBACK_SITE}\nEOF\n"
+             "setsid python3 /tmp/site.py >/dev/null 2>&1 < /dev/null &")
+    probe = "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 47123), 1)' 2>/dev/null"
+    up = sb.shell(f"for i in $(seq 200); do {probe} && exit 0; sleep 0.1; done; exit 1", timeout=60)
+    assert up.ok, "the loopback site did not start within 20 s"
+    fetch = FetchEnv(FileEnv(sb, Tracer(trace_path)), guard=Guard(("127.0.0.1/answers",)))
+    direct = fetch.fetch("http://127.0.0.1:47123/answers")
+    redirected = fetch.fetch("http://127.0.0.1:47123/go")
+    hop = fetch.fetch("http://127.0.0.1:47123/hop")
+    refused = fetch.fetch("http://127.0.0.1:9/")
+    hits = sb.shell("cat /tmp/hits").stdout.split()
+    kept = sb.shell("ls /workspace/fetched").stdout.split()
+    assert direct.startswith("Error: http://127.0.0.1:47123/answers is blocked by the leakage guard"), direct
+    assert redirected.startswith("Error: http://127.0.0.1:47123/answers is blocked"), redirected
+    assert "the answer is 42" not in direct + redirected
+    assert hop.startswith("Fetched http://127.0.0.1:47123/hop (redirected to http://127.0.0.1:47123/ok)"), hop
+    assert "the answer is 42" in hop and len(kept) == 1 and kept[0].endswith("-ok.txt"), kept
+    assert hits == ["/go", "/answers", "/hop", "/ok"]  # the first, blocked, was never requested
+    assert refused == "Error: connection refused by http://127.0.0.1:9/", refused
+    events = read_trace(trace_path)
+    assert [e.args["source"] for e in events if e.env == "guard"] == ["fetch", "fetch"]
+    assert read_facts(trace_path).env_outcomes["fetch"] == {"blocked": 2, "ok": 1, "error": 1}
 
 
 @pytest.fixture

@@ -8,16 +8,24 @@ is refused and nothing is kept) and `timeout` seconds in all (FETCH_TIMEOUT_S). 
 (a bad URL, DNS, a refused connection, an HTTP 4xx/5xx, a timeout, a body too big) is a tool
 result starting "Error", and the fetch's `env` event (env "fetch", action "fetch_url") has outcome
 `error` (or `timeout`); a fetched body that markitdown cannot convert is the file read's error.
+The run's leakage guard (websearch/guard.py, the browser's) holds here too: a blocked URL is never
+requested, and a fetch redirected to one is deleted unread; both are outcome `blocked` and a `guard`
+event (source "fetch").
 """
 
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from harness.environments.files import FileEnv
 from harness.environments.scripts import outcome_of, script_reply
+from harness.environments.web import blocked_message
 from harness.sandbox.contract import WORKSPACE
 from harness.traces import EnvAction
+
+if TYPE_CHECKING:
+    from harness.environments.websearch.guard import Guard
 
 MAX_FETCH_BYTES = 20 * 1024 * 1024
 FETCH_TIMEOUT_S = 30.0
@@ -81,14 +89,22 @@ out(path=path, url=final, status=resp.status, content_type=ctype, bytes=size)
 
 
 class FetchEnv:
-    def __init__(self, files: FileEnv, *, max_bytes: int = MAX_FETCH_BYTES, timeout: float = FETCH_TIMEOUT_S):
-        self.files, self.max_bytes, self.timeout = files, max_bytes, timeout
+    def __init__(self, files: FileEnv, *, max_bytes: int = MAX_FETCH_BYTES, timeout: float = FETCH_TIMEOUT_S,
+                 guard: Guard | None = None):
+        self.files, self.max_bytes, self.timeout, self.guard = files, max_bytes, timeout, guard
 
     def fetch(self, url: str) -> str:
         started = time.monotonic()
-        argv = ["python3", "-c", GET, url, f"{WORKSPACE}/{FOLDER}", str(self.max_bytes), str(self.timeout)]
-        result = self.files.sandbox.exec(argv, timeout=self.timeout + 15)
-        data = script_reply(result, f"fetching {url}", self.timeout)
+        data: dict
+        if (pattern := self._blocked(url)) is not None:
+            data = {"error": blocked_message(url, pattern), "outcome": "blocked"}
+        else:
+            argv = ["python3", "-c", GET, url, f"{WORKSPACE}/{FOLDER}", str(self.max_bytes), str(self.timeout)]
+            result = self.files.sandbox.exec(argv, timeout=self.timeout + 15)
+            data = script_reply(result, f"fetching {url}", self.timeout)
+        if "error" not in data and (pattern := self._blocked(data["url"])) is not None:  # redirected there
+            self.files.sandbox.exec(["rm", "-f", "--", data["path"]], timeout=30)
+            data = {"error": blocked_message(data["url"], pattern), "outcome": "blocked"}
         outcome = outcome_of(data)
         self.files.tracer.emit(EnvAction(env="fetch", action="fetch_url", args={"url": url}, outcome=outcome,
                                          seconds=round(time.monotonic() - started, 4), **data))
@@ -99,3 +115,11 @@ class FetchEnv:
         head = (f"Fetched {url}{moved}: HTTP {data['status']}, {data['content_type'] or 'no content type'}, "
                 f"{data['bytes']} bytes, saved as {data['path']}; read_file({rel!r}, page) shows any other page.")
         return head + "\n" + self.files.read(rel)
+
+    def _blocked(self, url: str) -> str | None:
+        """The guard's pattern that blocks `url` (traced as a `guard` event), or None."""
+        pattern = self.guard.blocks(url) if self.guard is not None else None
+        if pattern is not None:
+            self.files.tracer.emit(EnvAction(env="guard", action="block", outcome="blocked",
+                                             args={"url": url, "pattern": pattern, "source": "fetch"}))
+        return pattern
