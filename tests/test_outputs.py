@@ -70,7 +70,7 @@ def test_report_trace_resume_and_rescore(tmp_path, image):
     assert report["n_selected"] == 4 and report["n_correct"] == 3
     assert {k: sorted(v) for k, v in report["ids"].items()} == {
         "passed": ["case", "pass", "slow"], "failed": ["wrong"], "errored": [], "limit": [], "missing": [],
-        "no_verdict": []}
+        "no_verdict": [], "unscored": []}
     gaia, exact = report["scorers"]["gaia"], report["scorers"]["exact"]
     assert list(report["scorers"]) == ["gaia", "exact"]
     assert (gaia["n"], gaia["correct"], gaia["mean_score"]) == (4, 3, 0.75)

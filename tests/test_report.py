@@ -121,10 +121,10 @@ SCORED = [
 
 def test_id_lists_per_outcome() -> None:
     r = build_report(ROWS, SELECTED, leaked_containers=0)
-    assert r.ids == {"passed": ["a", "d"], "failed": ["b"], "no_verdict": [], "errored": ["c"], "limit": ["d"],
+    assert r.ids == {"passed": ["a", "d"], "failed": ["b"], "no_verdict": [], "unscored": [], "errored": ["c"], "limit": ["d"],
                      "missing": ["e"]}
     r = build_report(SCORED, ["a", "b", "c", "d", "x"], leaked_containers=0)
-    assert r.ids == {"passed": ["a", "c"], "failed": ["b"], "no_verdict": [], "errored": ["d"], "limit": ["c"],
+    assert r.ids == {"passed": ["a", "c"], "failed": ["b"], "no_verdict": [], "unscored": [], "errored": ["d"], "limit": ["c"],
                      "missing": ["x"]}
 
 

@@ -363,8 +363,8 @@ def headline_verdicts(rows: list[ResultRow], selected_ids: list[str], *, epochs:
                       normalize: Callable[[str], str] | None = None) -> dict[str, tuple[str, float, bool]]:
     """Each selected id's (outcome, value, passed) under the headline, as build_report counts it:
     outcome missing / errored / no_verdict / unscored (an errored one too) / scored; value and passed
-    the row's verdict or, with epochs, the first reducer's over the id's epochs ((0.0, False) when not judged). Comparisons
-    pair these (harness/report/html.py)."""
+    the row's verdict or, with epochs, the first reducer's over the id's epochs ((0.0, False) when not
+    judged). Comparisons pair these (harness/report/html.py)."""
     selected = list(dict.fromkeys(selected_ids))
     wanted = set(selected)
     latest = latest_by_key([r for r in rows if r.instance_id in wanted])

@@ -37,7 +37,7 @@ def compare(base: dict, other: dict, *, force: bool = False) -> dict:
     common = [i for i in base["_ids"] if i in theirs]
 
     def judged(run: dict, iid: str) -> bool:
-        return run["_verdicts"][iid][0] not in ("missing", "no_verdict") and iid not in run["_running"]
+        return run["_verdicts"][iid][0] not in ("missing", "no_verdict", "unscored") and iid not in run["_running"]
 
     paired = [i for i in common if judged(base, i) and judged(other, i)]
     same_dataset = not any(r.startswith("another dataset") for r in reasons)

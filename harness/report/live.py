@@ -142,8 +142,8 @@ class Watcher:
 def progress(verdicts: dict[str, tuple[str, float, bool]], running: set[str], levels: dict[str, str]) -> dict:
     """Accuracy so far (the module docstring): `verdicts` as build.headline_verdicts gives them,
     `levels` each id's level key."""
-    zero = {"n_selected": 0, "n_finished": 0, "n_running": 0, "n_no_verdict": 0, "n_judged": 0, "n_correct": 0,
-            "value": 0.0, "binary": True}
+    zero = {"n_selected": 0, "n_finished": 0, "n_running": 0, "n_no_verdict": 0, "n_unscored": 0, "n_judged": 0,
+            "n_correct": 0, "value": 0.0, "binary": True}
     buckets: dict[str, dict] = {}
     total = dict(zero)
     for iid, (outcome, value, passed) in verdicts.items():
@@ -154,8 +154,8 @@ def progress(verdicts: dict[str, tuple[str, float, bool]], running: set[str], le
                 acc["n_running"] += 1
             elif outcome != "missing":
                 acc["n_finished"] += 1
-                if outcome == "no_verdict":
-                    acc["n_no_verdict"] += 1
+                if outcome in ("no_verdict", "unscored"):
+                    acc[f"n_{outcome}"] += 1
                 else:
                     acc["n_judged"] += 1
                     acc["n_correct"] += passed

@@ -49,6 +49,9 @@ class ResultRow(BaseModel):
     target: str | None = None
     level: int | None = None
     correct: bool | None = None  # the primary scorer's verdict
+    # why the instance is not scored (its target is absent or a placeholder: harness/scoring/apply.py
+    # unscored_reason); correct is then None whatever the status
+    unscored: str | None = None
     scores: dict[str, dict[str, Any]] = Field(default_factory=dict)  # scorer name -> Score.model_dump()
     usage: Usage = Field(default_factory=Usage)
     steps: int = 0

@@ -37,7 +37,7 @@ from harness.runner.pool import WarmPool
 from harness.runner.prompt import DEFAULT as DEFAULT_PROMPT
 from harness.runner.prompt import PromptTemplate, instruction
 from harness.sandbox.contract import Sandbox, SandboxProvider, SandboxSpec
-from harness.scoring.apply import context_for, score_row
+from harness.scoring.apply import context_for, score_row, unscored_reason
 from harness.settings import settings
 from harness.traces import ErrorEvent, LimitEvent, Tracer, append_event
 from harness.traces.appends import append_divergences, append_verdict
@@ -221,6 +221,7 @@ def _finish(instance, settings_: RunSettings, result: AgentResult, attempt, star
     status: Status = "error" if result.error_kind else ("limit" if result.limit else "ok")
     scores: dict[str, dict] = {}
     correct: bool | None = None
+    unscored = unscored_reason(instance.answer)
     if status != "error":
         context = context_for(tool_calls=result.tool_calls, total_tokens=result.usage.total_tokens,
                               steps=result.usage.llm_calls, limits=instance.limited(settings_.limits),
@@ -231,7 +232,8 @@ def _finish(instance, settings_: RunSettings, result: AgentResult, attempt, star
         instance_id=instance.instance_id, epoch=epoch, attempt=attempt, status=status,
         instance_hash=instance_hash(instance), dataset=settings_.dataset, error_kind=result.error_kind,
         error=result.error, limit=result.limit, answer=answer, answer_source=source, target=instance.answer,
-        level=instance.level, correct=correct if status != "error" else False, scores=scores,
+        level=instance.level, correct=correct if status != "error" or unscored is not None else False,
+        scores=scores, unscored=unscored,
         usage=result.usage, steps=result.usage.llm_calls, tool_calls=result.tool_calls,
         user_replies=result.user_replies, duration_s=round(time.monotonic() - t0, 3), started_at=started,
         finished_at=_now(), sandbox=sandbox_name, trace=trace_rel,

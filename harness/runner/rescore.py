@@ -26,7 +26,7 @@ from harness.results.layout import RunDir
 from harness.results.run_config import load_run_config, lock_output_dir
 from harness.results.store import latest_by_key, read_rows
 from harness.runner.scorers import build_scorers
-from harness.scoring.apply import context_for, score_row
+from harness.scoring.apply import context_for, score_row, unscored_reason
 from harness.traces.appends import append_verdict
 
 
@@ -54,6 +54,7 @@ def rescore(output_dir: Path, scoring: Scoring) -> Report:
                                   expected_tool_calls=task.get("expected_tool_calls"),
                                   instance_id=row.instance_id, metadata=metadata.get(row.instance_id))
             row.scores, row.correct = score_row(row.answer, row.target, scorers, context)
+            row.unscored = unscored_reason(row.target)
         write_atomic(layout.output, "".join(row.model_dump_json() + "\n" for row in rows))
         scored = {id(row) for row in latest_by_key(rows).values()}
         for row in rows:

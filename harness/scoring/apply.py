@@ -13,6 +13,10 @@ Rules:
   verdicts missing ("no verdict: N", the first one's explanation) and `harness run`/`harness score`
   exit 3 (harness/report/build.py `Report.missing_verdicts`).
 - The first scorer's verdict is the row's `correct`.
+- An instance whose target is absent, or a known placeholder (PLACEHOLDERS: the `?` of GAIA's test
+  split, whose answers are private), is unscored: no scorer is called, `correct` is None and the
+  row's `unscored` says why (`unscored_reason`). The report leaves it out of every rate and counts it
+  as unscored, distinct from a missing verdict (no exit 3 for it).
 """
 
 from __future__ import annotations
@@ -22,6 +26,16 @@ from collections.abc import Sequence
 from harness.scoring.base import Score, ScoreContext, Scorer, ScorerError, make_score
 
 MAX_ERROR = 500  # characters of a scorer error kept in its verdict's explanation
+PLACEHOLDERS = ("?",)  # targets that stand for a private answer (GAIA's test split)
+
+
+def unscored_reason(target: str | None) -> str | None:
+    """Why an instance with this target is not scored, or None when it is."""
+    if target is None or not target.strip():
+        return "no target"
+    if target.strip() in PLACEHOLDERS:
+        return f"the target is a placeholder ({target.strip()!r}: the answers are private)"
+    return None
 
 
 def context_for(*, tool_calls: list[str], total_tokens: int, steps: int, limits, question: str,
@@ -57,8 +71,9 @@ def scorer_error(name: str, exc: BaseException) -> Score:
 
 def score_row(answer: str | None, target: str | None, scorers: Sequence[Scorer],
               context: ScoreContext) -> tuple[dict[str, dict], bool | None]:
-    """(scores by scorer name, the first scorer's verdict); nothing to score without a target."""
-    if target is None or not scorers:
+    """(scores by scorer name, the first scorer's verdict); nothing to score without a target (or with
+    a placeholder one: `unscored_reason`)."""
+    if unscored_reason(target) is not None or target is None or not scorers:
         return {}, None
     scores = {s.name: score_one(s, answer, target, context).model_dump() for s in scorers}
     return scores, scores[scorers[0].name]["correct"]
