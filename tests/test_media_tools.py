@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
 import struct
 import wave
 from pathlib import Path
@@ -213,28 +214,40 @@ def test_video_frames_are_extracted_inside_the_sandbox(media_sandbox, tmp_path):
 
 @pytest.mark.docker
 @pytest.mark.parametrize("agent", ["plain", "assistant"])
-def test_a_run_transcribes_an_attached_audio_file(agent, tmp_path, image, out):
+def test_a_run_transcribes_an_attached_audio_file_and_the_key_stays_on_the_host(agent, tmp_path, image, out):
     """Both runners: the preflight offers transcribe_audio, and a run's model calls it; the real agent
-    process sends the WAV from the host and the transcript reaches the model."""
+    process sends the WAV from the host and the transcript reaches the model. Secret canary: the key
+    the transcription was sent with is nowhere in the sandbox (as tests/faults/test_holds.py checks for
+    chat calls)."""
+    canary = "sk-canary-" + os.urandom(8).hex()
+    look = ("env; cat /proc/1/environ /proc/self/environ 2>/dev/null | tr '\\0' '\\n'; "
+            "grep -rsl " + canary[:14] + " /workspace /tmp /proc/*/environ 2>/dev/null; echo done")
     (tmp_path / "tone.wav").write_bytes(tone_wav())
     data = tmp_path / "tasks.jsonl"
     data.write_text(json.dumps({"instance_id": f"audio-{agent}", "question": "What is said in tone.wav?",
                                 "answer": "fox", "files": ["tone.wav"]}) + "\n")
-    script = [tool_calls(("transcribe_audio", {"path": "tone.wav"})), text("It says <solution>fox</solution>")]
+    script = [tool_calls(("transcribe_audio", {"path": "tone.wav"})), tool_calls(("run_shell", {"command": look})),
+              text("It says <solution>fox</solution>")]
     with FakeOpenAI(script, transcript="a quick brown fox") as server:
         config = fake_config(tmp_path / "m.toml", server.base_url)
         config.write_text(config.read_text().replace("[llm.fake.model_info]",
                                                      'transcription_model = "whisper-1"\n[llm.fake.model_info]'))
         proc = harness("run", "--dataset", data, "--model", "fake", "--config", config, "--output-dir", out,
-                       "--agent", agent, "--workers", 1, "--instance-timeout", 120)
+                       "--agent", agent, "--workers", 1, "--instance-timeout", 120, env={FAKE_KEY_ENV: canary})
     assert proc.returncode == 0, explain(proc)
     (row,) = rows(out)
     assert row["status"] == "ok" and row["correct"] is True, row
-    assert row["tool_calls"] == ["transcribe_audio"]
+    assert row["tool_calls"] == ["transcribe_audio", "run_shell"]
+    assert row["env_outcomes"]["audio"] == {"ok": 1}
     probe_tools = {t["function"]["name"] for t in server.probes[0]["json"]["tools"]}
     assert {"fetch_url", "video_frames", "transcribe_audio"} <= probe_tools
     assert server.transcriptions[0]["file"] == tone_wav()
+    (sent,) = [r for r in server.requests if r["path"] == "/v1/audio/transcriptions"]
+    assert sent["headers"]["authorization"] == f"Bearer {canary}"  # the key went to the provider
     tool_message = json.dumps(server.chat_requests[1]["json"]["messages"][-1])
     assert "a quick brown fox" in tool_message
-    (event,) = [e for e in trace(out, row) if e["type"] == "env" and e["env"] == "audio"]
+    events = trace(out, row)
+    (event,) = [e for e in events if e["type"] == "env" and e["env"] == "audio"]
     assert event["outcome"] == "ok" and event["model"] == "whisper-1" and event["bytes"] == len(tone_wav())
+    shown = "\n".join(str(e.get("content", "")) for e in events if e["type"] == "tool_result")
+    assert "done" in shown and canary not in shown and canary not in (out / row["trace"]).read_text()
