@@ -195,7 +195,7 @@ def run_cmd(
     force: bool = typer.Option(False, help="Resume even though the configuration changed."),
     epochs: int = typer.Option(1, help="Run each instance K times, each in a fresh sandbox."),
     warm_pool: int = typer.Option(0, help="Keep N sandboxes started ahead of the instances (each used once)."),
-    reducer: list[str] = typer.Option([], help="With --epochs: mean (default), majority, pass@K, at_least_N; "
+    reducer: list[str] = typer.Option([], help="With --epochs: mean (default), majority, pass@K, pass^K, at_least_N; "
                                                "repeat for several, the first is the headline."),
     record: Path | None = typer.Option(None, help="Append the model's turns to this replay file."),
     judge_model: str | None = typer.Option(None, help="\\[llm.NAME] section for --scorer llm_judge."),

@@ -10,7 +10,7 @@ import pytest
 from harness.errors import InputError
 from harness.report.build import build_report
 from harness.results.model import ResultRow
-from harness.scoring.reducers import Epoch, agreement, majority, parse_reducer, pass_at_k, reduce
+from harness.scoring.reducers import Epoch, agreement, majority, parse_reducer, pass_at_k, pass_hat_k, reduce
 from tests.helpers.e2e import explain, harness, rows, trace
 
 
@@ -27,6 +27,29 @@ def test_pass_at_k_is_the_unbiased_estimator():
     assert pass_at_k(5, 2, 4) == 1.0
     assert pass_at_k(5, 0, 3) == 0.0
     assert pass_at_k(3, 3, 1) == 1.0
+
+
+def test_pass_hat_k_is_the_chance_all_k_draws_pass():
+    # n=5, c=3: pass^1 = 3/5; pass^2 = C(3,2)/C(5,2) = 3/10; pass^3 = 1/10; pass^4 = 0 (C(3,4) = 0)
+    assert pass_hat_k(5, 3, 1) == pytest.approx(0.6)
+    assert pass_hat_k(5, 3, 2) == pytest.approx(0.3)
+    assert pass_hat_k(5, 3, 3) == pytest.approx(0.1)
+    assert pass_hat_k(5, 3, 4) == 0.0
+    assert pass_hat_k(4, 4, 4) == 1.0 and pass_hat_k(4, 0, 1) == 0.0
+    assert pass_hat_k(2, 2, 3) == 0.0  # fewer samples than k: no estimate above 0
+    # pass^k never exceeds pass@k, and they meet at k = 1
+    assert pass_hat_k(5, 3, 1) == pytest.approx(pass_at_k(5, 3, 1))
+
+
+def test_pass_hat_k_reducer_passes_when_k_epochs_are_correct():
+    epochs = [ep("6", True), ep("7", False), ep("6", True), ep("6", True)]
+    assert parse_reducer(" PASS^3 ", 4) == "pass^3"
+    two = reduce("pass^2", epochs)
+    assert two.value == pytest.approx(3 / 6) and two.passed  # C(3,2)/C(4,2)
+    three = reduce("pass^3", epochs)
+    assert three.value == pytest.approx(1 / 4) and three.passed  # C(3,3)/C(4,3)
+    four = reduce("pass^4", epochs)
+    assert four.value == 0.0 and not four.passed
 
 
 def test_mean_uses_score_values_so_graded_scores_count_half():
@@ -63,7 +86,8 @@ def test_at_least_n_and_agreement():
     assert share == pytest.approx(1 / 3) and not all_agree  # pairs (6,7) (6,6) (7,6)
 
 
-@pytest.mark.parametrize("name,error", [("pass@4", "--epochs"), ("at_least_0", "--epochs"), ("best", "mean")])
+@pytest.mark.parametrize("name,error", [("pass@4", "--epochs"), ("pass^4", "--epochs"), ("pass^0", "--epochs"),
+                                        ("at_least_0", "--epochs"), ("best", "pass\\^K")])
 def test_bad_reducers_are_input_errors(name, error):
     with pytest.raises(InputError, match=error):
         parse_reducer(name, 3)
@@ -82,13 +106,15 @@ def test_report_of_three_epochs_by_hand():
              row("b", 1, "1", False), row("b", 2, "2", False), row("b", 3, "9", True),
              row("c", 1, "x", True), row("c", 2, None, False, status="error"), row("c", 3, "x", True)]
     r = build_report(rows_, ["a", "b", "c"], leaked_containers=0, epochs=3,
-                     reducers=["majority", "mean", "pass@2", "at_least_3"])
+                     reducers=["majority", "mean", "pass@2", "pass^2", "at_least_3"])
     e = r.epochs
     assert e.k == 3 and e.primary == "majority"
     # majority: a -> "6" (right), b -> three-way tie, "1" first (wrong), c -> "x" (right)
     assert e.reducers["majority"].passed == 2 and e.reducers["majority"].ties == ["b"]
     assert e.reducers["mean"].value == pytest.approx((2 / 3 + 1 / 3 + 2 / 3) / 3)
     assert e.reducers["pass@2"].value == pytest.approx((1 + (1 - 1 / 3) + 1) / 3)  # b: 1 - C(2,2)/C(3,2)
+    assert e.reducers["pass^2"].value == pytest.approx((1 / 3 + 0 + 1 / 3) / 3)  # a, c: C(2,2)/C(3,2); b: 0
+    assert e.reducers["pass^2"].passed == 2
     assert e.reducers["at_least_3"].passed == 0
     assert {k: s.correct for k, s in e.per_epoch.items()} == {"1": 2, "2": 0, "3": 3}
     # headline = the first reducer; c has an errored epoch: listed as errored, counted as run

@@ -11,6 +11,9 @@ no row counts as not correct, with no answer. The reducers (`parse_reducer` read
   The value is 1 when the epoch that gave the winning key's first answer was correct.
 * ``pass@k`` (1 <= k <= K): the unbiased estimator 1 - C(K-c, k) / C(K, k) of the chance that
   at least one of k epochs drawn without replacement is correct (c correct of K). Passed when c >= 1.
+* ``pass^k`` (1 <= k <= K): tau-bench's reliability, the unbiased estimator C(c, k) / C(K, k) of the
+  chance that all of k epochs drawn without replacement are correct. Passed when c >= k (the
+  estimate is above 0); with k = K, only when every epoch is correct.
 * ``at_least_n`` (1 <= n <= K): 1 when at least n epochs are correct, else 0.
 Agreement: the share of an instance's epoch pairs whose answers have the same key (a missing
 answer is a key of its own), and whether all K agree.
@@ -29,6 +32,7 @@ from harness.scoring.gaia import normalize_text
 
 NO_ANSWER = "\x00none"
 _PASS_AT = re.compile(r"^pass@(\d+)$")
+_PASS_HAT = re.compile(r"^pass\^(\d+)$")
 _AT_LEAST = re.compile(r"^at_least_(\d+)$")
 
 
@@ -54,13 +58,13 @@ def parse_reducer(name: str, epochs: int) -> str:
     name = name.strip().lower()
     if name in ("mean", "majority"):
         return name
-    match = _PASS_AT.match(name) or _AT_LEAST.match(name)
+    match = _PASS_AT.match(name) or _PASS_HAT.match(name) or _AT_LEAST.match(name)
     if match:
         k = int(match.group(1))
         if not 1 <= k <= epochs:
             raise InputError(f"--reducer {name}: needs 1 <= {k} <= --epochs ({epochs})")
         return name
-    raise InputError(f"--reducer {name!r}: expected mean, majority, pass@K or at_least_N")
+    raise InputError(f"--reducer {name!r}: expected mean, majority, pass@K, pass^K or at_least_N")
 
 
 def answer_key(answer: str | None, normalize: Callable[[str], str] | None = None) -> str:
@@ -77,6 +81,12 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     if n - c < k:
         return 1.0
     return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass^k from n samples with c correct: the chance that k drawn without replacement all pass
+    (0 with fewer than k samples)."""
+    return math.comb(c, k) / math.comb(n, k) if k <= n else 0.0
 
 
 def majority(epochs: Sequence[Epoch], normalize: Callable[[str], str] | None = None) -> Reduced:
@@ -102,6 +112,10 @@ def reduce(name: str, epochs: Sequence[Epoch], normalize: Callable[[str], str] |
     match = _PASS_AT.match(name)
     if match:
         return Reduced(pass_at_k(n, c, int(match.group(1))), c >= 1)
+    match = _PASS_HAT.match(name)
+    if match:
+        k = int(match.group(1))
+        return Reduced(pass_hat_k(n, c, k), c >= k)
     match = _AT_LEAST.match(name)
     if match:
         ok = c >= int(match.group(1))
