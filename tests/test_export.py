@@ -105,6 +105,8 @@ def test_jsonl_export_is_one_flat_row_per_instance_for_pandas(run_dir, tmp_path)
     assert list(frame["level"]) == ["1", "1", "3"]
     assert (frame["total_tokens"] == frame["prompt_tokens"] + frame["completion_tokens"]).all()
     assert frame["answer"][0] == "Oliver Brandt" and "cost" in frame
+    assert frame["steps"][0] == 3 and frame["label.steps"][0] == "4-6"  # model calls; GAIA's steps bucket
+    assert frame["label.tool_family"][0] == "coding; file types"
 
 
 def test_validator_names_duplicates_unknown_missing_and_malformed_lines():

@@ -3,8 +3,9 @@ spreadsheets and pandas (`pandas.read_json(FILE, lines=True)`).
 
 One line per selected (instance, epoch), in selection order: its latest row, or status
 "missing" when it has none. Every line has the same keys (COLUMNS, then per scorer of the run
-``score.NAME.correct`` / ``score.NAME.value``, then the breakdown labels tasks.json holds, a list
-joined by "; "), a value absent where it does not apply (null). `level` is the report's level key
+``score.NAME.correct`` / ``score.NAME.value``, then the breakdown labels tasks.json holds as
+``label.NAME``, a list joined by "; ": ``label.steps`` is GAIA's steps bucket, ``steps`` the row's model
+calls), a value absent where it does not apply (null). `level` is the report's level key
 (the dataset's level, "unknown" without one), `correct` the headline scorer's verdict.
 """
 
@@ -50,7 +51,7 @@ def rows(run: ExportRun) -> list[dict[str, Any]]:
                 line[f"score.{name}.correct"] = score.get("correct") if score else None
                 line[f"score.{name}.value"] = score.get("value") if score else None
             task = run.tasks.get(iid, {})
-            line.update({label: _scalar(task.get(label)) for label in labels})
+            line.update({f"label.{label}": _scalar(task.get(label)) for label in labels})
             out.append(line)
     return out
 
