@@ -8,7 +8,7 @@ Only a model whose section says `model_info.vision = true` gets an `ImageEnv` (h
   frame), and a request carries at most MAX_SHOWN_IMAGES tool pictures, the latest (older ones stay
   in the conversation as their caption).
 - Inside the sandbox. A workspace image is opened, resized and re-encoded by Pillow in the sandbox's
-  toolbox (RESIZE), as PNG, or JPEG when the PNG would exceed MAX_BYTES; the result is read out
+  toolbox (RESIZE), as PNG (JPEG for a JPEG, or when the PNG would exceed MAX_BYTES); the result is read out
   through `Sandbox.read_file`. The host never parses the original file: it gets a PNG or JPEG the
   sandbox made, within the bounds. A screenshot is Chromium's own PNG of its viewport.
 - In the conversation. A tool that shows a picture returns its caption, `[image #N: WHERE, WxH,
@@ -63,12 +63,13 @@ try:
         alpha = im.mode in ("RGBA", "LA", "PA") or "transparency" in im.info
         frame = im.convert("RGBA" if alpha else "RGB")
         if size != (width, height):
-            frame = frame.resize(size, Image.LANCZOS)
+            frame = frame.resize(size, Image.LANCZOS, reducing_gap=3.0)
 except Exception as exc:
     out(error=f"cannot open {sys.argv[1]!r} as an image: {type(exc).__name__}: {exc}"[:2000])
 dest = "/tmp/harness-image-" + hashlib.sha256(real.encode()).hexdigest()[:16]
-frame.save(dest + ".png", "PNG", optimize=True)
-if os.path.getsize(dest + ".png") <= max_bytes:
+if kind != "JPEG":  # a photograph stays a JPEG; anything else is tried as PNG first
+    frame.save(dest + ".png", "PNG", compress_level=3)
+if kind != "JPEG" and os.path.getsize(dest + ".png") <= max_bytes:
     out(path=real, file=dest + ".png", mime="image/png", width=size[0], height=size[1], original=[width, height])
 if alpha:
     background = Image.new("RGB", frame.size, "white")
