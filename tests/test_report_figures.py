@@ -34,14 +34,15 @@ def ci(interval) -> str:
     return f" [{pct(interval[0])}, {pct(interval[1])}]"
 
 
-def unjudged(k: int) -> str:
-    return f", {k} not judged" if k else ""
+def unjudged(k: int, unscored: int = 0) -> str:
+    return (f", {k} not judged" if k else "") + (f", {unscored} unscored" if unscored else "")
 
 
 def over_judged(b: dict) -> str:
-    """A level's, an epoch's: accuracy (correct/judged, not judged) [interval]."""
-    judged = b["n"] - b["no_verdict"]
-    return f"{pct(b['accuracy'])} ({b['correct']}/{judged}{unjudged(b['no_verdict'])})" + ci(b["ci95"])
+    """A level's, an epoch's: accuracy (correct/judged, not judged, unscored) [interval]."""
+    judged = b["n"] - b["no_verdict"] - b.get("unscored", 0)
+    return (f"{pct(b['accuracy'])} ({b['correct']}/{judged}{unjudged(b['no_verdict'], b.get('unscored', 0))})"
+            + ci(b["ci95"]))
 
 
 def bars(pg, card: str) -> dict[str, str]:
@@ -52,7 +53,7 @@ def bars(pg, card: str) -> dict[str, str]:
 
 def replayed_dataset(folder):
     """Five instances on three levels; the replay answers per epoch (sum-b: wrong, then right),
-    sum-d's recording ends without an answer (a model error), sum-e has no target."""
+    sum-d's recording ends without an answer (a model error), sum-e has no target (unscored)."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "nums.csv").write_text("x\n1\n2\n3\n")
     items = [("sum-a", "6", 1), ("sum-b", "7", 1), ("sum-c", "10", 2), ("sum-d", "6", 2), ("sum-e", None, 3)]
@@ -85,8 +86,8 @@ def test_every_figure_of_the_html_page_and_the_viewer_is_report_json_s(tmp_path,
     rep = json.loads((out / "report.json").read_text())
     # the run is what it was made to be: every figure below is one worth checking
     assert set(rep["per_level"]) == {"1", "2", "3"} and rep["epochs"]["k"] == 2
-    assert rep["errors_by_kind"] == {"model": 2} and rep["n_no_verdict"] == 1 and rep["ids"]["no_verdict"] == ["sum-e"]
-    assert rep["scorers"]["raises"]["no_verdict"] == 8 and rep["epochs"]["reducers"]["majority"]["ties"] == ["sum-b"]
+    assert rep["errors_by_kind"] == {"model": 2} and rep["n_unscored"] == 1 and rep["ids"]["unscored"] == ["sum-e"]
+    assert rep["scorers"]["raises"]["no_verdict"] == 6 and rep["epochs"]["reducers"]["majority"]["ties"] == ["sum-b"]
     assert 0 < rep["accuracy"] < 1 and rep["epochs"]["per_epoch"]["1"] != rep["epochs"]["per_epoch"]["2"]
 
     # the page's data: every key of report.json, the same value
@@ -104,8 +105,10 @@ def test_every_figure_of_the_html_page_and_the_viewer_is_report_json_s(tmp_path,
     assert not page.errors
     accuracy = bars(page, "#chart-accuracy")
     assert accuracy.pop("overall") == (f"{pct(rep['accuracy'])} ({rep['n_correct']}/{rep['n_judged']}"
-                                       f"{unjudged(rep['n_no_verdict'])})" + ci(rep["ci95"]))
-    assert accuracy == {f"level {k}": over_judged(b) for k, b in rep["per_level"].items()}
+                                       f"{unjudged(rep['n_no_verdict'], rep['n_unscored'])})" + ci(rep["ci95"]))
+    assert accuracy == {f"level {k}": over_judged(b) for k, b in rep["per_level"].items()  # sum-e's level 3:
+                        if b["n"] > b["no_verdict"] + b["unscored"]}  # unscored alone, no bar
+    assert "1 of 5 unscored" in page.inner_text("#unscored")
     assert "Accuracy (gaia)" in page.inner_text("#chart-accuracy h3")  # the headline scorer's
 
     ep = rep["epochs"]
@@ -139,7 +142,7 @@ def test_every_figure_of_the_html_page_and_the_viewer_is_report_json_s(tmp_path,
     assert bars(page, "#chart-outcomes") == {k: str(v) for k, v in expected.items() if v}
     assert page.inner_text("#progress").startswith(
         f"{rep['n_correct']}/{rep['n_judged']} correct, {rep['n_selected']} of {rep['n_selected']} finished, "
-        f"{rep['n_no_verdict']} without a verdict (not counted)")
+        f"{rep['n_unscored']} unscored: no target (not counted)")
     page.screenshot(path=str(tmp_path / "figures.png"), full_page=True)  # a test artifact
 
 

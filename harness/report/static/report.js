@@ -130,7 +130,7 @@
     // --epochs K: each epoch alone and each reducer (report.json's `epochs`)
     const ep = s.epochs;
     const epochBars = ep ? Object.entries(ep.per_epoch || {}).map(([k, b]) => ({label: "epoch " + k, value: b.accuracy,
-      lo: b.ci95[0], hi: b.ci95[1], text: `${pct(b.accuracy)} (${b.correct}/${b.n - (b.no_verdict || 0)}${unjudged(b.no_verdict)})`, color: "#8aa3e0"}))
+      lo: b.ci95[0], hi: b.ci95[1], text: `${pct(b.accuracy)} (${b.correct}/${b.n - (b.no_verdict || 0) - (b.unscored || 0)}${unjudged(b.no_verdict, b.unscored)})`, color: "#8aa3e0"}))
       .concat(Object.entries(ep.reducers || {}).map(([k, r]) => ({label: k, value: r.value, lo: r.ci95[0], hi: r.ci95[1],
         text: `${pct(r.value)}${r.ties && r.ties.length ? ` (${r.ties.length} tie${r.ties.length > 1 ? "s" : ""})` : ""}`, color: "#3c9a3c"}))) : [];
     // per-scorer pass rates (report.json's `scorers`, when this harness writes them)
