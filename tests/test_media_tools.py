@@ -63,6 +63,13 @@ def test_transcribe_audio_is_offered_only_with_a_transcription_model():
     assert names == ["fetch_url", "video_frames", "transcribe_audio"]
 
 
+def test_a_transcription_model_is_fingerprinted_only_when_set():
+    """Runs made before the key existed resume unchanged (tests/test_run_configuration.py's old run.json);
+    a run with one records it, so changing it is a changed setting on resume."""
+    assert "transcription_model" not in section("http://h/v1", None).public()
+    assert section("http://h/v1").public()["transcription_model"] == "whisper-1"
+
+
 @pytest.mark.docker
 def test_fetch_url_reads_the_offline_site_inside_the_sandbox(provider, image, run_id, tmp_path):
     trace_path = tmp_path / "t.jsonl"

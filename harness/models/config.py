@@ -174,6 +174,8 @@ class ModelSection(BaseModel):
 
         A replay file counts by its content, not by how its path was spelled."""
         data = self.model_dump(exclude={"timeout", "max_retries", "max_connections"})
+        if data.get("transcription_model") is None:  # runs made before the key existed resume unchanged
+            data.pop("transcription_model", None)
         if self.kind == "replay" and self.path:
             import hashlib
 
