@@ -1,4 +1,5 @@
-"""Resolve `--agent NAME` to a runner: a built-in name, or `package.module:attr`.
+"""Resolve `--agent NAME` to a runner: a built-in name, `sandbox:COMMAND` (an agent program run inside
+the sandbox, harness/agents/sandboxed/), or `package.module:attr`.
 
 `attr` may be an AgentRunner subclass (any framework, or none), or, as before, an
 AutoGen factory `factory(model_client, envs, instance, limits)` returning an agent or
@@ -28,6 +29,7 @@ BUILTIN = {  # name -> (runner, target)
     "websurfer": (AUTOGEN_RUNNER, "harness.agents.autogen.builtin:websurfer"),
     "plain": ("harness.agents.plain.runner:PlainRunner", None),
 }
+SANDBOXED = "sandbox:"  # --agent sandbox:COMMAND, a program run inside the sandbox (harness/agents/sandboxed/)
 
 
 FACTORY = "factory(model_client, envs, instance, limits)"
@@ -47,6 +49,10 @@ def preload(name: str) -> tuple[str, ...]:
 
 def load_runner(name: str) -> tuple[type[AgentRunner], Any]:
     """(runner class, target) for the agent `name`, checked as the module docstring says."""
+    if name.startswith(SANDBOXED):
+        from harness.agents.sandboxed.runner import SandboxedRunner, command
+
+        return SandboxedRunner, command(name)
     if name in BUILTIN:
         runner_path, target_path = BUILTIN[name]
         runner_cls = load(runner_path, "--agent")
