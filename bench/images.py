@@ -117,14 +117,10 @@ def main() -> int:
                 figures = asyncio.run(rounds(args.rounds, images, server.base_url, server))
                 report(figures, images.pictures[1])
     finally:
-        left = len(provider.cleanup(run_id=run_id))
-        if left:
-            print(f"removed {left} leftover container(s) of {run_id}", file=sys.stderr)
+        if left := provider.cleanup(run_id=run_id):  # the sandbox's context removes it; this is a backstop
+            print(f"removed {len(left)} leftover container(s) of {run_id}", file=sys.stderr)
     return 0
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:
-        sys.exit("interrupted")
+    sys.exit(main())
