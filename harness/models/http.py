@@ -16,6 +16,7 @@ to the limit); what is left after the retries names this limit (`too_large` find
 client's own error), in the agents' rows, the judge's error and the preflight's message.
 The anthropic SDK speaks through its own HTTP package (httpx2, not httpx): `sdk="anthropic"`
 gives its default client with the same limit (the Anthropic provider's calls, models/providers.py).
+`paced=True` (the metered calls' clients) leaves a 429's or 503's retry to the Meter (models/pacing.py).
 Everything else is the SDK's default client (its timeouts, connection limits, proxies from the
 environment).
 """
@@ -32,6 +33,7 @@ from typing import Any
 import httpx
 
 from harness.errors import ModelError
+from harness.models.pacing import leave_to_meter
 from harness.settings import settings
 
 INFLATE = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
@@ -72,9 +74,10 @@ def sync_client(sdk: str = "openai", **kwargs) -> Any:
     return module.DefaultHttpxClient(event_hooks={"request": [_identity], "response": [cap]}, **kwargs)
 
 
-def async_client(sdk: str = "openai", **kwargs) -> Any:
+def async_client(sdk: str = "openai", *, paced: bool = False, **kwargs) -> Any:
     """The same for `openai.AsyncOpenAI(http_client=...)` (and AutoGen's OpenAI clients), or the
-    anthropic SDK's AsyncAnthropic."""
+    anthropic SDK's AsyncAnthropic; `paced`: for metered calls, whose 429s and 503s the Meter
+    retries, not the SDK (models/pacing.py)."""
     module = importlib.import_module(sdk)
     counted = _counting(importlib.import_module(_HTTP[sdk]))
 
@@ -82,6 +85,8 @@ def async_client(sdk: str = "openai", **kwargs) -> Any:
         _identity(request)
 
     async def cap(response: httpx.Response) -> None:
+        if paced:
+            leave_to_meter(response)
         _cap(response, counted)
 
     return module.DefaultAsyncHttpxClient(event_hooks={"request": [identity], "response": [cap]}, **kwargs)

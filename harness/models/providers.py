@@ -10,7 +10,8 @@
   Messages API (models/anthropic.py maps the chat format onto it).
 
 Every client gets the section's key, timeout and retries (the SDK's own: 408/409/429/5xx and
-dropped connections, after `Retry-After` when it asks for at most 60 s) and an HTTP client with the
+dropped connections; a metered call's client, `paced`, leaves 429 and 503 to the Meter, which waits
+as the provider asks within the call's deadline: models/pacing.py) and an HTTP client with the
 reply size limit (models/http.py). `headers` go with every request (the preflight's header).
 
 The anthropic SDK installed (2.x) takes no sampling parameters in `messages.create` (no
@@ -26,13 +27,15 @@ from harness.models.config import ModelSection
 from harness.models.http import async_client, sync_client
 
 
-def openai_client(section: ModelSection, *, asynchronous: bool, headers: dict[str, str] | None = None) -> Any:
-    """The openai SDK's client for an openai, gemini or azure section."""
+def openai_client(section: ModelSection, *, asynchronous: bool, headers: dict[str, str] | None = None,
+                  paced: bool = False) -> Any:
+    """The openai SDK's client for an openai, gemini or azure section (`paced`: a metered call's,
+    models/pacing.py)."""
     import openai
 
     common: dict[str, Any] = {"api_key": section.api_key(), "max_retries": section.max_retries,
                               "timeout": section.timeout, "default_headers": headers,
-                              "http_client": async_client() if asynchronous else sync_client()}
+                              "http_client": async_client(paced=paced) if asynchronous else sync_client()}
     if section.provider == "azure":
         azure: Any = openai.AsyncAzureOpenAI if asynchronous else openai.AzureOpenAI
         return azure(azure_endpoint=section.azure_endpoint, api_version=section.api_version,
@@ -41,12 +44,13 @@ def openai_client(section: ModelSection, *, asynchronous: bool, headers: dict[st
     return plain(base_url=section.endpoint(), **common)
 
 
-def anthropic_client(section: ModelSection, *, asynchronous: bool, headers: dict[str, str] | None = None) -> Any:
-    """The anthropic SDK's client for an anthropic section."""
+def anthropic_client(section: ModelSection, *, asynchronous: bool, headers: dict[str, str] | None = None,
+                     paced: bool = False) -> Any:
+    """The anthropic SDK's client for an anthropic section (`paced`: a metered call's, models/pacing.py)."""
     import anthropic
 
     cls = anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic
-    http = async_client("anthropic") if asynchronous else sync_client("anthropic")
+    http = async_client("anthropic", paced=paced) if asynchronous else sync_client("anthropic")
     return cls(api_key=section.api_key(), base_url=section.endpoint(), max_retries=section.max_retries,
                timeout=section.timeout, default_headers=headers, http_client=http)
 

@@ -13,20 +13,32 @@ call's deadline, nor cancelled with the agent's task): each round tries every sl
 starting at a random one, then sleeps a short, growing, jittered interval (10 ms up to
 0.2 s), so waiters neither spin nor wake in lockstep, and a freed slot is taken within
 about 0.2 s. The order among waiters is not strictly first come, first served.
+
+Adaptive concurrency (AIMD): the cap in force is at most `max_connections` and is kept in the
+directory's `cap.json` ({cap, successes, cut_at}), shared by every process like the slots; new
+calls take only slots below it (calls already holding a higher slot finish: the cap in flight
+drains down to it). A 429 (models/pacing.py, `throttled`) halves it, down to 1; only once per
+burst: a 429 to a request sent before the last cut is no news about the new cap. Each success
+(`succeeded`) counts, and after as many successes in a row as the cap in force it is raised by
+one, back up to `max_connections` (1 -> 8 takes 1 + 2 + ... + 7 = 28 calls). Updates are made
+under an flock of `cap.lock` and written atomically; at the full cap a success writes nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import fcntl
 import hashlib
+import json
 import os
 import random
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
-from harness.fsutil import slug
+from harness.fsutil import slug, write_atomic
 
 FIRST_PAUSE = 0.01  # seconds between the first rounds of tries
 LONGEST_PAUSE = 0.2  # the longest pause: a freed slot waits at most about this long
@@ -80,11 +92,12 @@ class Slots:
         self.directory, self.count = Path(directory), count
 
     def try_acquire(self) -> Slot | None:
-        """A free slot, taken now, or None when all are held."""
+        """A free slot below the cap in force, taken now, or None when all those are held."""
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        first = random.randrange(self.count)  # a random start spreads waiters over the slots
-        for step in range(self.count):
-            index = (first + step) % self.count
+        cap = self.cap()
+        first = random.randrange(cap)  # a random start spreads waiters over the slots
+        for step in range(cap):
+            index = (first + step) % cap
             fd = os.open(self.directory / f"slot-{index}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -95,6 +108,48 @@ class Slots:
                 raise
             return Slot(fd, index)
         return None
+
+    def cap(self) -> int:
+        """The cap in force now (adaptive: at most `count`)."""
+        return self._state()["cap"]
+
+    def throttled(self, sent: float) -> None:
+        """A 429 answered a request sent at wall-clock `sent`: halve the cap, unless it was cut since."""
+        with self._updating() as state:
+            if sent >= state["cut_at"]:
+                state.update(cap=max(1, state["cap"] // 2), successes=0, cut_at=time.time())
+
+    def succeeded(self) -> None:
+        """A call succeeded: below the full cap, count it, and raise the cap by one after `cap` in a row."""
+        if self.cap() >= self.count:
+            return
+        with self._updating() as state:
+            state["successes"] += 1
+            if state["successes"] >= state["cap"]:
+                state.update(cap=min(self.count, state["cap"] + 1), successes=0)
+
+    def _state(self) -> dict:
+        try:
+            state = json.loads((self.directory / "cap.json").read_text())
+            cap = min(self.count, max(1, int(state["cap"])))
+            return {"cap": cap, "successes": int(state["successes"]), "cut_at": float(state["cut_at"])}
+        except (OSError, ValueError, KeyError, TypeError):  # none yet (or unreadable): the full cap
+            return {"cap": self.count, "successes": 0, "cut_at": 0.0}
+
+    @contextlib.contextmanager
+    def _updating(self) -> Iterator[dict]:
+        """The state, under the directory's update lock, written back (atomically) when it changed."""
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(self.directory / "cap.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # held for a read and a write of a few bytes
+            state = self._state()
+            before = dict(state)
+            yield state
+            if state != before:
+                write_atomic(self.directory / "cap.json", json.dumps(state), durable=False)
+        finally:
+            os.close(fd)
 
     async def acquire(self, timeout: float | None = None) -> Slot:
         """Wait for a slot; TimeoutError after `timeout` seconds (None: as long as it takes)."""
@@ -107,7 +162,8 @@ class Slots:
             if deadline is not None:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise TimeoutError(f"all {self.count} slots in {self.directory} stayed taken for {timeout} s")
+                    raise TimeoutError(f"all {self.cap()} slots in force in {self.directory} stayed taken "
+                                       f"for {timeout} s")
             nap = pause * random.uniform(0.5, 1.0)
             await asyncio.sleep(nap if deadline is None else min(nap, max(left, 0.0)))
             pause = min(pause * 2, LONGEST_PAUSE)

@@ -9,6 +9,7 @@ from harness.traces.events import (
     Message,
     ModelCall,
     ModelCallStarted,
+    ModelWait,
     SystemPrompt,
     TaskEvent,
     ToolCall,
@@ -23,5 +24,5 @@ from harness.traces.events import (
 )
 
 __all__ = ["Divergence", "EnvAction", "ErrorEvent", "Event", "LimitEvent", "Message", "ModelCall", "ModelCallStarted",
-           "SystemPrompt", "TaskEvent", "ToolCall", "ToolCallsDropped", "ToolResult", "Tracer", "UserReply",
-           "VerdictEvent", "append_event", "read_events", "read_trace"]
+           "ModelWait", "SystemPrompt", "TaskEvent", "ToolCall", "ToolCallsDropped", "ToolResult", "Tracer",
+           "UserReply", "VerdictEvent", "append_event", "read_events", "read_trace"]

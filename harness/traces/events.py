@@ -16,6 +16,9 @@ flushed as it is written, so a killed agent still leaves its trace.
                   not hold yet (role, content, source/call_id); a message already written (the
                   system prompt, the task, a tool result, an earlier reply) is not repeated, so a
                   trace grows linearly with the conversation, not quadratically
+    model_wait    inside a model call: a 429/503 answer waited out before the call tried again (its
+                  status, what it asked, e.g. "Retry-After: 70", the seconds waited, the retry's number;
+                  harness/models/pacing.py)
     tool_calls_dropped  a model reply asked for more tool calls than run (HARNESS_MAX_TOOL_CALLS_PER_REPLY):
                   its model, how many it asked for, how many ran (the first ones) and were dropped;
                   the dropped calls are in the model_call's tool_calls, never in tool_call events
@@ -109,6 +112,15 @@ class ModelCall(_Event):
     messages: list[dict[str, Any]] = Field(default_factory=list)  # those new to this trace (see above)
 
 
+class ModelWait(_Event):
+    type: Literal["model_wait"] = "model_wait"
+    model: str = ""
+    status: int = 0  # 429 or 503
+    asked: str = ""  # the header as sent ("" when it asked for no wait: the backoff's)
+    seconds: float = 0.0  # waited before the retry
+    retry: int = 1  # which retry of the call follows
+
+
 class ToolCallsDropped(_Event):
     type: Literal["tool_calls_dropped"] = "tool_calls_dropped"
     model: str = ""
@@ -169,7 +181,8 @@ class ErrorEvent(_Event):
 
 
 Event = Annotated[TaskEvent | SystemPrompt | Message | ToolCall | ToolResult | ModelCallStarted | ModelCall
-                  | ToolCallsDropped | EnvAction | UserReply | LimitEvent | ErrorEvent | VerdictEvent | Divergence,
+                  | ModelWait | ToolCallsDropped | EnvAction | UserReply | LimitEvent | ErrorEvent | VerdictEvent
+                  | Divergence,
                   Field(discriminator="type")]
 _EVENT = TypeAdapter(Event)
 
