@@ -176,6 +176,11 @@ def run_cmd(
     instance_timeout: float = typer.Option(600, help="Wall seconds per instance (the agent is killed)."),
     max_steps: int = typer.Option(30, help="Model calls per instance."),
     max_tokens: int | None = typer.Option(None, help="Tokens (prompt+completion) per instance."),
+    max_instance_cost: float | None = typer.Option(None, help="Dollars per instance, at the models' prices "
+                                                              "(the instance ends as a limit)."),
+    max_cost: float | None = typer.Option(None, help="Dollars for the run, at the models' prices: no instance "
+                                                     "starts once it is spent, running ones stop at their next "
+                                                     "model call (limit max_cost); exit 3."),
     command_timeout: float = typer.Option(120, help="Seconds per code-environment command."),
     page_size: int = typer.Option(8000, help="Characters per page of a file or web page shown to the agent."),
     limit: int | None = typer.Option(None, help="Run at most N instances."),
@@ -200,6 +205,10 @@ def run_cmd(
     record: Path | None = typer.Option(None, help="Append the model's turns to this replay file."),
     judge_model: str | None = typer.Option(None, help="\\[llm.NAME] section for --scorer llm_judge."),
     website: Path | None = typer.Option(None, help="Offline site folder to serve on an internal network."),
+    web_record: bool = typer.Option(False, help="Record every page the browsers load (a --website run) in "
+                                                "RUN_DIR/web/ as WARC, through a proxy of the run's own."),
+    web_replay: list[Path] = typer.Option([], help="Serve only the web recorded by this earlier --web-record run "
+                                                   "(repeatable); unrecorded pages get an error page (web_miss)."),
     search: str | None = typer.Option(None, help="web_search's provider: tavily, serper, brave, searxng, site (the "
                                                  "--website, crawled once), none (default: [search] provider, "
                                                  "else site with --website, else none)."),
@@ -253,10 +262,14 @@ def run_cmd(
                        "offset": offset, "stride": stride,
                        "shuffle": shuffle, "seed": seed, "limit": limit},
             limits={"max_steps": max_steps, "max_tokens": max_tokens, "instance_timeout": instance_timeout,
-                    "command_timeout": command_timeout, "page_size": page_size},
+                    "command_timeout": command_timeout, "page_size": page_size,
+                    **({"max_instance_cost": max_instance_cost} if max_instance_cost is not None else {})},
             sandbox={"provider": sandbox, "network": network, "memory": memory, "cpus": cpus, "disk": disk,
-                     "website": website, "warm_pool": warm_pool},
-            execution={"workers": workers, "max_retries": max_retries, "fail_on_error": fail_on_error},
+                     "website": website, "warm_pool": warm_pool,
+                     **({"web_record": True} if web_record else {}),
+                     **({"web_replay": tuple(web_replay)} if web_replay else {})},
+            execution={"workers": workers, "max_retries": max_retries, "fail_on_error": fail_on_error,
+                       "max_cost": max_cost},
             user={"max_replies": max_user_replies, "function": user_function,
                   **({"reply": user_reply} if user_reply else {})},
             epochs={"count": epochs, "reducers": reducer}, split=split,

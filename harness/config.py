@@ -95,6 +95,11 @@ class Selection(Section):
     limit: int | None = Field(None, ge=0)
 
 
+def web_archives(run_dir: Path) -> list[Path]:
+    """The WARC files a --web-record run left in its folder."""
+    return sorted((Path(run_dir) / "web").glob("*.warc.gz"))
+
+
 class Sandbox(Section):
     """Each instance's sandbox: the provider, its resources and network, the offline website."""
 
@@ -105,6 +110,10 @@ class Sandbox(Section):
     disk: str = DEFAULT_DISK
     website: Path | None = None  # an offline site folder (harness/sandbox/site.py), on an internal network
     warm_pool: int = Field(0, ge=0)  # sandboxes kept started ahead of the instances (runner/pool.py)
+    # The web proxy (sandbox/docker/webproxy.py): --web-record writes RUN_DIR/web/RUN_ID.warc.gz; --web-replay
+    # serves the archives of earlier runs' web/ folders, nothing live. None when off (out of the fingerprint).
+    web_record: bool | None = None
+    web_replay: tuple[Path, ...] | None = None
 
     @field_validator("memory")
     @classmethod
@@ -121,6 +130,16 @@ class Sandbox(Section):
             raise InputError(validation_problems(exc, field_prefix="--")) from None
         if self.website is not None and self.network != "none":
             raise ValueError("--website gives sandboxes the site's internal network; drop --network")
+        if self.web_record and self.web_replay:
+            raise ValueError("--web-record and --web-replay exclude each other")
+        if self.web_record and self.website is None:
+            raise ValueError("--web-record records a --website run (recording --network internet is not supported yet)")
+        if self.web_replay:
+            if self.website is not None or self.network != "none":
+                raise ValueError("--web-replay serves the recorded web alone: drop --website and --network")
+            for folder in self.web_replay:
+                if not web_archives(folder):
+                    raise ValueError(f"--web-replay {folder}: no recorded web (no web/*.warc.gz in it)")
         return self
 
     def resources(self, network: str | None = None) -> Resources:
@@ -164,6 +183,7 @@ class Execution(Section):
     workers: int = Field(2, ge=1)
     max_retries: int = Field(2, ge=0)  # of infrastructure failures, each on a fresh sandbox
     fail_on_error: ErrorBudget | None = None
+    max_cost: float | None = Field(None, gt=0)  # dollars for the run (models/budget.py); not fingerprinted
 
     @field_validator("fail_on_error", mode="before")
     @classmethod
@@ -276,6 +296,19 @@ class RunConfiguration(Section):
     def _replay_model(self) -> RunConfiguration:
         if self.replay.fail_on_divergence and self.model.kind != "replay":
             raise ValueError(f"--fail-on-divergence needs a replay model; --model {self.model_flag} is not one")
+        return self
+
+    @model_validator(mode="after")
+    def _priced(self) -> RunConfiguration:
+        """A budget in dollars needs the price of every model the run calls (the judge's too)."""
+        flags = [flag for flag, value in (("--max-cost", self.execution.max_cost),
+                                          ("--max-instance-cost", self.limits.max_instance_cost)) if value is not None]
+        models = [(self.model, "--model")] + ([(self.scoring.judge, "--judge-model")] if self.scoring.judge else [])
+        for section, flag in models:
+            if flags and not section.priced():
+                raise ValueError(f"{' and '.join(flags)} need the price of every model the run calls: {flag} "
+                                 f"{section.name} has no price_input_per_1k and price_output_per_1k in its "
+                                 f"[llm.{section.name}] section")
         return self
 
     @classmethod

@@ -68,6 +68,8 @@ class Settings(BaseSettings):
                                                "(harness/runner/forkserver.py); 0: start each fresh")
     retry_backoff: float = Field(2.0, ge=0, description="seconds between infra retries (times the attempt)")
     browser_action_timeout: float = Field(20, gt=0, description="seconds for one browser action")
+    web_upstream_ca: str | None = Field(None, description="extra CA (PEM file) the --web-record proxy trusts "
+                                                          "for the sites it records (a site's own certificate)")
     progress_every: float = Field(30, gt=0, description="without a terminal (nohup, CI, Slurm): seconds between "
                                                         "plain progress lines (one also every 10% of the instances)")
 
@@ -104,6 +106,9 @@ ELSEWHERE = {
     "HARNESS_SANDBOX_TOKEN": "inside the sandbox: sandboxd's per-sandbox token (set by the provider)",
     "HARNESS_SANDBOX_PORT": "inside the sandbox: sandboxd's port (8765)",
     "HARNESS_CHROMIUM": "inside the sandbox: the Chromium binary sandboxd starts",
+    "HARNESS_BROWSER_FLAGS": "inside the sandbox: Chromium flags a --web-record/--web-replay run adds (its proxy, "
+                             "its CA's key hash; set by the provider)",
+    "HARNESS_WEB_MODE": "inside the web proxy's container: record or replay (set by the provider)",
     "HARNESS_COMMAND_TAG": "inside the sandbox: set by sandboxd in each command's environment; on timeout it also "
                            "kills every process carrying the command's value",
     "HARNESS_DOCKERD_WAIT": "scripts/ensure-docker.sh: seconds to wait for a dockerd it started",

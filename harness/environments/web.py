@@ -102,6 +102,7 @@ class WebEnv:
         self._page = context.pages[0] if context.pages else await context.new_page()
         for extra in context.pages[1:]:  # tabs left by an earlier connection
             await extra.close()
+        context.on("response", self._archive_note)
         cdp = await self._browser.new_browser_cdp_session()
         await cdp.send("Browser.setDownloadBehavior",
                        {"behavior": "allow", "downloadPath": DOWNLOADS, "eventsEnabled": True})
@@ -109,6 +110,16 @@ class WebEnv:
             name=e.get("suggestedFilename"), url=e.get("url")))
         cdp.on("Browser.downloadProgress", lambda e: self._downloads.setdefault(e["guid"], {}).update(
             state=e.get("state")))
+
+    def _archive_note(self, response) -> None:
+        """What the run's web proxy (sandbox/docker/webproxy.py) said of a response: a replayed hit or a
+        `web_miss` (env `web_archive`), a CAPTCHA or bot wall (env `web`, outcome `blocked`)."""
+        if mark := response.headers.get("x-harness-web"):
+            self.tracer.emit(EnvAction(env="web_archive", action=f"web_{mark}", outcome=mark,
+                                       args={"url": response.url, "method": response.request.method}))
+        if wall := response.headers.get("x-harness-web-blocked"):
+            self.tracer.emit(EnvAction(env="web", action="web_blocked", outcome="blocked",
+                                       args={"url": response.url, "marker": wall, "status": response.status}))
 
     async def _ensure(self) -> None:
         if self._browser is None or not self._browser.is_connected():

@@ -29,12 +29,13 @@ import hashlib
 import json
 import secrets
 import time
+from pathlib import Path
 
 from rich.console import Console
 
 from harness import exit_codes
 from harness.bulk import collector_paused
-from harness.config import RunConfiguration
+from harness.config import RunConfiguration, web_archives
 from harness.datasets import dataset_fingerprint, hub
 from harness.environments.websearch.settings import SearchSettings
 from harness.environments.websearch.site import index_site
@@ -57,6 +58,7 @@ from harness.runner.preflight import check_capacity, prepare, unreachable_web, u
 from harness.sandbox.contract import SandboxSpec
 from harness.sandbox.registry import get_provider
 from harness.sandbox.site import site_info
+from harness.settings import settings as harness_settings
 from harness.terminal import say, stderr_console
 
 
@@ -136,6 +138,8 @@ def _run(cfg: RunConfiguration, provider, console: Console, loaded) -> int:
             if website is not None and to_run:
                 network = stack.enter_context(provider.website(website, image, run_id))
                 say(console, f"website {site_info(website)[0]} up ({network})")
+            if to_run and (cfg.sandbox.web_record or cfg.sandbox.web_replay):
+                network = stack.enter_context(_web_proxy(cfg, provider, run_id, network, layout, console))
             search = _search_for_run(cfg, provider, image, run_id, network, layout, console) if to_run else cfg.search
             pool, warm = None, cfg.sandbox.warm_pool
             if warm and to_run:  # closed before the site goes and before the leak audit
@@ -185,13 +189,37 @@ def _run(cfg: RunConfiguration, provider, console: Console, loaded) -> int:
         say(stdout, line)
     if outcome.stopped:
         say(console, outcome.stopped, style="yellow")
+    if outcome.over_budget:  # exit 3, naming the budget
+        say(console, f"{outcome.over_budget}: instances it stopped are limit rows (max_cost)", style="red")
     if (unjudged := report.missing_verdicts()) is not None:  # a scorer failed: exit 3, said in one line
         say(console, unjudged, style="red")
     diverged = replay_failure(report) if cfg.replay.fail_on_divergence else None
     if diverged is not None:
         say(console, diverged, style="red")
     code = _exit_code(report)
+    if code == exit_codes.OK and outcome.over_budget:
+        return exit_codes.INSTANCE_ERRORS
     return exit_codes.DIVERGED if code == exit_codes.OK and diverged is not None else code
+
+
+@contextlib.contextmanager
+def _web_proxy(cfg: RunConfiguration, provider, run_id: str, network: str | None, layout: RunDir, console: Console):
+    """--web-record / --web-replay: the run's web proxy (sandbox/docker/webproxy.py); yields the sandboxes'
+    network policy (the site's when recording, the proxy's own internal network when replaying)."""
+    if not hasattr(provider, "web_proxy"):
+        raise InputError(f"--web-record/--web-replay need the docker sandbox provider, not {provider.name}")
+    upstream = harness_settings().web_upstream_ca
+    options = {"upstream_ca": Path(upstream).read_bytes() if upstream else None, "log_": lambda m: say(console, m)}
+    if cfg.sandbox.web_replay:
+        archives = tuple(a for folder in cfg.sandbox.web_replay for a in web_archives(folder))
+        with provider.web_proxy("replay", run_id, None, archives=archives, **options) as proxy:
+            say(console, f"web replay: {len(archives)} archive(s) served, nothing live ({proxy.network})")
+            yield f"internal:{proxy.network}"
+        return
+    out = layout.root / "web" / f"{run_id}.warc.gz"
+    with provider.web_proxy("record", run_id, network, out=out, **options) as proxy:
+        say(console, f"web record: every page the browsers load goes to {out}")
+        yield network or f"internal:{proxy.network}"
 
 
 def _search_for_run(cfg: RunConfiguration, provider, image: str, run_id: str, network: str | None,

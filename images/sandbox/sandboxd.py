@@ -139,6 +139,9 @@ CHROMIUM_FLAGS = [
     f"--remote-debugging-port={CDP_PORT}", "--remote-debugging-address=127.0.0.1",
     "--user-data-dir=/tmp/harness-chromium", "--window-size=1280,1024", "about:blank",
 ]
+# Flags the harness adds for a run, from the container's environment (HARNESS_BROWSER_FLAGS, split on
+# spaces): the run's web proxy and its CA's key hash (harness/sandbox/docker/webproxy.py).
+BROWSER_EXTRA_FLAGS = os.environ.get("HARNESS_BROWSER_FLAGS", "").split()
 _browser: dict = {}
 
 
@@ -704,8 +707,8 @@ async def start_browser(timeout: float = 30.0, force: bool = False) -> dict:
             kill_tree(proc.pid)
         restarted = proc is not None
         _browser["proc"] = await spawn(
-            CHROMIUM, *CHROMIUM_FLAGS, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL)
+            CHROMIUM, *BROWSER_EXTRA_FLAGS, *CHROMIUM_FLAGS, stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             info = await _devtools_version()

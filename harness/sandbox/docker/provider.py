@@ -13,7 +13,8 @@ from pathlib import Path
 
 from harness.errors import InfraError, PortTaken
 from harness.sandbox.contract import Capacity, ImageInfo, Leftover, Sandbox, SandboxHandle, SandboxProvider, SandboxSpec
-from harness.sandbox.docker import cleanup, engine, images, naming, networks, ports, storage
+from harness.sandbox.docker import cleanup, engine, images, naming, networks, ports, storage, webproxy
+from harness.sandbox.docker.website import hosts_on as website_hosts
 from harness.sandbox.service import ServiceSandbox
 from harness.settings import settings
 
@@ -40,7 +41,9 @@ def _create_kwargs(spec: SandboxSpec, name: str, token: str) -> dict:
     return dict(
         image=spec.image,
         labels={**naming.labels(spec.run_id, spec.instance_id, spec.attempt), naming.LABEL_NAME: name},
-        environment={**spec.env, "HARNESS_SANDBOX_TOKEN": token},
+        # A run's web proxy (webproxy.py) adds its browser flags for the sandboxes of its network.
+        environment={**webproxy.browser_env(spec.network.removeprefix("internal:")), **spec.env,
+                     "HARNESS_SANDBOX_TOKEN": token},
         detach=True,
         nano_cpus=int(spec.cpus * 1e9),
         pids_limit=spec.pids,
@@ -132,6 +135,7 @@ class DockerProvider(SandboxProvider):
                 container, port = _start_in_range(kwargs, spec.network, port_range)
         sandbox = DockerSandbox(spec, container.id, name, engine.sandbox_host(), port, token)
         try:
+            webproxy.register(spec, container.attrs)  # the proxy's records name this instance and attempt
             sandbox._service.wait_ready(settings().sandbox_ready_timeout,
                                         lambda: engine.raise_if_dead(container.id, name, agent_ran=False))
         except BaseException:
@@ -156,6 +160,12 @@ class DockerProvider(SandboxProvider):
     def cleanup(self, *, run_id: str | None = None, everything: bool = False,
                 dry_run: bool = False) -> list[Leftover]:
         return cleanup.reap(run_id=run_id, everything=everything, dry_run=dry_run)
+
+    def web_proxy(self, mode: str, run_id: str, network: str | None, **options):
+        """The run's recording or replaying web proxy (webproxy.py); yields it once it listens."""
+        hosts = website_hosts(network.removeprefix("internal:")) if network else None
+        return webproxy.web_proxy(mode, run_id, network.removeprefix("internal:") if network else None,
+                                  hosts=hosts, **options)
 
     def website(self, site_dir: Path, image: str, run_id: str):
         from harness.sandbox.docker.website import website

@@ -1,0 +1,221 @@
+"""The run's web proxy (`--web-record`, `--web-replay`): mitmproxy with the harness's WARC addon
+(images/webproxy/) in a container of its own on the run's sandbox network.
+
+`web_proxy(...)` starts it and yields a `WebProxy` (its address, the run CA's SPKI hash); while it
+runs, every sandbox created on that network gets HARNESS_BROWSER_FLAGS (`browser_env`), which
+sandboxd adds to Chromium's command line: `--proxy-server` at the proxy and
+`--ignore-certificate-errors-spki-list` with the run CA's key hash. The CA is made for the run (an
+RSA key and a self-signed certificate, in memory), given to the proxy container alone and never
+written on the host: only that run's browsers trust it, for as long as the run lasts, and no store of
+the host or of the image ever holds it.
+
+Record: the proxy writes /data/web.warc.gz, copied at the end to `out` (RUN_DIR/web/...). Replay: the
+archives are copied into /archives before it starts; its network is internal (no route out), and the
+addon never goes upstream. Upstream certificates are checked against the image's CA bundle plus
+HARNESS_WEB_UPSTREAM_CA when set (a site with its own certificate, a TLS-intercepting proxy).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import hashlib
+import io
+import logging
+import shutil
+import tarfile
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import InfraError
+from harness.fsutil import tree_hash
+from harness.sandbox.docker import engine, images, naming, networks, storage
+
+log = logging.getLogger(__name__)
+
+PORT = 8080
+READY_TIMEOUT_S = 60.0
+RULES = Path(__file__).resolve().parents[2] / "web" / "rules.py"
+# network -> (the proxy's container, the sandboxes' environment) while a proxy serves it
+_SERVING: dict[str, tuple[str, dict[str, str]]] = {}
+
+
+@dataclass(frozen=True)
+class WebProxy:
+    mode: str  # record | replay
+    network: str
+    address: str
+    spki: str  # base64 SHA-256 of the run CA's SubjectPublicKeyInfo
+
+    def browser_flags(self) -> str:
+        return (f"--proxy-server=http://{self.address}:{PORT} --proxy-bypass-list=<-loopback> "
+                f"--ignore-certificate-errors-spki-list={self.spki}")
+
+
+def browser_env(network: str) -> dict[str, str]:
+    """The environment of a sandbox created on `network` (provider._create_kwargs)."""
+    return dict(_SERVING[network][1]) if network in _SERVING else {}
+
+
+def register(spec, attrs: dict) -> None:
+    """Tell the proxy of the sandbox's network which instance and attempt its address is, once it runs
+    (/tags/ADDRESS in the proxy's container: the addon reads it per request; an address a later
+    sandbox reuses is written over before that sandbox makes a request)."""
+    network = spec.network.removeprefix("internal:")
+    if network not in _SERVING:
+        return
+    address = (attrs.get("NetworkSettings", {}).get("Networks", {}).get(network) or {}).get("IPAddress")
+    if address:
+        container_id = _SERVING[network][0]
+        archive = _tar({f"tags/{address}": f"{spec.instance_id}/{spec.attempt}".encode()})
+        engine.call("copy", lambda: engine.client().api.put_archive(container_id, "/", archive))
+
+
+def tag() -> str:
+    digest = hashlib.sha256((tree_hash(images.images_dir() / "webproxy") + tree_hash(RULES.parent)).encode())
+    return f"harness-webproxy:{digest.hexdigest()[:12]}"
+
+
+def build(log_=print) -> str:
+    """The proxy image, built on the sandbox image's base when its tag is missing."""
+    from filelock import FileLock
+
+    from harness.settings import state_dir
+
+    name = tag()
+    with FileLock(str(state_dir() / "images.lock")):
+        if images._exists(name):
+            return name
+        base = images._ensure_base(log_)
+        log_(f"building {name} on {base} ...")
+        with tempfile.TemporaryDirectory(prefix="harness-build-") as ctx:
+            shutil.copytree(images.images_dir() / "webproxy", ctx, dirs_exist_ok=True,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            shutil.copy(RULES, Path(ctx, "rules.py"))
+            ca = images._extra_ca()
+            Path(ctx, "build-ca.crt").write_bytes(ca.read_bytes() if ca else b"")
+            engine.call("build", lambda: images._stream_build(ctx, name, base), retries=0)
+        log_(f"built {name}")
+    return name
+
+
+def run_ca() -> tuple[bytes, str]:
+    """A fresh CA for one run: (mitmproxy's PEM, key then certificate; the SPKI hash for Chromium)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.x509.oid import NameOID
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "harness web proxy (one run)")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(days=1))
+            .not_valid_after(now + dt.timedelta(days=7))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
+                            serialization.NoEncryption()) + cert.public_bytes(serialization.Encoding.PEM)
+    spki = key.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return pem, base64.b64encode(hashlib.sha256(spki).digest()).decode()
+
+
+def _tar(files: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for path, data in files.items():
+            info = tarfile.TarInfo(path)
+            info.size, info.mode, info.uid, info.gid, info.mtime = len(data), 0o600, 1000, 1000, int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def _copy_out(container_id: str, path: str, out: Path) -> None:
+    api = engine.client().api
+    stream, _ = engine.call("get archive", lambda: api.get_archive(container_id, path))
+    with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+        member = tar.extractfile(tar.getmembers()[0])
+        assert member is not None
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(member.read())
+
+
+@contextmanager
+def _own_network(run_id: str) -> Iterator[str]:
+    """A fresh internal network (no route out) for a replay without the site, sealed like the site's."""
+    api = engine.client().api
+    network = f"harness-replay-{naming.slug(run_id, 40)}"
+    options = networks.site_bridge_options()
+    engine.call("network create", lambda: api.create_network(
+        network, driver="bridge", internal=True, options=options, labels=naming.labels(run_id, "webproxy", 1),
+        check_duplicate=True))
+    try:
+        if problem := networks.seal_site(networks.bridge_of({"Options": options})):
+            log.warning(networks.unsealed_warning(f"internal:{network}", engine.call(
+                "network inspect", lambda: api.inspect_network(network)), problem))
+        yield network
+    finally:
+        engine.remove_network(network)
+        networks.unseal_gone_sites()
+
+
+@contextmanager
+def web_proxy(mode: str, run_id: str, network: str | None, *, out: Path | None = None,
+              archives: tuple[Path, ...] = (), hosts: dict[str, str] | None = None,
+              upstream_ca: bytes | None = None, log_=print) -> Iterator[WebProxy]:
+    """Serve the run's sandboxes through the proxy; `network` is the site's (record), None for a network
+    of the proxy's own (replay). Yields once the proxy listens; the archive is in `out` after."""
+    if mode not in ("record", "replay"):
+        raise ValueError(f"web proxy mode {mode!r}")
+    image = build(log_)
+    with _own_network(run_id) if network is None else _given(network) as net:
+        api = engine.client().api
+        pem, spki = run_ca()
+        command = ["--listen-port", str(PORT), "--set", "confdir=/ca", "--set", "block_global=false"]
+        files = {"ca/mitmproxy-ca.pem": pem}
+        if mode == "replay":
+            command += ["--set", "connection_strategy=lazy", "--set", "upstream_cert=false"]
+            files |= {f"archives/{n}.warc.gz": Path(p).read_bytes() for n, p in enumerate(archives)}
+        if upstream_ca:
+            command += ["--set", "ssl_verify_upstream_trusted_ca=/ca/upstream.pem"]
+            files["ca/upstream.pem"] = Path("/etc/ssl/certs/ca-certificates.crt").read_bytes() + b"\n" + upstream_ca
+        host_config = api.create_host_config(network_mode=net, mem_limit="1g", pids_limit=256, cap_drop=["ALL"],
+                                             security_opt=["no-new-privileges"], extra_hosts=hosts or None,
+                                             log_config=storage.LOG_CONFIG)
+        created = engine.call("create", lambda: api.create_container(
+            image, command=command, environment={"HARNESS_WEB_MODE": mode}, name=f"{net}-webproxy",
+            labels=naming.labels(run_id, "webproxy", 1), host_config=host_config), retries=0)
+        container_id = created["Id"]
+        try:
+            engine.call("copy", lambda: api.put_archive(container_id, "/", _tar(files)))
+            engine.call("start", lambda: api.start(container_id), retries=0)
+            _wait_ready(container_id)
+            attrs = engine.call("inspect", lambda: api.inspect_container(container_id))
+            proxy = WebProxy(mode, net, attrs["NetworkSettings"]["Networks"][net]["IPAddress"], spki)
+            _SERVING[net] = (container_id, {"HARNESS_BROWSER_FLAGS": proxy.browser_flags()})
+            try:
+                yield proxy
+            finally:
+                _SERVING.pop(net, None)
+                if mode == "record" and out is not None:
+                    _copy_out(container_id, "/data/web.warc.gz", out)
+        finally:
+            engine.remove_container(container_id)
+
+
+@contextmanager
+def _given(network: str) -> Iterator[str]:
+    yield network
+
+
+def _wait_ready(container_id: str) -> None:
+    api = engine.client().api
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while b"ready" not in (logs := engine.call("logs", lambda: api.logs(container_id))):
+        if time.monotonic() > deadline or not engine.container_state(container_id).get("Running"):
+            raise InfraError(f"the web proxy did not start: {logs[-2000:]!r}")
+        time.sleep(0.1)
