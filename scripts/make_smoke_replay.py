@@ -4,6 +4,11 @@ Each instance is replayed as a model that lists the workspace, runs the referenc
 solution (datasets/gaia-smoke/solutions/<task_id>.py) in the sandbox, and answers.
 Two instances are deliberately imperfect, as recorded models are: one answers
 without <solution> tags (the final message is used) and one answers wrongly.
+The media tasks (scripts/make_smoke_web.py's search task, scripts/make_smoke_media.py's image and
+audio tasks) are answered by a model that searches the site (web_search, the `site` provider
+over --website), one that sees the attached chart (its turns are marked "needs_image": replayed
+to a request without the image part they are a model error), and one that transcribes the memo
+(its turn holds the transcript under the WAV's sha256: the replay's answer to /audio/transcriptions).
 
 The turns are then recorded for real: replayed once in real sandboxes with the bundled
 website (`harness run --record`), so each tool-call turn keeps the fingerprints of the
@@ -12,11 +17,15 @@ Needs the Docker engine and the sandbox image, like the main job.
 Format: harness/models/replay.py.   Usage: .venv/bin/python scripts/make_smoke_replay.py
 """
 
+import hashlib
 import json
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import make_smoke_media  # noqa: E402 - a sibling script, not a package
 
 ROOT = Path(__file__).resolve().parents[1] / "datasets" / "gaia-smoke"
 NO_TAGS = "5a79f795-8c1f-5451-9f49-e9fd38daa1f9"
@@ -47,10 +56,33 @@ WEB_TURNS = {
         call("click", target="Hose Reel Cart"), call("find_on_page", text="Warranty")],
 }
 WRONG = "964d85c4-677b-56b1-946d-d39b4af02e50"
+SEARCH = "186b065e-32f9-5511-b2ad-03adaac76864"
+WEB_TURNS[SEARCH] = [call("web_search", query="safety notice recall batch"),
+                     call("visit_url", url=SITE + "notices/safety-recall-2023")]
+# A turn's keys that --record cannot know (a hand-made assertion about the request it answers): kept from
+# the script when the recording replaces the scripted turns.
+SCRIPTED_ONLY = ("needs_image",)
+
+
+def media_turns(ident: str, answer: str) -> list[dict] | None:
+    """The image and audio tasks' turns (scripts/make_smoke_media.py), None for any other instance."""
+    final = {"content": f"<solution>{answer}</solution>", "usage": {"prompt_tokens": 900, "completion_tokens": 12}}
+    if ident == make_smoke_media.task_id("tallest-bar-colour"):
+        return [{**call("list_files", path="."), "needs_image": True},
+                {**final, "content": f"The green bar is the tallest. {final['content']}", "needs_image": True}]
+    if ident == make_smoke_media.task_id("voice-memo-bay"):
+        audio = (ROOT / "2023" / "validation" / make_smoke_media.MEMO_FILE).read_bytes()
+        heard = {hashlib.sha256(audio).hexdigest()[:16]: make_smoke_media.MEMO}
+        return [{**call("transcribe_audio", path=make_smoke_media.MEMO_FILE), "transcripts": heard},
+                {**final, "content": f"The memo says bay {answer}. {final['content']}"}]
+    return None
 
 
 def turns_for(row: dict) -> list[dict]:
     answer = row["Final answer"]
+    media = media_turns(row["task_id"], answer)
+    if media is not None:
+        return media
     if row["task_id"] in WEB_TURNS:
         final = f"From the website: <solution>{answer}</solution>"
         usage = {"prompt_tokens": 1500, "completion_tokens": 20}
@@ -88,10 +120,12 @@ def record(scripted: dict[str, list[dict]]) -> dict[str, list[dict]]:
             recorded[item["instance_id"]] = item["turns"]
     for ident, turns in scripted.items():
         bare = [{k: v for k, v in turn.items() if k != "results"} for turn in recorded.get(ident, [])]
-        if bare != turns:
+        if bare != [{k: v for k, v in turn.items() if k not in SCRIPTED_ONLY} for turn in turns]:
             sys.exit(f"instance {ident}: the recording does not replay the scripted turns")
         if any(None in turn.get("results", []) for turn in recorded[ident]):
             sys.exit(f"instance {ident}: a tool call got no result while recording")
+        recorded[ident] = [{**got, **{k: mine[k] for k in SCRIPTED_ONLY if k in mine}}
+                           for got, mine in zip(recorded[ident], turns, strict=True)]
     return recorded
 
 

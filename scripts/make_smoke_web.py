@@ -26,6 +26,9 @@ def task_id(name: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"harness-gaia-smoke-web/{name}"))
 
 
+TOOLS = {task_id("recall-batch-search"): "web search\nweb browser"}  # the others: "web browser\npython"
+
+
 def tasks() -> list[dict]:
     m = site()
     irrigation = max((p for p in m.PRODUCTS if p["category"] == "Irrigation"), key=lambda p: p["price"])
@@ -48,10 +51,15 @@ def tasks() -> list[dict]:
          f"Use the search form on {SITE} to find the products with 'hose' in their name. How many years of "
          "warranty does the cheaper of them come with? Give the number only.",
          str(hoses[0]["warranty"]), ["Search for hose", "Open the cheaper product", "Read its warranty"]),
+        (task_id("recall-batch-search"), 1,
+         f"Northwind Garden Supply ({SITE}) has published a safety notice recalling one production batch of a "
+         "product. What is the code of the recalled batch?",
+         m.NOTICE["batch"], ["Search the site for the safety notice (no page links to it)", "Open the notice",
+                             "Read the batch code"]),
     ]
     return [{"task_id": tid, "Question": q, "Level": level, "Final answer": answer, "file_name": "",
              "Annotator Metadata": {"Steps": "\n".join(steps), "Number of steps": str(len(steps)),
-                                    "Tools": "web browser\npython"}}
+                                    "Tools": TOOLS.get(tid, "web browser\npython")}}
             for tid, level, q, answer, steps in rows]
 
 

@@ -9,12 +9,19 @@ to `<base_url>/audio/transcriptions`) over the harness's bounded HTTP client (mo
 with the section's key, timeout and retries. The transcript is saved as
 /workspace/transcripts/<file>.txt and its first page returned through the file environment
 (read_file shows the others). Each call is one `env` event (env "audio", action
-"transcribe_audio", with the model, the bytes sent and the transcript's length); every failure
+"transcribe_audio", with the model, the bytes sent, the audio's `sha256` (16 hex digits) and the
+`transcript`, so `harness run --record` keeps it: harness/models/replay.py); every failure
 (no such file, too big, the server's refusal, a timeout) is a tool result starting "Error".
+
+A replay model answers from its recording instead (`ReplayAudio`): a recorded turn's `transcripts`
+map an audio's sha256 to its text, so the same file gets the same transcript offline and any other
+file is an error; it is offered when the instance's recording holds transcripts (or the replay
+section names a transcription_model), and needs no key or server.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from typing import TYPE_CHECKING
@@ -23,6 +30,7 @@ from harness.environments.files import CONFINE, FileEnv
 from harness.environments.scripts import outcome_of, script_reply
 from harness.errors import ModelError, SandboxRequestError
 from harness.models.http import too_large
+from harness.models.replay import recorded_transcripts
 from harness.sandbox.contract import WORKSPACE
 from harness.traces import EnvAction
 
@@ -70,10 +78,11 @@ class AudioEnv:
         started = time.monotonic()
         data = self._transcript(path)
         outcome = outcome_of(data)
-        text = data.pop("text", None)
+        text = data.get("text")
         self.files.tracer.emit(EnvAction(env="audio", action="transcribe_audio", args={"path": path},
                                          outcome=outcome, seconds=round(time.monotonic() - started, 4),
-                                         model=self.model, **data))
+                                         model=self.model, **{k: v for k, v in data.items() if k != "text"},
+                                         **({} if text is None else {"transcript": text})))
         if text is None:
             return f"Error: {data['error']}"
         name = os.path.basename(data["path"])
@@ -83,9 +92,8 @@ class AudioEnv:
                 f"read_file({saved!r}, page) shows any other page.\n" + self.files.read(saved))
 
     def _transcript(self, path: str) -> dict:
-        """{"text", "path", "bytes", "chars"}, or {"error", ...} (and "outcome" "timeout" when it timed out)."""
-        import openai
-
+        """{"text", "path", "bytes", "sha256", "chars"}, or {"error", ...} (and "outcome" "timeout" when
+        it timed out)."""
         located = script_reply(self.files.sandbox.exec(["python3", "-c", LOCATE, path], timeout=30),
                                f"find {path!r}", 30)
         if "error" in located:
@@ -97,20 +105,46 @@ class AudioEnv:
             audio = self.files.sandbox.read_file(located["path"], max_bytes=self.max_bytes)
         except SandboxRequestError as exc:  # e.g. unreadable, or grown past the limit since it was found
             return {**located, "error": f"cannot read {path}: {exc}"}
+        sent = {**located, "sha256": hashlib.sha256(audio).hexdigest()[:16]}
+        heard = self._send(os.path.basename(located["path"]), audio, sent["sha256"])
+        return {**sent, **heard, **({"chars": len(heard["text"])} if "text" in heard else {})}
+
+    def _send(self, name: str, audio: bytes, sha256: str) -> dict:
+        """{"text"} from the provider's /audio/transcriptions, or {"error"} (and "outcome")."""
+        import openai
+
         try:
-            reply = self.client().audio.transcriptions.create(
-                model=self.model, file=(os.path.basename(located["path"]), audio))
+            reply = self.client().audio.transcriptions.create(model=self.model, file=(name, audio))
         except openai.APITimeoutError:
-            return {**located, "error": f"timeout: the transcription server did not answer within "
-                                        f"{self.section.timeout:g} s", "outcome": "timeout"}
+            return {"error": f"timeout: the transcription server did not answer within "
+                             f"{self.section.timeout:g} s", "outcome": "timeout"}
         except openai.APIStatusError as exc:
-            return {**located, "error": f"the transcription server answered {exc.status_code}: {exc.message}"}
+            return {"error": f"the transcription server answered {exc.status_code}: {exc.message}"}
         except (openai.APIError, ModelError) as exc:
             reason = too_large(exc) or exc
-            return {**located, "error": f"transcription failed: {type(reason).__name__}: {reason}"}
-        return {**located, "text": reply.text, "chars": len(reply.text)}
+            return {"error": f"transcription failed: {type(reason).__name__}: {reason}"}
+        return {"text": reply.text}
 
 
-def audio_env(files: FileEnv, section: ModelSection) -> AudioEnv | None:
-    """The transcription environment of a run's model section, or None when it names no transcription model."""
+class ReplayAudio(AudioEnv):
+    """transcribe_audio of a replay model: the recorded transcript of the same audio (by its sha256)."""
+
+    def __init__(self, files: FileEnv, section: ModelSection, recorded: dict[str, str]):
+        self.files, self.section, self.max_bytes = files, section, MAX_AUDIO_BYTES
+        self.model = section.transcription_model or "replay"
+        self.recorded = recorded
+
+    def _send(self, name: str, audio: bytes, sha256: str) -> dict:
+        if sha256 in self.recorded:
+            return {"text": self.recorded[sha256]}
+        return {"error": f"replay: the recording holds no transcript of {name} (sha256 {sha256}): "
+                         "not the audio the recording was made with"}
+
+
+def audio_env(files: FileEnv, section: ModelSection, replay_turns: list[dict] | None = None) -> AudioEnv | None:
+    """The transcription environment of a run's model section (a replay model's: of its instance's
+    recorded turns), or None when it has none to offer."""
+    if section.kind == "replay":
+        recorded = recorded_transcripts(replay_turns or [])
+        return ReplayAudio(files, section, recorded) if recorded or section.transcription_model else None
     return AudioEnv(files, section) if section.transcription_model else None

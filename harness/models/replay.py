@@ -9,9 +9,22 @@ where each TURN is what the model answered to one call, in order:
     {"content": "text of the answer", "usage": {"prompt_tokens": 120, "completion_tokens": 30}}
     {"tool_calls": [{"name": "run_python", "arguments": {"code": "print(1)"}}], "usage": {...}}
 
-`usage` is optional (zeros). `harness run --record FILE` writes this format from a
+`usage` is optional (zeros). A turn with `"needs_image": true` answers only a request that carries an
+image (an image part: the model's vision is on and the picture was sent, harness/environments/images.py);
+replaying it to a request without one is a model error (`needs_image`): a recording can so check that a
+picture really reached the model. `harness run --record FILE` writes this format from a
 real model's answers (the traces' model_call events), so any run can be replayed later.
 Each agent process receives only its own instance's turns.
+
+Transcriptions. A replay model answers transcribe_audio too (harness/environments/audio.py): a turn
+whose tool calls transcribed audio keeps each transcript under the audio's sha256 (16 hex digits of
+the bytes sent), as --record writes it from the trace's `audio` env events:
+
+    {"tool_calls": [{"name": "transcribe_audio", ...}], "transcripts": {"9b1f0c2d4e6a8b3c": "text"}}
+
+Replaying, the instance's transcripts (of all its turns) answer any request for the same bytes; other
+audio gets an error result (so a changed file diverges), and an instance without any is offered no
+transcribe_audio unless the replay section names a transcription_model.
 
 Fingerprints. A recorded tool-call turn also keeps, per call, a fingerprint of the result the
 model saw (None when the recording saw none, e.g. the agent was killed first):
@@ -51,7 +64,7 @@ from pydantic import BaseModel, ConfigDict
 
 from harness.errors import InputError
 from harness.results.model import ReplayCheck
-from harness.traces import Divergence, ModelCall, ToolCall, ToolResult
+from harness.traces import Divergence, EnvAction, ModelCall, ToolCall, ToolResult
 
 
 class _Key(BaseModel):
@@ -112,6 +125,12 @@ def _key(line: bytes, path: Path, number: int) -> tuple[str, int | None]:
     except ValueError as exc:
         raise InputError(f"replay file {path}, line {number}: {str(exc).splitlines()[0]}") from None
     return str(key.instance_id), key.epoch
+
+
+def needs_image(number: int) -> str:
+    """The model error of a replayed turn recorded as needing an image, given a request without one."""
+    return (f"replay: turn {number} of the recording answers a request with an image, and this request carries "
+            "none (is the model's vision off, or was the picture not sent?)")
 
 
 def load_turns(path: Path) -> Turns:
@@ -188,9 +207,14 @@ def results_per_call(events) -> list[list[ToolResult | None]]:
 
 def recorded_turns(events) -> list[dict]:
     """What --record keeps of a trace: each model call's TURN, a tool-call turn with the fingerprints
-    of the results its calls got."""
-    turns, results = [], iter(results_per_call(events))
+    of the results its calls got and the transcripts its calls heard."""
+    turns: list[dict[str, Any]] = []
+    results = iter(results_per_call(events))
     for event in events:
+        if isinstance(event, EnvAction) and event.action == "transcribe_audio" and turns:
+            heard = event.model_dump()
+            if isinstance(heard.get("transcript"), str) and heard.get("sha256"):
+                turns[-1].setdefault("transcripts", {})[heard["sha256"]] = heard["transcript"]
         if not isinstance(event, ModelCall):
             continue
         seen = next(results)
@@ -200,6 +224,12 @@ def recorded_turns(events) -> list[dict]:
         else:
             turns.append({"content": event.content or "", "usage": event.usage})
     return turns
+
+
+def recorded_transcripts(turns: list[dict]) -> dict[str, str]:
+    """An instance's recorded transcripts, by audio sha256, over all its turns."""
+    return {sha: text for turn in turns if isinstance(turn.get("transcripts"), dict)
+            for sha, text in turn["transcripts"].items()}
 
 
 def check_replay(turns: list[dict], events) -> tuple[ReplayCheck, list[Divergence]]:

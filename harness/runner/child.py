@@ -32,7 +32,9 @@ from harness.errors import ErrorKind, HarnessError, LimitExceeded
 from harness.fsutil import write_atomic
 
 EXIT_SANDBOX_DIED = 70
-EXIT_CANNOT_WRITE = 71  # the result file could not be written (the harness's own disk): the harness's failure
+# The harness's own disk refused the trace or the result file: the harness's failure (OwnFileRefused in the
+# parent, which stops the run), never the agent's; a result written all the same says which file and why.
+EXIT_CANNOT_WRITE = 71
 
 
 def run(request: AgentRequest, result_path: Path) -> int:
@@ -43,7 +45,9 @@ def run(request: AgentRequest, result_path: Path) -> int:
     from harness.environments.mcp_tools import serving_mcp
     from harness.environments.websearch.env import WebSearch
     from harness.environments.websearch.guard import Guard
+    from harness.models.budget import RunBudget
     from harness.models.meter import Meter
+    from harness.models.usage import Price
     from harness.sandbox.registry import attach
     from harness.traces import ErrorEvent, LimitEvent, TaskEvent, Tracer
 
@@ -51,15 +55,16 @@ def run(request: AgentRequest, result_path: Path) -> int:
     section = request.model.within(limits.instance_timeout)  # no model call may eat the instance's budget
     trace_path = Path(request.trace_path)
     tracer = Tracer(trace_path)
-    meter = Meter(max_tokens=limits.max_tokens, max_steps=limits.max_steps, price_in=section.price_input_per_1k,
-                  price_out=section.price_output_per_1k, tracer=tracer,
+    meter = Meter(max_tokens=limits.max_tokens, max_steps=limits.max_steps, price=Price.of(section), tracer=tracer,
+                  max_cost=limits.max_instance_cost, budget=RunBudget(request.budget) if request.budget else None,
                   call_deadline=section.call_deadline(limits.instance_timeout), request_timeout=section.timeout)
     result = AgentResult()
 
     def finish(code: int) -> int:
         result.usage = meter.usage()
         result.tool_calls = list(tracer.tool_calls)
-        if tracer.failed is not None:  # the harness's own disk refused the trace: not the agent's failure
+        refused = tracer.failed is not None
+        if refused:  # the harness's own disk refused the trace: not the agent's failure
             own = f" (the attempt's own outcome: {result.error})" if result.error else ""
             result.error_kind, result.retryable = "harness", False
             result.error = f"the harness could not write the trace {trace_path}: {tracer.failed}{own}"
@@ -72,7 +77,7 @@ def run(request: AgentRequest, result_path: Path) -> int:
             with contextlib.suppress(OSError):  # stderr may live on the same full disk
                 print(f"the harness could not write the agent's result {result_path}: {exc}", file=sys.stderr)
             return EXIT_CANNOT_WRITE
-        return code
+        return EXIT_CANNOT_WRITE if refused else code
 
     def sandbox_died(exc: BaseException) -> None:
         # A dead sandbox must not reach the model as ordinary tool output: stop now.
@@ -91,7 +96,7 @@ def run(request: AgentRequest, result_path: Path) -> int:
                         web=WebEnv(sandbox, tracer, screenshots=trace_path.with_name(trace_path.stem + "-shots"),
                                    page_size=limits.page_size, images=images),
                         images=images, on_fatal=sandbox_died)
-    envs.audio = audio_env(envs.file, section)
+    envs.audio = audio_env(envs.file, section, request.replay_turns)
     if request.search is not None:  # the leakage guard holds for the browser, with or without a search tool
         if envs.web is not None:
             envs.web.guard = Guard(request.search.block)

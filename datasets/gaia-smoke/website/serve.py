@@ -2,7 +2,9 @@
 
 Written for this project. Stdlib only; deterministic content. Pages: / (index), /catalog?page=N
 (a paginated product table), /product/SKU, /search?q= (a form), /reports (downloads),
-/files/supplier-deliveries-2023.csv, /about, and /slow (never answers in time: for timeout tests).
+/files/supplier-deliveries-2023.csv, /about, /sitemap.xml, a safety notice (NOTICE) linked from no page,
+only listed in the sitemap (found by the `site` search provider's crawl, not by following links), and /slow
+(never answers in time: for timeout tests).
 """
 
 import csv
@@ -40,6 +42,8 @@ for month in range(1, 13):
             DELIVERIES.append({"date": f"2023-{month:02d}-{rng.randint(1, 28):02d}", "supplier": supplier,
                                "sku": rng.choice(PRODUCTS)["sku"], "quantity": rng.randint(5, 120)})
 DELIVERIES.sort(key=lambda d: (d["date"], d["supplier"]))
+NOTICE = {"path": "/notices/safety-recall-2023", "batch": "HRC-2317", "title": "Safety notice: Hose Reel Cart recall"}
+SITEMAP = ["/", "/catalog", "/reports", "/about", NOTICE["path"]]
 
 
 def page(title, body):
@@ -99,6 +103,15 @@ def route(path, query):
         return 200, buf.getvalue().encode()
     if path == "/about":
         return 200, page("About us", "<p>Founded in 1987 in Ravensworth by Edith Marlow.</p>")
+    if path == NOTICE["path"]:
+        return 200, page(NOTICE["title"], (
+            f"<p>Published 6 November 2023. Hose Reel Cart units from production batch {NOTICE['batch']} may have a "
+            "weak axle weld that can crack under a full hose. Stop using the cart and bring it to our Ravensworth "
+            "store for a free replacement. Units from other batches are not affected.</p>"))
+    if path == "/sitemap.xml":
+        urls = "".join(f"<url><loc>http://shop.gaia.test{p}</loc></url>" for p in SITEMAP)
+        return 200, ("<?xml version='1.0' encoding='UTF-8'?><urlset "
+                     f"xmlns='http://www.sitemaps.org/schemas/sitemap/0.9'>{urls}</urlset>").encode()
     if path == "/slow":
         time.sleep(600)
     return 404, page("Not found", "<p>No such page.</p>")
@@ -110,10 +123,11 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         url = urllib.parse.urlsplit(self.path)
         status, body = route(url.path, dict(urllib.parse.parse_qsl(url.query)))
-        csv_file = isinstance(body, bytes)
-        data = body if csv_file else body.encode()
+        csv_file = isinstance(body, bytes) and url.path != "/sitemap.xml"
+        data = body if isinstance(body, bytes) else body.encode()
         self.send_response(status)
-        self.send_header("Content-Type", "text/csv" if csv_file else "text/html; charset=utf-8")
+        kind = "text/csv" if csv_file else "application/xml" if url.path == "/sitemap.xml" else "text/html; charset=utf-8"
+        self.send_header("Content-Type", kind)
         if csv_file:
             self.send_header("Content-Disposition", 'attachment; filename="supplier-deliveries-2023.csv"')
         self.send_header("Content-Length", str(len(data)))
