@@ -37,6 +37,12 @@ class InputError(HarnessError):
     kind = "input"
 
 
+class OwnFileRefused(HarnessError):
+    """The run directory refused a file the harness writes for itself (an agent's request, trace or
+    result, a trace's verdict): its disk is full or read-only. The instance's failure is the harness's,
+    never the agent's, and the run starts no more instances (exit 4: harness/runner/evaluate.py)."""
+
+
 class InfraError(HarnessError):
     kind: ClassVar[ErrorKind] = "infra"  # declared: a subclass may be another kind's (SandboxExhausted)
     retryable = True

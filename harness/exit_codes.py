@@ -14,7 +14,8 @@ FAILED = 1  # the harness could not do its job: the engine, a bug, containers le
 INPUT = 2  # the dataset, flags, config, output dir or model refused before any container
 # the run ended, but some selected instance errored, was not run (--fail-on-error) or got no verdict
 INSTANCE_ERRORS = 3
-ROWS_NOT_WRITTEN = 4  # output.jsonl became unwritable; the unwritten rows were rescued elsewhere
+ROWS_NOT_WRITTEN = 4  # the output dir stopped taking files mid-run (a full disk): the message says where every
+# row is (those output.jsonl did not take rescued elsewhere)
 DIVERGED = 5  # --fail-on-divergence: a replayed tool result differed from the recording's, or could not
 # be checked against it (harness/models/replay.py)
 

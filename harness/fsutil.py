@@ -1,4 +1,5 @@
-"""Small filesystem helpers, one for each job: atomic writes, path confinement, file-safe names."""
+"""Small filesystem helpers, one for each job: atomic writes, whether a disk still takes data, path
+confinement, file-safe names."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import contextlib
 import hashlib
 import os
 import re
+import tempfile
 from pathlib import Path
 
 
@@ -28,6 +30,18 @@ def write_atomic(path: Path, data: str | bytes, *, durable: bool = True) -> None
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
         raise
+
+
+def refuses_data(directory: Path) -> OSError | None:
+    """The error `directory`'s disk refuses one more byte with right now (a full disk, a read-only mount),
+    else None. The probe is an unnamed temporary file, gone either way."""
+    try:
+        with tempfile.TemporaryFile(dir=directory, buffering=0) as fh:
+            fh.write(b"\0")
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        return exc
+    return None
 
 
 def inside(root: str | Path, path: str | Path) -> bool:

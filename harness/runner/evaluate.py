@@ -1,6 +1,9 @@
 """The evaluation loop: workers run instances, write their rows, and stop starting new ones
-when output.jsonl refuses a row or --fail-on-error's budget is spent; rows it refused are
-rescued beside it (`rescue`); `--record` turns the traces' model calls into a replay file.
+when output.jsonl refuses a row, when the run directory refuses the harness's own files (an
+agent's request, trace or result, a verdict: OwnFileRefused; or a probe of its disk after another
+harness error finds it full), or when --fail-on-error's budget is spent; rows output.jsonl
+refused are rescued beside it (`rescue`); `--record` turns the traces' model calls into a
+replay file.
 
 What the terminal shows while it runs: each instance that errors or hits a limit, one line as
 it ends (id, kind, the first line of the message: `instance_line`); and the progress: on a
@@ -26,6 +29,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from harness import exit_codes
 from harness.config import RunConfiguration
+from harness.errors import OwnFileRefused
+from harness.fsutil import refuses_data
+from harness.models.budget import RunBudget
 from harness.models.replay import recorded_turns
 from harness.results.layout import RunDir
 from harness.results.model import ResultRow
@@ -45,16 +51,31 @@ class Outcome:
     write_error: OSError | None = None  # output.jsonl refused a row
     held: list[ResultRow] = field(default_factory=list)  # rows it did not take
     stopped: str | None = None  # why no more instances were started
+    disk_full: Exception | None = None  # the run directory refused the harness's own files (not a row)
+    over_budget: str | None = None  # --max-cost was reached (exit 3): what was spent, of what budget
+
+    @property
+    def refused(self) -> Exception | None:
+        """Why the run directory stopped taking files mid-run (exit 4: `rescue_rows`), else None."""
+        return self.write_error or self.disk_full
 
 
 def rescue_rows(layout: RunDir, outcome: Outcome, leaked: int, console: Console) -> int:
-    """Put the rows output.jsonl refused somewhere durable and say where (or print them)."""
+    """The run directory stopped taking files: put the rows output.jsonl refused somewhere durable
+    and say where every row is (or print them)."""
     held = outcome.held
-    place = rescue(layout.output, held)
-    say(console, f"error: cannot write results to {layout.output}: {outcome.write_error}", style="red")
+    place = rescue(layout.output, held) if held else None
+    if outcome.write_error is not None:
+        say(console, f"error: cannot write results to {layout.output}: {outcome.write_error}", style="red")
+    else:
+        say(console, f"error: {layout.root} takes no more files: {outcome.disk_full}", style="red")
     if outcome.stopped:
         say(console, outcome.stopped, style="red")
-    if place == layout.rescue:
+    if not held:
+        say(console, f"every finished row is in {layout.output}; once its disk takes files, run again with "
+                     f"--output-dir {layout.root}: it resumes (the instances that failed for want of space run "
+                     "again)", style="red")
+    elif place == layout.rescue:
         say(console, f"{len(held)} finished row(s) it did not take are kept in {place}; once {layout.output} "
                      f"is writable, run again with --output-dir {layout.root}: it merges them and resumes", style="red")
     elif place is not None:
@@ -75,13 +96,17 @@ class _Workers:
     """What the workers share: the row writer, the counts, and whether to start more instances.
 
     A worker writes its instance's row itself and decides on stopping before it takes the
-    next instance, so once output.jsonl refuses a row or the errors reach --fail-on-error,
-    no instance starts after it (those already running finish). After an interrupt only
-    results (ok, limit) are kept: an error row then is the interrupt's doing (a killed agent),
-    and an errored instance is run again on resume anyway."""
+    next instance, so once output.jsonl refuses a row, the run directory refuses the harness's
+    own files, or the errors reach --fail-on-error, no instance starts after it (those already
+    running finish). After an interrupt only results (ok, limit) are kept: an error row then is
+    the interrupt's doing (a killed agent), and an errored instance is run again on resume
+    anyway."""
 
-    def __init__(self, out: Path, cfg: RunConfiguration, n_selected: int, console: Console, progress):
+    def __init__(self, out: Path, cfg: RunConfiguration, n_selected: int, console: Console, progress,
+                 spend: RunBudget | None = None):
         self.out, self.console, self.progress = out, console, progress
+        self.spend = spend  # --max-cost: the run's spend, shared with the agents (models/budget.py)
+        self.cost = 0.0  # of the finished instances (their agents' and judges' calls)
         self.writer = RowWriter(out)
         self.fail_on_error = cfg.execution.fail_on_error
         self.budget = self.fail_on_error.threshold(n_selected) if self.fail_on_error else None
@@ -90,17 +115,22 @@ class _Workers:
         self.stop = threading.Event()
         self.interrupted = threading.Event()
         self.why: str | None = None
-        self.done = self.correct = self.errors = self.not_started = 0
+        self.disk_full: Exception | None = None
+        self.done = self.correct = self.errors = self.not_started = self.unscored = 0
         self.recorded: list[dict] = []
 
     def run(self, instance, epoch: int, settings: RunSettings) -> None:
+        if self.spend is not None and not self.stop.is_set() and self.spend.reached():
+            with self.lock:  # the spend holds the running instances' cost so far
+                if self.why is None:
+                    self._stop(budget_words(self.spend))
         if self.stop.is_set():
             with self.lock:
                 self.not_started += 1
             return
-        self.finish(run_instance(instance, settings, epoch))
+        self.finish(run_instance(instance, settings, epoch), settings.refused)
 
-    def finish(self, row: ResultRow) -> None:
+    def finish(self, row: ResultRow, refused: list[OwnFileRefused]) -> None:
         if self.interrupted.is_set() and row.status == "error":
             return
         if row.status != "ok":
@@ -110,14 +140,26 @@ class _Workers:
             self.done += 1
             self.correct += bool(row.correct)
             self.errors += row.status == "error"
+            self.cost += row.usage.cost + row.judge_usage.cost
+            self.unscored += row.unscored is not None  # no target: in no pass rate
             if self.record:
                 self.recorded.append({"instance_id": row.instance_id, "epoch": row.epoch, "trace": row.trace})
             if not written and self.why is None:
                 self._stop(f"cannot write {self.out}: {self.writer.failed}")
+            elif self.why is None and (full := self._refusal(row, refused)) is not None:
+                self.disk_full = full  # every later instance would fail the same way, for want of space
+                self._stop(f"{self.out.parent} takes no more files: {full}")
             elif (self.fail_on_error is not None and self.budget is not None  # a budget only with the flag
                   and self.errors >= self.budget and self.why is None):
                 self._stop(f"{self.errors} instance(s) errored (--fail-on-error {self.fail_on_error.text})")
-            self.progress.update(self.done, self.correct, self.errors)
+            self.progress.update(self.done, self.correct, self.errors, self.done - self.unscored, self.cost)
+
+    def _refusal(self, row: ResultRow, refused: list[OwnFileRefused]) -> Exception | None:
+        """Why the run directory takes no more files: its first refusal of the harness's own files, or,
+        after any other harness error, a probe of its disk; None while it still takes them."""
+        if refused:
+            return refused[0]
+        return refuses_data(self.out.parent) if row.error_kind == "harness" else None
 
     def _stop(self, why: str) -> None:
         self.why = why
@@ -128,7 +170,9 @@ class _Workers:
         stopped = None
         if self.why is not None:
             stopped = f"stopped early: {self.why}; {self.not_started} instance(s) not started; re-run to resume"
-        return Outcome(write_error=self.writer.failed, held=self.writer.held, stopped=stopped)
+        over = budget_words(self.spend) if self.spend is not None and self.spend.reached() else None
+        return Outcome(write_error=self.writer.failed, held=self.writer.held, stopped=stopped,
+                       disk_full=self.disk_full, over_budget=over)
 
 
 def evaluate(todo, settings: RunSettings, out: Path, cfg: RunConfiguration, console: Console,
@@ -138,7 +182,8 @@ def evaluate(todo, settings: RunSettings, out: Path, cfg: RunConfiguration, cons
     shown = _Bar if console.is_terminal else _Lines
     try:
         with shown(console, label, len(todo)) as progress:
-            workers = _Workers(out, cfg, n_selected, console, progress)
+            workers = _Workers(out, cfg, n_selected, console, progress,
+                               RunBudget(settings.budget) if settings.budget else None)
             # Leaving this block waits for every sandbox removal, on success and on Ctrl-C alike.
             # Removals run in parallel well (each waits on the engine), so the pool is as wide as the run:
             # the run's end waits for the slowest removal, not for a queue of them.
@@ -162,6 +207,10 @@ def evaluate(todo, settings: RunSettings, out: Path, cfg: RunConfiguration, cons
     return workers.outcome()
 
 
+def budget_words(spend: RunBudget) -> str:
+    return f"--max-cost ${spend.limit:g} reached (spent ${spend.spent():.4f})"
+
+
 def instance_line(row: ResultRow, output_dir: Path) -> str:
     """One line for an instance that ended in an error or a limit: its id (and epoch), what ended
     it and the first line of why (a limit's detail is its trace's `limit` event)."""
@@ -181,9 +230,11 @@ class _Bar:
 
     def __init__(self, console: Console, label: str, total: int):
         columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("pass {task.fields[rate]}  errors {task.fields[errors]}"), TimeRemainingColumn()]
+                   TextColumn("pass {task.fields[rate]}  errors {task.fields[errors]}  {task.fields[cost]}"),
+                   TimeRemainingColumn()]
         self.bar = Progress(*columns, console=console, transient=False)
-        self.task = self.bar.add_task(label, total=total, rate="-", errors=0)
+        self.total = total
+        self.task = self.bar.add_task(label, total=total, rate="-", errors=0, cost=cost_words(0.0, 0, total))
 
     def __enter__(self) -> _Bar:
         self.bar.start()
@@ -192,8 +243,9 @@ class _Bar:
     def __exit__(self, *exc) -> None:
         self.bar.stop()
 
-    def update(self, done: int, correct: int, errors: int) -> None:
-        self.bar.update(self.task, completed=done, errors=errors, rate=f"{correct / done:.0%}")
+    def update(self, done: int, correct: int, errors: int, judged: int, cost: float = 0.0) -> None:
+        self.bar.update(self.task, completed=done, errors=errors, rate=f"{correct / judged:.0%}" if judged else "-",
+                        cost=cost_words(cost, done, self.total))
 
 
 class _Lines:
@@ -207,7 +259,8 @@ class _Lines:
         self.every = harness_settings().progress_every
         self.step = max(1, math.ceil(total / 10))
         self.started = time.monotonic()
-        self.done = self.correct = self.errors = 0
+        self.done = self.correct = self.errors = self.judged = 0
+        self.cost = 0.0
         self.lock = threading.Lock()
         self.ended = threading.Event()
         self.timer = threading.Thread(target=self._tick, name="progress", daemon=True)
@@ -220,9 +273,9 @@ class _Lines:
         self.ended.set()
         self.timer.join()
 
-    def update(self, done: int, correct: int, errors: int) -> None:
+    def update(self, done: int, correct: int, errors: int, judged: int, cost: float = 0.0) -> None:
         with self.lock:
-            self.done, self.correct, self.errors = done, correct, errors
+            self.done, self.correct, self.errors, self.judged, self.cost = done, correct, errors, judged, cost
         if done % self.step == 0 or done == self.total:
             self._line()
 
@@ -232,13 +285,22 @@ class _Lines:
 
     def _line(self) -> None:
         with self.lock:
-            done, correct, errors, total = self.done, self.correct, self.errors, self.total
+            done, correct, errors, total, judged = self.done, self.correct, self.errors, self.total, self.judged
             elapsed = time.monotonic() - self.started
             share = f" ({done / total:.0%})" if total else ""
-            rate = f" ({correct / done:.0%} of done)" if done else ""
+            rate = f" ({correct / judged:.0%} of done)" if judged else ""
+            if judged < done:  # unscored instances (no target) are in no rate
+                scored = f" ({correct / judged:.0%} of {judged} scored)" if judged else ""
+                rate = f"{scored}, unscored {done - judged}"
             eta = _clock(elapsed / done * (total - done)) if done else "-"
             say(self.console, f"progress: {done}/{total} {self.label}{share}, pass {correct}{rate}, errors {errors}, "
-                              f"elapsed {_clock(elapsed)}, ETA {eta}")
+                              f"{cost_words(self.cost, done, total)}, elapsed {_clock(elapsed)}, ETA {eta}")
+
+
+def cost_words(cost: float, done: int, total: int) -> str:
+    """Cost so far and the whole selection's projected from the finished instances' mean."""
+    projected = f"${cost / done * total:.4f}" if done else "-"
+    return f"cost ${cost:.4f} (projected {projected})"
 
 
 def _clock(seconds: float) -> str:

@@ -3,7 +3,10 @@
 Retries are decided by the error's type: a retryable error (infra: the engine, a dead
 sandbox) gets a fresh sandbox after a backoff; agent, model, input and harness errors
 are recorded, not retried. A harness bug is recorded as kind `harness` with its
-traceback in the trace. Every path ends in exactly one ResultRow.
+traceback in the trace. A file the run directory refused the harness (OwnFileRefused: an agent's
+request, trace or result, a trace's verdict) is the harness's failure too, and is noted in
+`RunSettings.refused`: the run starts no more instances (evaluate.py). Every path ends in exactly
+one ResultRow.
 """
 
 from __future__ import annotations
@@ -26,18 +29,27 @@ from harness.config import Sandbox as SandboxResources
 from harness.datasets.model import Instance
 from harness.environments.mcp_config import McpServer
 from harness.environments.websearch.settings import SearchSettings
-from harness.errors import HarnessError, InfraError, InputError, SandboxOutputLimit, SandboxRequestError
+from harness.errors import (
+    HarnessError,
+    InfraError,
+    InputError,
+    OwnFileRefused,
+    SandboxOutputLimit,
+    SandboxRequestError,
+)
+from harness.models.budget import BudgetSpec, RunBudget
 from harness.models.config import ModelSection
 from harness.models.replay import Turns, check_replay, turns_for
+from harness.models.usage import Price
 from harness.results.integrity import instance_hash
 from harness.results.layout import RunDir
 from harness.results.model import ReplayCheck, ResultRow, Status, Usage
-from harness.runner.agent_process.supervise import cancelled, run_agent, stopping
+from harness.runner.agent_process.supervise import cancelled, own_write, run_agent, stopping
 from harness.runner.pool import WarmPool
 from harness.runner.prompt import DEFAULT as DEFAULT_PROMPT
 from harness.runner.prompt import PromptTemplate, instruction
 from harness.sandbox.contract import Sandbox, SandboxProvider, SandboxSpec
-from harness.scoring.apply import context_for, score_row, unscored_reason
+from harness.scoring.apply import context_for, judge_usage, score_row, unscored_reason
 from harness.settings import settings
 from harness.traces import ErrorEvent, LimitEvent, Tracer, append_event
 from harness.traces.appends import append_divergences, append_verdict
@@ -73,13 +85,18 @@ class RunSettings:
     dataset: str | None = None  # the dataset's fingerprint, carried by every row (results/integrity.py)
     prompt: PromptTemplate = DEFAULT_PROMPT  # --prompt-template: the task's instruction (runner/prompt.py)
     search: SearchSettings | None = None  # web_search and the leakage guard, for every agent (environments/websearch/)
+    # The harness's own files the run directory refused (a full disk), first first: evaluate.py stops on one.
+    refused: list[OwnFileRefused] = field(default_factory=list)
     mcp: tuple[McpServer, ...] = ()  # the run's MCP servers, connected by each agent process
+    budget: BudgetSpec | None = None  # --max-cost: the run's spend, shared by every agent (models/budget.py)
 
     @classmethod
     def of(cls, cfg: RunConfiguration, **run: Any) -> RunSettings:
         """The view of `cfg` a worker reads, with what the run made (`run`: run_id, image, model...)."""
+        budget = None if cfg.execution.max_cost is None else BudgetSpec(
+            directory=str(RunDir(cfg.output.dir).scratch / "budget"), limit=cfg.execution.max_cost)
         return cls(agent=cfg.agent, limits=cfg.limits, output_dir=cfg.output.dir, max_retries=cfg.execution.max_retries,
-                   sandbox=cfg.sandbox, user=cfg.user, mcp=cfg.mcp, **run)
+                   sandbox=cfg.sandbox, user=cfg.user, mcp=cfg.mcp, budget=budget, **run)
 
 
 @contextmanager
@@ -129,6 +146,8 @@ def run_instance(instance: Instance, settings_: RunSettings, epoch: int = 1) -> 
     try:
         return _run_instance(instance, settings_, started, t0, epoch)
     except Exception as exc:  # noqa: BLE001
+        if isinstance(exc, OwnFileRefused):
+            settings_.refused.append(exc)
         error = f"harness failure: {type(exc).__name__}: {exc}"
         result = AgentResult(error_kind="harness", error=error)
         trace_rel = RunDir(settings_.output_dir).trace_name(instance.instance_id, 0, epoch)
@@ -148,7 +167,7 @@ def _request(instance: Instance, settings_: RunSettings, sandbox: Sandbox, trace
                         model=settings_.model, limits=instance.limited(settings_.limits), user=settings_.user,
                         sandbox=sandbox.handle(), trace_path=str(trace_path), replay_turns=turns,
                         slots_dir=str(RunDir(settings_.output_dir).scratch / "model-slots"), search=settings_.search,
-                        mcp=settings_.mcp)
+                        mcp=settings_.mcp, budget=settings_.budget)
 
 
 def _copy_files(sandbox: Sandbox, instance: Instance) -> None:
@@ -173,8 +192,9 @@ def _run_instance(instance: Instance, settings_: RunSettings, started: str, t0: 
             break
         trace_rel = layout.trace_name(instance.instance_id, attempt, epoch)
         trace_path = settings_.output_dir / trace_rel
-        trace_path.parent.mkdir(parents=True, exist_ok=True)
-        trace_path.unlink(missing_ok=True)
+        with own_write("the trace", trace_path):
+            trace_path.parent.mkdir(parents=True, exist_ok=True)
+            trace_path.unlink(missing_ok=True)
         trace = None
         spec = SandboxSpec(image=settings_.image, run_id=settings_.run_id, instance_id=instance.instance_id,
                            attempt=attempt, **settings_.sandbox.resources(settings_.network))
@@ -187,6 +207,7 @@ def _run_instance(instance: Instance, settings_: RunSettings, started: str, t0: 
                 result, trace = ended.result, ended.trace
                 if ended.killed:
                     result = salvage(result, trace)
+                    result.usage.cost = Price.of(settings_.model).cost(result.usage.model_dump())
                     hung = trace.waiting_on_model()
                     detail = f"killed at --instance-timeout {settings_.limits.instance_timeout:g} s"
                     if hung:  # a model that hangs is the model's failure, retried on resume
@@ -194,24 +215,22 @@ def _run_instance(instance: Instance, settings_: RunSettings, started: str, t0: 
                         detail += " while waiting on the model (the row is a model error)"
                     else:
                         result.limit = "wall_time"
-                    with suppress(OSError):  # the row says it too
+                    try:
                         append_event(trace_path, LimitEvent(limit="wall_time", detail=detail))
+                    except OSError as exc:  # the row says it too
+                        settings_.refused.append(OwnFileRefused(f"cannot append to the trace {trace_path}: {exc}"))
                 elif result.limit or result.error_kind:
                     result = salvage(result, trace, usage_too=False)
         except HarnessError as exc:
+            if isinstance(exc, OwnFileRefused):
+                settings_.refused.append(exc)
             result = AgentResult(error_kind=exc.kind, error=str(exc), retryable=exc.retryable)
-        spent = _add(spent, result.usage)
+        spent = spent + result.usage
         if not (result.error_kind and result.retryable) or attempt > settings_.max_retries:
             break
         time.sleep(backoff * attempt)
     result.usage = spent
     return _finish(instance, settings_, result, attempt, started, t0, sandbox_name, trace_rel, epoch, trace)
-
-
-def _add(a: Usage, b: Usage) -> Usage:
-    return Usage(prompt_tokens=a.prompt_tokens + b.prompt_tokens,
-                 completion_tokens=a.completion_tokens + b.completion_tokens,
-                 llm_calls=a.llm_calls + b.llm_calls, cost=a.cost + b.cost)
 
 
 def _finish(instance, settings_: RunSettings, result: AgentResult, attempt, started, t0, sandbox_name,
@@ -228,13 +247,16 @@ def _finish(instance, settings_: RunSettings, result: AgentResult, attempt, star
                               question=instance.question, expected_tool_calls=instance.expected_tool_calls,
                               instance_id=instance.instance_id, metadata=instance.metadata)
         scores, correct = score_row(answer, instance.answer, settings_.scorers, context)
+    judged = judge_usage(scores)
+    if settings_.budget is not None:
+        RunBudget(settings_.budget).add(judged.cost)  # the judge's calls count toward --max-cost, never refused
     row = ResultRow(
         instance_id=instance.instance_id, epoch=epoch, attempt=attempt, status=status,
         instance_hash=instance_hash(instance), dataset=settings_.dataset, error_kind=result.error_kind,
         error=result.error, limit=result.limit, answer=answer, answer_source=source, target=instance.answer,
         level=instance.level, correct=correct if status != "error" or unscored is not None else False,
         scores=scores, unscored=unscored,
-        usage=result.usage, steps=result.usage.llm_calls, tool_calls=result.tool_calls,
+        usage=result.usage, judge_usage=judged, steps=result.usage.llm_calls, tool_calls=result.tool_calls,
         user_replies=result.user_replies, duration_s=round(time.monotonic() - t0, 3), started_at=started,
         finished_at=_now(), sandbox=sandbox_name, trace=trace_rel,
     )
@@ -244,7 +266,8 @@ def _finish(instance, settings_: RunSettings, result: AgentResult, attempt, star
         row.env_outcomes = dict(facts.env_outcomes)
         if settings_.replay is not None:
             row.replay = replay_check(trace_path, facts, turns_for(settings_.replay, instance.instance_id, epoch) or [])
-        append_verdict(trace_path, row, "run")
+        if (refused := append_verdict(trace_path, row, "run")) is not None:  # the row is kept all the same
+            settings_.refused.append(OwnFileRefused(f"cannot append the verdict to {trace_path}: {refused}"))
     return row
 
 

@@ -1,8 +1,9 @@
 """Events the parent appends to an ended agent's trace: divergences, then the verdict.
 
 Both are written after the agent process ended, with t = 0 (events.py append_event). The row is
-the truth: a trace that takes no more lines (a full disk) costs only these events, logged, never
-the row. The verdict is the trace's last event; `harness run` appends one of source "run", each
+the truth: a trace that takes no more lines (a full disk) costs only these events, logged (a refused
+verdict is returned: the run then starts no more instances, harness/runner/instance.py), never the
+row. The verdict is the trace's last event; `harness run` appends one of source "run", each
 `harness score` another of source "rescore" (the last verdict is the current one).
 """
 
@@ -28,13 +29,16 @@ def append_divergences(trace_path: Path, divergences: Iterable[Divergence]) -> N
             break
 
 
-def append_verdict(trace_path: Path, row: ResultRow, source: str) -> None:
-    """The row's verdict as the trace's last event (run: after scoring; rescore: the new scores)."""
+def append_verdict(trace_path: Path, row: ResultRow, source: str) -> OSError | None:
+    """The row's verdict as the trace's last event (run: after scoring; rescore: the new scores); the
+    error the trace refused it with, else None."""
     if not trace_path.parent.exists():
-        return
+        return None
     try:
         append_event(trace_path, VerdictEvent(source=source, status=row.status, answer=row.answer,
                                               answer_source=row.answer_source, target=row.target,
                                               correct=row.correct, scores=row.scores))
     except OSError as exc:
         log.warning("could not append the verdict to %s: %s", trace_path, exc)
+        return exc
+    return None

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from harness import exit_codes
+from tests.faults.full_disk import STAGES, fill
 from tests.helpers.e2e import (
     containers_created_between,
     containers_of,
@@ -59,24 +60,87 @@ def _small_disk(path: Path, size: str = "16m"):
         subprocess.run(["umount", "-l", str(path)], capture_output=True)
 
 
-def _fill(disk: Path) -> Path:
-    """Write a file until the disk refuses more (ENOSPC)."""
-    filler = disk / "filler"
-    with open(filler, "wb", buffering=0) as fh:
-        with contextlib.suppress(OSError):
-            while True:
-                fh.write(b"\0" * 65536)
-    with open(filler, "ab", buffering=0) as fh:  # the last bytes of the last page
-        with contextlib.suppress(OSError):
-            while fh.write(b"\0"):
-                pass
-    return filler
-
-
 # ------------------------------------------------------------------ item 1: a full disk
+def _long_answer(command: str) -> list[dict]:
+    """A row longer than a page, after a tool call (so the trace has a tool result)."""
+    return [{"tool_calls": [{"name": "run_shell", "arguments": {"command": command}}]},
+            {"content": f"<solution>{LONG}</solution>"}]
+
+
+def _full_disk_run_kept_its_promises(first: subprocess.CompletedProcess, out: Path, ids: list[str],
+                                     leaked_at_exit: int) -> tuple[Path | None, list[dict], int]:
+    """The run whose output dir's disk filled: exit 4 naming where the rows are, no traceback, every
+    instance a row, a rescued row or not started (the run said it stopped), none of them the agent's
+    fault, no sandbox left. Returns (the rescue file if rows went to one, its rows, how many instances
+    did not start)."""
+    no_traceback(first)
+    assert first.returncode == exit_codes.ROWS_NOT_WRITTEN, explain(first)
+    kept = re.search(r"kept in (\S+?) \(", first.stderr) or re.search(r"kept in (\S+?);", first.stderr)
+    rescued_at = Path(kept[1]) if kept else None
+    assert kept or f"every finished row is in {out / 'output.jsonl'}" in first.stderr, explain(first)
+    written = _parsed_lines(out / "output.jsonl") if (out / "output.jsonl").exists() else []  # never two rows
+    rescued = _parsed_lines(rescued_at) if rescued_at is not None else []  # (or a part of one) on a line
+    stopped = re.search(r"(\d+) instance\(s\) not started", first.stderr)
+    not_started = int(stopped[1]) if stopped else 0
+    every = written + rescued
+    assert len({r["instance_id"] for r in every}) + not_started == len(ids) == len(every) + not_started, \
+        explain(first)
+    assert all(r["status"] == "ok" or r["error_kind"] == "harness" for r in every), every  # never the agent's
+    assert leaked_at_exit == 0, "the run's sandboxes outlived it"
+    return rescued_at, rescued, not_started
+
+
+def _resume_after_space(args, out: Path, ids: list[str], rescued_at: Path | None) -> subprocess.CompletedProcess:
+    """Space again: the next run merges the rescued rows and runs what is left; every instance ends ok."""
+    if rescued_at is not None and rescued_at != out / "output.rescue.jsonl":
+        shutil.move(rescued_at, out / "output.rescue.jsonl")
+    resumed = harness(*args)
+    assert resumed.returncode == 0, explain(resumed)
+    latest = {r["instance_id"]: r for r in rows(out)}
+    assert lost_results(out, ids) == 0 and all(latest[i]["status"] == "ok" for i in ids), latest
+    assert containers_of(out) == []
+    return resumed
+
+
 @pytest.mark.docker
-@pytest.mark.slow  # failed once in a clean-clone CI run (passed in the two before it); kept out of the default run
-# until it is understood (issue 18 stays open for it): run it with `pytest -m slow tests/faults/test_own_files.py`
+@pytest.mark.parametrize("stage", STAGES)
+def test_a_disk_full_at_one_write_of_an_instance_loses_no_row_blames_no_agent_and_leaves_no_sandbox(
+        stage, tmp_path, image, reliability):
+    """The disk fills just before one write of instance f1 (tests/faults/full_disk.py): its request
+    file, its trace, its verdict or its row, or the run's report after the last row; every later write
+    of the run meets the full disk too. f0 runs beside f1, asleep in its sandbox meanwhile (so its
+    agent frees no scratch space while f1's write meets the full disk), and meets it afterwards."""
+    ids = [f"f{i}" for i in range(4)]
+    data, config = dataset_42(tmp_path / "data", ids,
+                              lambda iid: _long_answer("echo hi" if iid == "f1" else "sleep 3; echo hi"))
+    mark = tmp_path / "filled"
+    rescued_at = None
+    with _small_disk(tmp_path / "disk") as disk:
+        out = out_dir(disk)
+        args = ("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out, "--workers", 2)
+        t0 = time.monotonic()
+        try:
+            first = harness(stage, "f1", disk / "filler", mark, *args, module="tests.faults.full_disk", timeout=300)
+            leaked_at_exit = len(containers_of(out))
+            assert mark.read_text() == stage, explain(first)  # the disk filled where the test meant
+            rescued_at, rescued, not_started = _full_disk_run_kept_its_promises(first, out, ids, leaked_at_exit)
+            if stage != "report":  # a full disk mid-run: no instance started after it was found
+                assert "stopped early" in first.stderr, explain(first)
+            (disk / "filler").unlink()
+            resumed = _resume_after_space(args, out, ids, rescued_at)
+            reliability.record(f"output dir's disk full at an instance's {stage} write (tmpfs), then resume",
+                               f"exit {first.returncode}, {len(rescued)} row(s) rescued, {not_started} not started, "
+                               f"no agent blamed, {leaked_at_exit} sandboxes left at exit; resume: exit "
+                               f"{resumed.returncode}", lost=lost_results(out, ids), leaked=len(containers_of(out)),
+                               started=t0)
+        finally:
+            remove_leftovers(out)
+            if rescued_at is not None and not rescued_at.is_relative_to(disk):
+                rescued_at.unlink(missing_ok=True)
+
+
+@pytest.mark.docker
+@pytest.mark.slow  # the same promises with the disk filled whenever the first row lands (not a chosen write)
 def test_a_full_disk_mid_run_loses_no_row_blames_no_agent_and_leaves_no_sandbox(tmp_path, image, reliability):
     ids = [f"f{i}" for i in range(6)]
     answer = [{"tool_calls": [{"name": "run_shell", "arguments": {"command": "sleep 1.5; echo hi"}}]},
@@ -91,38 +155,18 @@ def test_a_full_disk_mid_run_loses_no_row_blames_no_agent_and_leaves_no_sandbox(
         try:
             wait_for(lambda: (out / "output.jsonl").is_file() and (out / "output.jsonl").read_text().count("\n") >= 1,
                       90, "the first row")
-            filler = _fill(disk)
+            filler = fill(disk / "filler")
             stdout, stderr = proc.communicate(timeout=180)
             first = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
             leaked_at_exit = len(containers_of(out))
-            no_traceback(first)
-            assert first.returncode == exit_codes.ROWS_NOT_WRITTEN, explain(first)
-            kept = re.search(r"kept in (\S+?) \(", first.stderr) or re.search(r"kept in (\S+?);", first.stderr)
-            assert kept, explain(first)
-            rescued_at = Path(kept[1])
-            written = _parsed_lines(out / "output.jsonl")  # never two rows (or a part of one) on a line
-            rescued = _parsed_lines(rescued_at)
-            not_started = int(re.search(r"(\d+) instance\(s\) not started", first.stderr)[1])
-            assert len({r["instance_id"] for r in written + rescued}) + not_started == len(ids), explain(first)
-            blamed = [r for r in written + rescued if r["error_kind"] == "agent"]
-            assert blamed == [], blamed
-            every = written + rescued
-            assert all(r["status"] == "ok" or r["error_kind"] == "harness" for r in every), every
-            assert leaked_at_exit == 0, "the run's sandboxes outlived it"
-
-            filler.unlink()  # space again: the next run merges the rescued rows and resumes
-            if rescued_at != out / "output.rescue.jsonl":
-                shutil.move(rescued_at, out / "output.rescue.jsonl")
-            resumed = harness(*args)
-            lost = lost_results(out, ids)
+            rescued_at, rescued, not_started = _full_disk_run_kept_its_promises(first, out, ids, leaked_at_exit)
+            filler.unlink()
+            resumed = _resume_after_space(args, out, ids, rescued_at)
             reliability.record("output dir's disk full mid-run (tmpfs), then resume",
                                f"exit {first.returncode}, {len(rescued)} row(s) rescued, {not_started} not started, "
                                f"no agent blamed, {leaked_at_exit} sandboxes left at exit; resume: exit "
-                               f"{resumed.returncode}", lost=lost, leaked=len(containers_of(out)), started=t0)
-            assert resumed.returncode == 0, explain(resumed)
-            latest = {r["instance_id"]: r for r in rows(out)}
-            assert lost == 0 and all(latest[i]["status"] == "ok" for i in ids), latest
-            assert containers_of(out) == []
+                               f"{resumed.returncode}", lost=lost_results(out, ids), leaked=len(containers_of(out)),
+                               started=t0)
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -141,7 +185,7 @@ def test_a_short_write_is_truncated_back_before_the_retry(tmp_path, reliability)
         out = disk / "output.jsonl"
         writer = RowWriter(out, backoff=0)
         assert writer.write(ResultRow(instance_id="a", status="ok"))
-        filler = _fill(disk)
+        filler = fill(disk / "filler")
         big = ResultRow(instance_id="b", status="ok", answer=LONG)
         assert not writer.write(big) and writer.held == [big]
         assert out.read_text().count("\n") == 1 and len(_parsed_lines(out)) == 1  # nothing of "b" left

@@ -27,9 +27,10 @@ def _cli_env(env: dict | None) -> dict:
 
 
 def harness(*args, env: dict | None = None, timeout: float = 600, script: bool = False,
-            cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """The CLI from the repository root (or `cwd`): `python -m harness`, or the installed `harness` script."""
-    command = [str(Path(sys.executable).with_name("harness"))] if script else [sys.executable, "-m", "harness"]
+            cwd: Path | None = None, module: str = "harness") -> subprocess.CompletedProcess:
+    """The CLI from the repository root (or `cwd`): `python -m harness` (or `python -m MODULE`, a wrapper
+    that runs it: tests/faults/full_disk.py), or the installed `harness` script."""
+    command = [str(Path(sys.executable).with_name("harness"))] if script else [sys.executable, "-m", module]
     return subprocess.run([*command, *map(str, args)], capture_output=True, text=True, timeout=timeout, cwd=cwd or REPO,
                           env=_cli_env(env))
 

@@ -9,11 +9,12 @@ of that process:
 - `kill()`: SIGKILL to its whole process group (the processes its tools started too); `wait()` then
   returns at once; killing an ended process is a no-op;
 - `returncode`: its exit code once `wait` saw it end (a signal death is -N), else None;
-- `result(killed=)`: the AgentResult it wrote. Without one, what its end says: the wall-time limit
-  when the caller killed it at its deadline (`killed`); the harness's failure when it could not
-  write its result (child.EXIT_CANNOT_WRITE: the harness's own disk); else the agent's error, with
-  the tail of its stderr. InfraError when it ended only because the harness's machinery did (the
-  fork server died and took it along): retried in a fresh sandbox and process;
+- `result(killed=)`: the AgentResult it wrote. OwnFileRefused when the harness's own disk refused
+  its trace or result (child.EXIT_CANNOT_WRITE): the harness's failure, never the agent's. Without a
+  result, what its end says: the wall-time limit when the caller killed it at its deadline
+  (`killed`); else the agent's error, with the tail of its stderr. InfraError when it ended only
+  because the harness's machinery did (the fork server died and took it along): retried in a fresh
+  sandbox and process;
 - `trace()`: what its trace says (traces/forensics.py), read once, after it ended.
 
 The implementations: `ForkedAgent`, a fork of the run's preloaded fork server (runner/forkserver.py;
@@ -37,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.agents.contract import AgentResult
-from harness.errors import InfraError
+from harness.errors import InfraError, OwnFileRefused
 from harness.runner import forkserver
 from harness.runner.child import EXIT_CANNOT_WRITE
 from harness.traces.forensics import TraceFacts, read_facts
@@ -90,20 +91,25 @@ class AgentProcess(abc.ABC):
                 os.killpg(self.pid, signal.SIGKILL)
 
     def result(self, *, killed: bool = False) -> AgentResult:
-        if self.files.result.exists():
+        written = self.files.result.exists()
+        if self.returncode == EXIT_CANNOT_WRITE:
+            why = AgentResult.model_validate_json(self.files.result.read_text()).error if written else self._stderr()
+            raise OwnFileRefused(why or f"the harness could not write the agent's result in "
+                                 f"{self.files.result.parent} (its disk is full or refuses files)")
+        if written:
             return AgentResult.model_validate_json(self.files.result.read_text())
         if lost := self.lost():
             raise InfraError(lost)
         if killed:
             return AgentResult(limit="wall_time")
+        return AgentResult(error_kind="agent", error=f"agent process exited {self.returncode}: {self._stderr()}")
+
+    def _stderr(self) -> str:
+        """The tail of its stderr ("" when there is none to read)."""
         try:
-            stderr = self.files.stderr.read_text(errors="replace")[-STDERR_TAIL:]
+            return self.files.stderr.read_text(errors="replace")[-STDERR_TAIL:].strip()
         except OSError:
-            stderr = ""
-        if self.returncode == EXIT_CANNOT_WRITE:
-            return AgentResult(error_kind="harness", error=stderr.strip() or f"the harness could not write the "
-                               f"agent's result in {self.files.result.parent} (its disk is full or refuses files)")
-        return AgentResult(error_kind="agent", error=f"agent process exited {self.returncode}: {stderr}")
+            return ""
 
     def trace(self) -> TraceFacts:
         if self._trace is None:

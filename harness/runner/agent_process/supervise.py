@@ -5,8 +5,9 @@ never /tmp: the request holds the sandbox's token), starts the agent (process.py
 for it until the instance's wall-clock limit, kills its whole process group past it, and returns
 what it ended with: its result, whether it was killed at the limit, and its trace's facts (read
 once). Its files are removed when it ends, or by the next run's `reset_scratch` if this one is
-killed. A file the harness cannot write for itself is the harness's failure (HarnessError), never
-the agent's.
+killed. A file the harness cannot write for itself (its request and stderr files here, its trace or
+result in the agent: child.EXIT_CANNOT_WRITE) is the harness's failure (OwnFileRefused), never the
+agent's.
 
 `kill_all` (Ctrl-C) kills every running agent process and starts no more; `stopping()` then says so
 to the instance loop, which retries nothing. An attempt that would start after it is cancelled.
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.agents.contract import AgentRequest, AgentResult
-from harness.errors import HarnessError
+from harness.errors import OwnFileRefused
 from harness.results.layout import RunDir
 from harness.runner.agent_process.process import AgentFiles, AgentProcess, start
 from harness.traces.forensics import TraceFacts, read_facts
@@ -73,24 +74,26 @@ def reset_scratch(output_dir: Path) -> None:
 
 
 @contextmanager
-def _own_write(what: str, path: Path) -> Iterator[None]:
+def own_write(what: str, path: Path) -> Iterator[None]:
     """A file the harness writes for itself (a full disk, a read-only mount) failing is the harness's
-    failure, with its path and the OS error: never the agent's."""
+    failure (OwnFileRefused), with its path and the OS error: never the agent's."""
     try:
         yield
     except OSError as exc:
-        raise HarnessError(f"cannot write {what} {path}: {exc}") from exc
+        raise OwnFileRefused(f"cannot write {what} {path}: {exc}") from exc
 
 
 def run_agent(request: AgentRequest, timeout: float | None, scratch: Path) -> Ended:
-    with _own_write("the agent's request file in", scratch):
+    with own_write("the agent's request file in", scratch):
         tmp_dir = tempfile.TemporaryDirectory(prefix="child-", dir=_private_dir(scratch), ignore_cleanup_errors=True)
     with tmp_dir as tmp:
         files = AgentFiles.in_dir(Path(tmp), Path(request.trace_path))
-        with _own_write("the agent's request file", files.request):
+        with own_write("the agent's request file", files.request):
             fd = os.open(files.request, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "w") as fh:
                 fh.write(request.model_dump_json())
+        with own_write("the agent's stderr file", files.stderr):  # made here: the agent's process only opens it
+            os.close(os.open(files.stderr, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         with _live_lock:
             if _stopping.is_set():
                 return Ended(cancelled(), False, read_facts(files.trace))
