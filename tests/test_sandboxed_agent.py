@@ -1,0 +1,227 @@
+"""`--agent sandbox:COMMAND` (harness/agents/sandboxed/): an agent program of our own
+(tests/data/sandboxed/agent.py, urllib on the OpenAI wire format) inside a real sandbox, its model
+calls relayed to the per-instance proxy on the host, against the replay model and the fake OpenAI
+server; and the proxy itself driven by the real `openai` and `anthropic` clients on the host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import anthropic
+import openai
+import pytest
+
+from harness.agents.registry import load_runner
+from harness.agents.sandboxed.proxy import ModelProxy
+from harness.agents.sandboxed.runner import SandboxedRunner
+from harness.errors import InputError, LimitExceeded
+from harness.models.chat import ReplayChat
+from harness.models.config import ModelSection
+from harness.models.meter import Meter
+from harness.traces import Tracer
+from tests.fakes.openai_server import FakeOpenAI, text, tool_calls
+from tests.helpers.e2e import DATA, FAKE_KEY, REPO, SUM, explain, fake_config, harness, one_instance, rows, trace
+
+AGENT = DATA / "sandboxed" / "agent.py"
+SANDBOXED = f"sandbox:python3 @{AGENT.relative_to(REPO)}"
+
+
+def _run(tmp_path: Path, data: Path, config: Path, model: str, out: Path, agent: str = SANDBOXED, *flags):
+    return harness("run", "--dataset", data, "--model", model, "--config", config, "--output-dir", out,
+                   "--agent", agent, "--workers", 1, "--instance-timeout", 120, *flags)
+
+
+# ------------------------------------------------------------------ in a real sandbox
+@pytest.mark.docker
+def test_the_agent_program_solves_an_instance_against_the_replay_model(tmp_path, image, out):
+    data, config = one_instance(tmp_path, SUM)
+    proc = _run(tmp_path, data, config, "rec", out)
+    assert proc.returncode == 0, explain(proc)
+    (row,) = rows(out)
+    assert row["status"] == "ok" and row["correct"] is True and row["answer"] == "6", row
+    assert row["usage"]["llm_calls"] == 2 and row["steps"] == 2
+    events = trace(out, row)
+    calls = [e for e in events if e["type"] == "model_call"]
+    assert len(calls) == 2
+    # The program ran the recorded pandas call itself, in the sandbox: its output went back to the model.
+    assert any(m["role"] == "tool" and m["content"].startswith("6") for m in calls[1]["messages"]), calls[1]
+    assert [e["content"].strip() for e in events if e["type"] == "message"] == ["Done.\n<SOLUTION>\n6\n</Solution>"]
+
+
+@pytest.mark.docker
+def test_the_fake_server_is_called_with_the_hosts_key_which_never_enters_the_sandbox(tmp_path, image, out):
+    """The secret canary for the proxy: the sandbox holds only the instance's token."""
+    data, _ = one_instance(tmp_path, SUM)
+    half = len(FAKE_KEY) // 2  # the command's own text must not hold the key it looks for
+    look = (f"K={FAKE_KEY[:half]}; grep -rsl \"$K{FAKE_KEY[half:]}\" /workspace /tmp /home /proc/*/environ;"
+            " echo looked; env")
+    script = [tool_calls(("run_shell", {"command": look}), usage=(120, 15)),
+              text("<solution>6</solution>", usage=(200, 8))]
+    with FakeOpenAI(script) as server:
+        proc = _run(tmp_path, data, fake_config(tmp_path / "m.toml", server.base_url, prices=(1.0, 2.0)), "fake", out,
+                    SANDBOXED + " --env-dump")
+    assert proc.returncode == 0, explain(proc)
+    (row,) = rows(out)
+    assert row["status"] == "ok" and row["correct"] is True, row
+    assert row["usage"]["prompt_tokens"] == 320 and row["usage"]["completion_tokens"] == 23
+    assert row["usage"]["cost"] == pytest.approx((320 * 1.0 + 23 * 2.0) / 1000)
+    assert len(server.chat_requests) == 2
+    for request in server.chat_requests:  # the host's key and the configured model, whatever the agent sent
+        assert request["headers"]["authorization"] == f"Bearer {FAKE_KEY}"
+        assert request["json"]["model"] == "fake-model-1"
+    looked = next(m["content"] for m in server.chat_requests[1]["json"]["messages"] if m["role"] == "tool")
+    assert looked.startswith("looked\n") and FAKE_KEY not in looked, looked  # grep found no file holding the key
+    given = json.loads(next(e["content"] for e in trace(out, row) if e["type"] == "message").splitlines()[0])
+    assert given["OPENAI_BASE_URL"].startswith("http://127.0.0.1:") and given["HARNESS_MODEL"] == "fake-model-1"
+    assert given["OPENAI_API_KEY"] == given["ANTHROPIC_API_KEY"] and FAKE_KEY not in json.dumps(given)
+    assert FAKE_KEY not in (out / row["trace"]).read_text() and FAKE_KEY not in (out / "run.json").read_text()
+
+
+@pytest.mark.docker
+def test_max_steps_stops_the_program_and_ends_as_a_limit(tmp_path, image, out):
+    loop = [{"tool_calls": [{"name": "run_python", "arguments": {"code": "print(1)"}}]}] * 5 + SUM[1:]
+    data, config = one_instance(tmp_path, loop)
+    proc = _run(tmp_path, data, config, "rec", out, SANDBOXED, "--max-steps", 2)
+    assert proc.returncode == 0, explain(proc)
+    (row,) = rows(out)
+    assert row["status"] == "limit" and row["limit"] == "max_steps", row
+    assert row["usage"]["llm_calls"] == 2
+    assert [e["limit"] for e in trace(out, row) if e["type"] == "limit"] == ["max_steps"]
+
+
+@pytest.mark.docker
+def test_an_answer_file_is_read_and_a_failing_program_is_an_agent_error(tmp_path, image):
+    data, config = one_instance(tmp_path, SUM)
+    written, failing = tmp_path / "written", tmp_path / "failing"
+    assert _run(tmp_path, data, config, "rec", written, SANDBOXED + " --answer-file").returncode == 0
+    (row,) = rows(written)
+    assert row["status"] == "ok" and row["answer"] == "6", row
+    proc = _run(tmp_path, data, config, "rec", failing, "sandbox:echo half-way; echo broken >&2; exit 4")
+    (row,) = rows(failing)
+    assert row["status"] == "error" and row["error_kind"] == "agent", row
+    assert "exited with code 4" in row["error"] and "broken" in row["error"], (row, explain(proc))
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_the_smoke_set_runs_offline_through_the_in_sandbox_agent(tmp_path, image, out):
+    """Every recorded answer comes back through the program; the one task whose recording needs the
+    chart's picture in the request errs (our small program sends text only), as the replay says."""
+    smoke = REPO / "datasets" / "gaia-smoke"
+    proc = harness("run", "--dataset", smoke, "--model", "replay", "--website", smoke / "website",
+                   "--output-dir", out, "--agent", SANDBOXED, "--workers", 2, "--instance-timeout", 300)
+    assert proc.returncode == 3, explain(proc)  # the one errored instance
+    recorded = [json.loads(line) for line in (smoke / "replay.jsonl").read_text().splitlines()]
+    pictured = {r["instance_id"] for r in recorded if any(t.get("needs_image") for t in r["turns"])}
+    got = {r["instance_id"]: r for r in rows(out)}
+    assert len(got) == len(recorded) == 21
+    assert {i for i, r in got.items() if r["status"] != "ok"} == pictured, explain(proc)
+    assert all("image" in got[i]["error"] and got[i]["error_kind"] == "model" for i in pictured)
+    for iid, row in got.items():  # the recording's own final answer, wrong ones included
+        if iid not in pictured:
+            final = next(r for r in recorded if r["instance_id"] == iid)["turns"][-1]["content"]
+            assert row["usage"]["llm_calls"] == len(next(r for r in recorded if r["instance_id"] == iid)["turns"])
+            assert row["answer"] in final, (iid, row["answer"], final)
+    assert sum(bool(r["correct"]) for r in got.values()) == 18
+
+
+# ------------------------------------------------------------------ the proxy, with the real clients
+def _section(tmp_path: Path) -> ModelSection:
+    return ModelSection(name="rec", model="recorded-1", kind="replay", path=str(tmp_path / "unused.jsonl"))
+
+
+def _proxied(tmp_path: Path, turns: list[dict], client_calls, *, max_steps: int | None = None):
+    """Run `client_calls(proxy)` (a coroutine function) against a proxy over a ReplayChat of `turns`."""
+    async def main():
+        meter = Meter(max_tokens=None, max_steps=max_steps, tracer=Tracer(tmp_path / "trace.jsonl"))
+        chat = ReplayChat(_section(tmp_path), meter, turns)
+        proxy = ModelProxy(chat, "tok-123", "recorded-1")
+        proxy.start()
+        try:
+            return await client_calls(proxy), proxy, meter
+        finally:
+            proxy.close()
+
+    return asyncio.run(main())
+
+
+CALL_THEN_TEXT = [{"tool_calls": [{"name": "run_python", "arguments": {"code": "print(2)"}}],
+                   "usage": {"prompt_tokens": 11, "completion_tokens": 3}},
+                  {"content": "<solution>2</solution>", "usage": {"prompt_tokens": 20, "completion_tokens": 4}}]
+
+
+def test_the_openai_client_talks_to_the_proxy_plain_and_streaming(tmp_path):
+    async def calls(proxy):
+        client = openai.AsyncOpenAI(base_url=proxy.url + "/v1", api_key="tok-123", max_retries=0)
+        first = await client.chat.completions.create(model="anything", messages=[{"role": "user", "content": "2?"}])
+        chunks = [c async for c in await client.chat.completions.create(
+            model="anything", messages=[{"role": "user", "content": "2?"}], stream=True,
+            stream_options={"include_usage": True})]
+        models = await client.models.list()
+        with pytest.raises(openai.AuthenticationError):
+            await openai.AsyncOpenAI(base_url=proxy.url + "/v1", api_key="sk-wrong", max_retries=0).models.list()
+        return first, chunks, models
+
+    (first, chunks, models), _, meter = _proxied(tmp_path, CALL_THEN_TEXT, calls)
+    call = first.choices[0].message.tool_calls[0]
+    assert first.model == "recorded-1" and first.choices[0].finish_reason == "tool_calls"
+    assert call.function.name == "run_python" and json.loads(call.function.arguments) == {"code": "print(2)"}
+    assert first.usage.prompt_tokens == 11 and first.usage.completion_tokens == 3
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "<solution>2</solution>"
+    assert chunks[-1].usage.completion_tokens == 4
+    assert [m.id for m in models.data] == ["recorded-1"]
+    assert meter.calls == 2 and meter.totals.prompt_tokens == 31
+    events = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines()]
+    assert [e["type"] for e in events].count("model_call") == 2
+
+
+def test_the_anthropic_client_talks_to_the_proxy(tmp_path):
+    async def calls(proxy):
+        client = anthropic.AsyncAnthropic(base_url=proxy.url, api_key="tok-123", max_retries=0)
+        tools = [{"name": "run_python", "description": "Python", "input_schema": {
+            "type": "object", "properties": {"code": {"type": "string"}}}}]
+        first = await client.messages.create(model="claude-x", max_tokens=100, system="be brief", tools=tools,
+                                             messages=[{"role": "user", "content": "2?"}])
+        use = first.content[0]
+        second = await client.messages.create(model="claude-x", max_tokens=100, tools=tools, messages=[
+            {"role": "user", "content": "2?"},
+            {"role": "assistant",
+             "content": [{"type": "tool_use", "id": use.id, "name": use.name, "input": use.input}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "2"}]}])
+        return first, second
+
+    (first, second), _, _ = _proxied(tmp_path, CALL_THEN_TEXT, calls)
+    assert first.stop_reason == "tool_use" and first.content[0].input == {"code": "print(2)"}
+    assert first.usage.input_tokens == 11
+    assert second.stop_reason == "end_turn" and second.content[0].text == "<solution>2</solution>"
+    model_calls = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines()
+                   if '"model_call"' in line]
+    # The Messages request reached the model in the chat format: the tool result as a tool message.
+    assert [(m["role"], m["content"]) for m in model_calls[1]["messages"]] == [("tool", "2")]
+
+
+def test_a_budget_reached_ends_the_proxy_with_the_limit_and_is_not_retried(tmp_path):
+    async def calls(proxy):
+        client = openai.AsyncOpenAI(base_url=proxy.url + "/v1", api_key="tok-123")  # retries on, as agents have
+        await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "2?"}])
+        with pytest.raises(openai.BadRequestError, match="max_steps"):
+            await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "2?"}])
+        with pytest.raises(openai.BadRequestError, match="has ended"):
+            await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "2?"}])
+
+    _, proxy, meter = _proxied(tmp_path, CALL_THEN_TEXT, calls, max_steps=1)
+    assert isinstance(proxy.stopped, LimitExceeded) and proxy.stopped.limit == "max_steps"
+    assert meter.calls == 1 and proxy.calls == 2  # the refused request was one attempt, not retried
+
+
+def test_sandbox_agents_are_checked_at_load():
+    runner, command = load_runner(SANDBOXED.replace("@" + str(AGENT.relative_to(REPO)), "@" + str(AGENT)))
+    assert runner is SandboxedRunner and command.files == (AGENT,)
+    assert load_runner("sandbox:my-agent --fast")[1].files == ()
+    with pytest.raises(InputError, match="--agent sandbox:python3 @no/such.py: .*is not a file"):
+        load_runner("sandbox:python3 @no/such.py")
+    with pytest.raises(InputError, match="no command"):
+        load_runner("sandbox: ")
