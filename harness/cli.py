@@ -239,8 +239,9 @@ def run_cmd(
 
     Exit codes: 0 every selected instance ended without an error; 1 the harness failed (or
     left containers); 2 bad input, before any container; 3 some instance errored or was not
-    run; 4 output.jsonl became unwritable (rows rescued); 5 --fail-on-divergence and the replay
-    diverged from its recording; 128+N ended by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP)."""
+    run; 4 the output dir stopped taking files mid-run (rows kept; the message says where); 5
+    --fail-on-divergence and the replay diverged from its recording; 128+N ended by signal N (130
+    Ctrl-C, 143 SIGTERM, 129 SIGHUP)."""
     from harness.config import RunConfiguration
     from harness.runner.run import run
     from harness.signals import exit_code, interrupts, stopped_by
