@@ -138,3 +138,25 @@ def test_record_then_replay_with_the_site_gone(provider, image, run_id, tmp_path
     misses = [e.args["url"] for e in events if e.action == "web_miss"]
     hits = [e.args["url"] for e in events if e.action == "web_hit"]
     assert misses == [f"{scheme}://{ALIAS}/product/TOO-101"] and set(pages) <= set(hits)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_smoke_browsing_instances_replay_to_the_same_answers_with_the_site_gone(tmp_path):
+    from tests.helpers.e2e import explain, harness, rows
+    from tests.test_replay_divergence import WEB_IDS
+
+    recorded, replayed = tmp_path / "recorded", tmp_path / "replayed"
+    proc = harness("run", "--dataset", SMOKE, "--model", "replay", "--website", SMOKE / "website", "--ids",
+                   ",".join(WEB_IDS), "--output-dir", recorded, "--workers", 2, "--web-record",
+                   "--fail-on-divergence", timeout=600)
+    assert proc.returncode == 0, explain(proc)
+    assert list((recorded / "web").glob("*.warc.gz"))
+    proc = harness("run", "--dataset", SMOKE, "--model", "replay", "--ids", ",".join(WEB_IDS), "--output-dir",
+                   replayed, "--workers", 2, "--web-replay", recorded, "--fail-on-divergence", timeout=600)
+    assert proc.returncode == 0, explain(proc)
+    verdicts = lambda out: {r["instance_id"]: (r["answer"], r["correct"]) for r in rows(out)}  # noqa: E731
+    assert verdicts(replayed) == verdicts(recorded) and len(verdicts(recorded)) == len(WEB_IDS)
+    for row in rows(replayed):
+        assert row["env_outcomes"].get("web_archive", {}).get("miss", 0) == 0, row["env_outcomes"]
+        assert row["env_outcomes"]["web_archive"]["hit"] >= 1
