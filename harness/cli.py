@@ -169,7 +169,8 @@ def run_cmd(
     output_dir: Path | None = typer.Option(None, help="Results go to DIR/output.jsonl; re-running resumes. "
                                                          "Default: runs/<dataset>-<YYYYmmdd-HHMMSS>."),
     split: str | None = typer.Option(None, help="With a GAIA root: use 2023/SPLIT/."),
-    agent: str = typer.Option("assistant", help="Built-in agent name or module:function."),
+    agent: str = typer.Option("assistant", help="Built-in agent name, module:function, or sandbox:COMMAND "
+                                                "(a program run inside the sandbox)."),
     workers: int = typer.Option(2, help="Instances run in parallel."),
     config: Path | None = typer.Option(None, help="TOML file with \\[llm.NAME] sections."),
     max_retries: int = typer.Option(2, help="Retries of infrastructure failures, each on a fresh sandbox."),
@@ -203,6 +204,10 @@ def run_cmd(
     reducer: list[str] = typer.Option([], help="With --epochs: mean (default), majority, pass@K, pass^K, at_least_N; "
                                                "repeat for several, the first is the headline."),
     record: Path | None = typer.Option(None, help="Append the model's turns to this replay file."),
+    cache: Path | None = typer.Option(None, help="For development: answer a model request asked before from this "
+                                                 "folder instead of the provider, and keep new replies there "
+                                                 "(keyed by model, messages, tools, sampling, epoch)."),
+    cache_judge: bool = typer.Option(False, help="With --cache: the LLM judge's calls use it too."),
     judge_model: str | None = typer.Option(None, help="\\[llm.NAME] section for --scorer llm_judge."),
     website: Path | None = typer.Option(None, help="Offline site folder to serve on an internal network."),
     web_record: bool = typer.Option(False, help="Record every page the browsers load (a --website run) in "
@@ -274,7 +279,8 @@ def run_cmd(
             user={"max_replies": max_user_replies, "function": user_function,
                   **({"reply": user_reply} if user_reply else {})},
             epochs={"count": epochs, "reducers": reducer}, split=split,
-            replay={"fail_on_divergence": fail_on_divergence, "record": record},
+            replay={"fail_on_divergence": fail_on_divergence, "record": record, "cache": cache,
+                    "cache_judge": cache_judge},
             output={"dir": output_dir, "force": force})
     except HarnessError as exc:
         fail(exc)
