@@ -17,6 +17,7 @@ from harness.models.completion import completer
 from harness.models.config import GEMINI_BASE_URL, parse_section
 from harness.models.meter import Meter
 from harness.models.probe import ModelCheck, probe_all
+from harness.models.usage import Price
 from tests.fakes.openai_server import text, tool_calls
 from tests.fakes.providers import FakeAnthropic, FakeAzure, FakeGemini, anthropic_error
 
@@ -43,7 +44,7 @@ def section(server, provider: str, **extra):
 
 
 def meter() -> Meter:
-    return Meter(max_tokens=None, max_steps=None, price_in=1.0, price_out=2.0)
+    return Meter(max_tokens=None, max_steps=None, price=Price(input=1.0, output=2.0))
 
 
 # -- configuration -------------------------------------------------------------------------------
@@ -98,9 +99,10 @@ def test_anthropic_chat_tool_use_usage_and_retried_errors():
     assert [status for status, _ in server.responses] == [429, 529, 200, 200]  # the SDK's own retries
     assert first.tool_calls[0]["name"] == "run_python" and first.tool_calls[0]["arguments"] == {"code": "1"}
     assert first.tool_calls[0]["id"].startswith("toolu_")
-    assert first.usage == {"prompt_tokens": 130, "completion_tokens": 20}  # cache reads counted as prompt
+    # cache reads counted as prompt, and as a class of their own
+    assert first.usage == {"prompt_tokens": 130, "completion_tokens": 20, "cached_prompt_tokens": 30}
     assert second.content == "<solution>1</solution>" and not second.tool_calls
-    assert counted.calls == 2 and counted.prompt_tokens == 130 + 180 and counted.completion_tokens == 25
+    assert counted.calls == 2 and counted.totals.prompt_tokens == 130 + 180 and counted.totals.completion_tokens == 25
     body = server.chat_requests[-1]["json"]
     assert body["system"] == "be brief" and body["max_tokens"] == 4096 and body["temperature"] == 0.0
     assert body["tools"] == [{"name": "run_python", "description": "Run Python code.",
@@ -175,7 +177,7 @@ def test_autogen_clients_of_each_provider(fake):
         first, second = asyncio.run(go())
     assert first.content[0].name == "run_python" and first.usage.prompt_tokens == 40
     assert second.content == "<solution>1</solution>"
-    assert counted.calls == 2 and counted.prompt_tokens == 90 and counted.completion_tokens == 9
+    assert counted.calls == 2 and counted.totals.prompt_tokens == 90 and counted.totals.completion_tokens == 9
     assert [status for status, _ in server.responses] == [200, 200]
     if fake is FakeAnthropic:
         body = server.chat_requests[-1]["json"]

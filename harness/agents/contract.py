@@ -22,6 +22,7 @@ from harness.datasets.model import Instance
 from harness.environments.mcp_config import McpServer
 from harness.environments.websearch.settings import SearchSettings
 from harness.errors import ErrorKind, kind_of
+from harness.models.budget import BudgetSpec
 from harness.models.config import ModelSection
 from harness.results.model import Usage
 from harness.sandbox.contract import SandboxHandle
@@ -43,6 +44,7 @@ class Limits(BaseModel):
     # The run's limits section (harness/config.py): each field is the flag of its name (--max-steps).
     max_steps: int | None = Field(None, ge=1)  # model calls
     max_tokens: int | None = Field(None, ge=1)  # prompt + completion, all clients of the instance
+    max_instance_cost: float | None = Field(None, gt=0)  # dollars, all clients of the instance (models/usage.py)
     instance_timeout: float | None = Field(None, gt=0)  # wall seconds, enforced by killing the agent's process
     command_timeout: float = Field(120.0, gt=0)  # one code-environment command
     page_size: int = Field(8000, ge=100)  # characters per page of a file or web page shown to the agent
@@ -79,6 +81,9 @@ class AgentRequest(BaseModel):
     # The run's directory of model-call slots (models/slots.py): the model's calls in flight, across
     # all agent processes, stay within its max_connections. None: no cap.
     slots_dir: str | None = None
+    budget: BudgetSpec | None = None  # --max-cost: the run's spend, shared by its agents (models/budget.py)
+    epoch: int = 1  # which of --epochs K this run of the instance is
+    cache_dir: str | None = None  # --cache DIR: the model calls' response cache (models/cache.py); None: off
     search: SearchSettings | None = None  # the run's web search (environments/websearch/); None: no tool
     mcp: tuple[McpServer, ...] = ()  # the run's MCP servers (environments/mcp_config.py), connected in the process
 

@@ -12,8 +12,9 @@ API request, `read_reply` maps the answer back:
 - OpenAI-format tool schemas become `{name, description, input_schema}`;
 - `max_tokens` is required: the section's, else DEFAULT_MAX_TOKENS;
 - the answer's `text` blocks are the reply's content, its `tool_use` blocks its tool calls (id,
-  name, input); usage: prompt tokens are `input_tokens` plus the cache's read and written input
-  tokens (Anthropic counts those apart), completion tokens `output_tokens`.
+  name, input); usage: models/usage.py's classes (prompt tokens are `input_tokens` plus the cache's
+  read and written input tokens, which Anthropic counts apart and which are kept as classes of their
+  own; completion tokens `output_tokens`).
 
 `AnthropicChat` is the plain runner's ChatModel over it (models/chat.py): the SDK's error after its
 own retries (429 with `retry-after`, 529 overloaded, 5xx) and a reply that is not a message are
@@ -31,6 +32,7 @@ from harness.models.config import DEFAULT_MAX_TOKENS, ModelSection
 from harness.models.http import too_large
 from harness.models.meter import Meter
 from harness.models.providers import anthropic_client, in_body
+from harness.models.usage import counts
 
 
 def request(section: ModelSection, messages: list[dict], tools: list[dict]) -> dict[str, Any]:
@@ -110,14 +112,7 @@ def read_reply(answer: Any, name: str) -> Reply:
             text.append(block.text)
         elif block.type == "tool_use":
             calls.append({"id": block.id, "name": block.name, "arguments": as_object(block.input)})
-    return Reply(content="".join(text), tool_calls=calls, usage=usage(answer.usage))
-
-
-def usage(counts: Any) -> dict[str, int]:
-    """prompt_tokens (input, cache reads and cache writes) and completion_tokens of a Messages API usage."""
-    prompt = sum(getattr(counts, key, 0) or 0
-                 for key in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"))
-    return {"prompt_tokens": prompt, "completion_tokens": getattr(counts, "output_tokens", 0) or 0}
+    return Reply(content="".join(text), tool_calls=calls, usage=counts(answer.usage))
 
 
 class AnthropicChat(ChatModel):
@@ -126,7 +121,7 @@ class AnthropicChat(ChatModel):
         import anthropic
 
         self._anthropic = anthropic
-        self._client = anthropic_client(section, asynchronous=True)
+        self._client = anthropic_client(section, asynchronous=True, paced=True)
 
     async def _complete(self, messages: list[dict], tools: list[dict]) -> Reply:
         try:

@@ -18,10 +18,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from harness.errors import ModelError
+from harness.models.cache import CachedCall
 from harness.models.config import ModelSection
 from harness.models.http import too_large
 from harness.models.meter import Meter
 from harness.models.providers import openai_client
+from harness.models.replay import needs_image
+from harness.models.usage import counts
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam
@@ -32,6 +35,14 @@ class Reply:
     content: str = ""
     tool_calls: list[dict[str, Any]] = field(default_factory=list)  # {id, name, arguments (dict)}
     usage: dict[str, int] = field(default_factory=dict)
+
+    @staticmethod
+    def of_turn(turn: dict) -> Reply:
+        """The reply a turn in replay form gives (a replayed or a --cache turn), its calls given fresh ids."""
+        usage = {"prompt_tokens": 0, "completion_tokens": 0, **turn.get("usage", {})}
+        calls = [{"id": f"call_{uuid.uuid4().hex[:12]}", "name": c["name"],
+                  "arguments": as_object(c.get("arguments", {}))} for c in turn.get("tool_calls") or []]
+        return Reply(content=turn.get("content", "") if not calls else "", tool_calls=calls, usage=usage)
 
     def turn(self) -> dict:
         """The replay form of this reply."""
@@ -49,9 +60,17 @@ class ChatModel:
     async def complete(self, messages: list[dict], tools: list[dict]) -> Reply:
         """One reply; of its tool calls, those that run (Meter.cap_tool_calls: the rest are traced as dropped)."""
         reply = await self.meter.call(self.section.name, lambda: self._complete(messages, tools), Reply.turn,
-                                      [_plain(m) for m in messages], slots=self.slots)
+                                      [_plain(m) for m in messages], slots=self.slots,
+                                      retries=self.section.max_retries, cached=self._cached(messages, tools))
         reply.tool_calls = self.meter.cap_tool_calls(self.section.name, reply.tool_calls)
         return reply
+
+    def _cached(self, messages: list[dict], tools: list[dict]) -> CachedCall[Reply] | None:
+        """This request's --cache entry (models/cache.py); None without a cache, and for a replay model."""
+        cache = self.meter.cache
+        if cache is None or self.section.kind == "replay":
+            return None
+        return CachedCall(cache, cache.key(self.section, messages, tools, {}), Reply.of_turn)
 
     async def _complete(self, messages: list[dict], tools: list[dict]) -> Reply:
         raise NotImplementedError
@@ -66,7 +85,7 @@ class OpenAIChat(ChatModel):
         import openai
 
         self._openai = openai  # a ModelSection's timeout is already capped for the instance (runner/child.py)
-        self._client = openai_client(section, asynchronous=True)
+        self._client = openai_client(section, asynchronous=True, paced=True)
 
     async def _complete(self, messages: list[dict], tools: list[dict]) -> Reply:
         kwargs: dict[str, Any] = {}
@@ -98,10 +117,7 @@ class OpenAIChat(ChatModel):
             except json.JSONDecodeError:
                 arguments = {"_raw": call.function.arguments}
             calls.append({"id": call.id, "name": call.function.name, "arguments": as_object(arguments)})
-        usage = answer.usage
-        return Reply(content=message.content or "", tool_calls=calls,
-                     usage={"prompt_tokens": getattr(usage, "prompt_tokens", 0) or 0,
-                            "completion_tokens": getattr(usage, "completion_tokens", 0) or 0})
+        return Reply(content=message.content or "", tool_calls=calls, usage=counts(answer.usage))
 
     async def close(self) -> None:
         await self._client.close()
@@ -116,10 +132,10 @@ class ReplayChat(ChatModel):
         if not self._turns:
             raise ModelError(f"replay model {self.section.name}: no recorded turns left for this instance")
         turn = self._turns.pop(0)
-        usage = {"prompt_tokens": 0, "completion_tokens": 0, **turn.get("usage", {})}
-        calls = [{"id": f"call_{uuid.uuid4().hex[:12]}", "name": c["name"],
-                  "arguments": as_object(c.get("arguments", {}))} for c in turn.get("tool_calls") or []]
-        return Reply(content=turn.get("content", "") if not calls else "", tool_calls=calls, usage=usage)
+        if turn.get("needs_image") and not any(part.get("type") == "image_url" for m in messages
+                                               if isinstance(m.get("content"), list) for part in m["content"]):
+            raise ModelError(needs_image(self.meter.calls + 1))
+        return Reply.of_turn(turn)
 
 
 def as_object(arguments: Any) -> dict:

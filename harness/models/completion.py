@@ -1,5 +1,9 @@
 """A plain prompt -> text completion function from a model section (used by the LLM judge),
-through the section's provider (models/providers.py): the chat API, or Anthropic's Messages API."""
+through the section's provider (models/providers.py): the chat API, or Anthropic's Messages API.
+
+The text it returns is a `Completion`: a str that also carries the call's `usage` (tokens by
+class, models/usage.py, and their cost at the section's prices), so the judge's calls are metered
+like the agent's (scoring/judge.py keeps it beside the verdict)."""
 
 from __future__ import annotations
 
@@ -10,9 +14,27 @@ from harness.errors import InputError, ModelError
 from harness.models.config import ModelSection
 from harness.models.http import too_large
 from harness.models.providers import anthropic_client, openai_client
+from harness.models.usage import Price, counts
+from harness.results.model import Usage
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam
+
+
+class Completion(str):
+    """A completion's text, with its call's usage."""
+
+    usage: Usage
+
+    def __new__(cls, text: str, usage: Usage) -> Completion:
+        made = super().__new__(cls, text)
+        made.usage = usage
+        return made
+
+
+def _completion(section: ModelSection, text: str, raw_usage: object) -> Completion:
+    classes = counts(raw_usage)
+    return Completion(text, Usage(**classes, llm_calls=1, cost=Price.of(section).cost(classes)))
 
 
 def completer(section: ModelSection) -> Callable[[str], str]:
@@ -31,7 +53,7 @@ def completer(section: ModelSection) -> Callable[[str], str]:
             reply = client.chat.completions.create(model=section.model, messages=messages, **kwargs)
         except openai.OpenAIError as exc:
             raise ModelError(f"judge model {section.name}: {too_large(exc) or exc}") from exc
-        return reply.choices[0].message.content or ""
+        return _completion(section, reply.choices[0].message.content or "", reply.usage)
 
     return complete
 
@@ -48,6 +70,7 @@ def _messages_completer(section: ModelSection) -> Callable[[str], str]:
             answer = client.messages.create(**request(section, [{"role": "user", "content": prompt}], []))
         except anthropic.AnthropicError as exc:
             raise ModelError(f"judge model {section.name}: {too_large(exc) or exc}") from exc
-        return read_reply(answer, f"judge {section.name}").content
+        reply = read_reply(answer, f"judge {section.name}")
+        return _completion(section, reply.content, reply.usage)
 
     return complete

@@ -6,7 +6,8 @@
     api_key_env = "OPENAI_API_KEY"           # the key is read from this variable, never stored
     temperature = 0.0
     price_input_per_1k = 0.0025
-    price_output_per_1k = 0.01
+    price_output_per_1k = 0.01               # reasoning tokens are billed as output (models/usage.py)
+    price_cached_input_per_1k = 0.00125      # prompt-cache reads; default: the input price
     max_retries = 5                          # the client's own retries (429, 5xx, timeouts)
     timeout = 120
     max_connections = 8                      # calls in flight at once, across all agent processes
@@ -59,10 +60,11 @@ say so, instead of being killed as a slow agent.
 `max_connections` caps how many calls to this model are in flight at once across every
 agent process of a run (models/slots.py), so many `--workers` do not trip a provider's
 rate limit; a call waiting for a free slot is not a model call yet (no `model_call_started`,
-not counted), but the wait is part of its deadline. A 429 answer is retried by the client
-(`max_retries`), after the server's `Retry-After` (seconds or an HTTP date, or
-`retry-after-ms`) when it asks for at most 60 s, else after the client's own backoff
-(0.5 s doubling, at most 8 s); a 429 left after the retries is a model error.
+not counted), but the wait is part of its deadline; 429s lower the cap in force and successes
+raise it back (AIMD, models/slots.py). A 429 or 503 is retried by the Meter, not the client
+(`max_retries` of them), after the server's `Retry-After` (seconds or an HTTP date, or
+`retry-after-ms`) when that fits in the call's deadline, else the call fails at once
+(models/pacing.py); a 429 left after the retries is a model error.
 """
 
 from __future__ import annotations
@@ -121,8 +123,10 @@ class ModelSection(BaseModel):
     temperature: float | None = None
     max_tokens: int | None = None  # per completion
     model_info: dict | None = None
-    price_input_per_1k: float = 0.0
-    price_output_per_1k: float = 0.0
+    price_input_per_1k: float = Field(0.0, ge=0)
+    price_output_per_1k: float = Field(0.0, ge=0)  # reasoning tokens are output tokens, priced as such
+    price_cached_input_per_1k: float | None = Field(None, ge=0)  # prompt-cache reads; None: the input price
+    price_cache_write_per_1k: float | None = Field(None, ge=0)  # prompt-cache writes (Anthropic); None: input
     max_retries: int = 5
     timeout: float = 120.0
     max_connections: StrictInt = Field(DEFAULT_MAX_CONNECTIONS, ge=1)  # calls in flight, all agent processes
@@ -174,13 +178,21 @@ class ModelSection(BaseModel):
 
         A replay file counts by its content, not by how its path was spelled."""
         data = self.model_dump(exclude={"timeout", "max_retries", "max_connections"})
-        if data.get("transcription_model") is None:  # runs made before the key existed resume unchanged
-            data.pop("transcription_model", None)
+        for key in ("transcription_model", "price_cached_input_per_1k", "price_cache_write_per_1k",
+                    "azure_endpoint", "api_version", "deployment"):
+            if data.get(key) is None:  # runs made before the key existed resume unchanged
+                data.pop(key, None)
+        if data.get("provider") == "openai":  # the default, as every run before providers existed
+            data.pop("provider")
         if self.kind == "replay" and self.path:
             import hashlib
 
             data["path"] = "sha256:" + hashlib.sha256(Path(self.path).read_bytes()).hexdigest()[:16]
         return data
+
+    def priced(self) -> bool:
+        """Whether the config gives this model's input and output prices (a budget needs them)."""
+        return {"price_input_per_1k", "price_output_per_1k"} <= self.model_fields_set
 
     def call_deadline(self, instance_timeout: float | None) -> float | None:
         """Seconds one call may take, the client's retries included (None: no instance limit)."""

@@ -18,41 +18,62 @@ One reply runs at most HARNESS_MAX_TOOL_CALLS_PER_REPLY tool calls (`max_tool_ca
 calls through `cap_tool_calls`, which keeps the first ones and traces a `tool_calls_dropped`
 event for the rest (the model_call event keeps the whole reply, for --record).
 
+With `--cache DIR` (models/cache.py) a call whose request was asked before is answered from the
+cache before anything else (no slot, no admission, no cost), its `model_call` event marked cached.
+
+A 429 or 503 is waited out here as the provider asks, when the wait fits in the call's deadline,
+else the call fails at once saying what was asked (models/pacing.py); each wait is a `model_wait`
+trace event, inside the call (after its `model_call_started`, in its seconds).
+
 A model with a cap on calls in flight (`max_connections`, models/slots.py) is called
 holding one of its slots; the wait for it is bounded by the call's deadline (whose rest
 bounds the call) but is not a model call: no `model_call_started`, not in the call's
 seconds, not counted.
+
+Cost: each reply's token classes (models/usage.py: prompt, cached prompt, cache writes,
+completion, reasoning; from the client's reply, or off the wire for AutoGen's clients, which
+keep only two) at the section's `Price`. `--max-instance-cost` (`max_cost`) stops the agent at
+its next call once the instance's cost reaches it, as --max-tokens does; `--max-cost` (`budget`,
+models/budget.py) admits each call against the run's spend across all agent processes, before
+its slot (`admit`); the call's cost is added to the run's spend as its reply is read (`listened`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 import traceback
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from harness.errors import MODEL_CLIENT_MODULES, HarnessError, LimitExceeded, ModelError
+from harness.models.budget import Admission, RunBudget
 from harness.models.http import too_large
+from harness.models.pacing import asked, not_waited, retries_spent
+from harness.models.usage import Price, counts, tap
 from harness.results.model import Usage
 from harness.settings import settings
-from harness.traces import ErrorEvent, ModelCall, ModelCallStarted, ToolCallsDropped, Tracer
+from harness.traces import ErrorEvent, ModelCall, ModelCallStarted, ModelWait, ToolCallsDropped, Tracer
 
 if TYPE_CHECKING:
+    from harness.models.cache import CachedCall, ResponseCache
     from harness.models.slots import Slot, Slots
 
 T = TypeVar("T")
 
 
 class Meter:
-    def __init__(self, *, max_tokens: int | None, max_steps: int | None, price_in: float = 0.0,
-                 price_out: float = 0.0, tracer: Tracer | None = None, call_deadline: float | None = None,
-                 request_timeout: float | None = None, max_tool_calls: int | None = None):
-        self.max_tokens, self.max_steps = max_tokens, max_steps
+    def __init__(self, *, max_tokens: int | None, max_steps: int | None, price: Price | None = None,
+                 tracer: Tracer | None = None, call_deadline: float | None = None,
+                 request_timeout: float | None = None, max_tool_calls: int | None = None,
+                 max_cost: float | None = None, budget: RunBudget | None = None,
+                 cache: ResponseCache | None = None):
+        self.cache = cache  # --cache (models/cache.py): the runners' calls look their requests up in it
+        self.max_tokens, self.max_steps, self.max_cost, self.budget = max_tokens, max_steps, max_cost, budget
         self.max_tool_calls = settings().max_tool_calls_per_reply if max_tool_calls is None else max_tool_calls
-        self.price_in, self.price_out = price_in, price_out
-        self.prompt_tokens = self.completion_tokens = self.calls = 0
-        self.cost = 0.0
+        self.price = price or Price()
+        self.totals = Usage()  # every call so far: tokens by class, calls, cost
         self.tracer = tracer
         # Seconds one call may take, the client's retries included (None: the client's own limits).
         self.call_deadline, self.request_timeout = call_deadline, request_timeout
@@ -64,49 +85,137 @@ class Meter:
         if self.max_steps is not None and self.calls >= self.max_steps:
             self.exceeded = "max_steps"
             raise LimitExceeded("max_steps", f"{self.calls} model calls made, limit {self.max_steps}")
-        if self.max_tokens is not None and self.prompt_tokens + self.completion_tokens >= self.max_tokens:
+        if self.max_tokens is not None and self.totals.total_tokens >= self.max_tokens:
             self.exceeded = "max_tokens"
-            raise LimitExceeded("max_tokens", f"{self.prompt_tokens + self.completion_tokens} tokens used, "
-                                              f"limit {self.max_tokens}")
+            raise LimitExceeded("max_tokens", f"{self.totals.total_tokens} tokens used, limit {self.max_tokens}")
+        if self.max_cost is not None and self.totals.cost >= self.max_cost:
+            self.exceeded = "max_instance_cost"
+            raise LimitExceeded("max_instance_cost", f"${self.totals.cost:.4f} spent, limit --max-instance-cost "
+                                                     f"${self.max_cost:g}")
+
+    @property
+    def calls(self) -> int:
+        return self.totals.llm_calls
+
+    async def admit(self) -> Admission | None:
+        """The run's admission of the next call (models/budget.py: it may wait), None without --max-cost;
+        LimitExceeded("max_cost") once the run's spend reached the budget."""
+        if self.budget is None:
+            return None
+        try:
+            return await self.budget.admit()
+        except LimitExceeded:
+            self.exceeded = "max_cost"
+            raise
+
+    def listened(self, request: Callable[[], Awaitable[T]], turn: Callable[[T], dict[str, Any]],
+                 admission: Admission | None) -> tuple[Callable[[], Awaitable[T]], Callable[[T], dict[str, Any]]]:
+        """`request` and `turn` of one call as the meter makes them: the request with the usage tap open
+        (models/usage.py), the turn with the usage the provider sent, its cost added to the run's spend."""
+        wire: list[dict[str, int]] = []
+
+        async def heard() -> T:
+            with tap(wire):
+                return await request()
+
+        def read(reply: T) -> dict[str, Any]:
+            done = turn(reply)
+            if wire:
+                done = {**done, "usage": wire[-1]}
+            if admission is not None:
+                admission.close(self.price.cost(counts(done.get("usage"))))
+            return done
+
+        return heard, read
 
     async def call(self, model: str, request: Callable[[], Awaitable[T]], turn: Callable[[T], dict[str, Any]],
-                   messages: list[dict[str, Any]] | None = None, slots: Slots | None = None) -> T:
+                   messages: list[dict[str, Any]] | None = None, slots: Slots | None = None,
+                   retries: int = 0, cached: CachedCall[T] | None = None) -> T:
         """One metered call: `request()` makes it, `turn(reply)` gives the reply in replay form;
         `messages` (role/content dicts) is what it sent, traced as far as the trace lacks it;
-        `slots`, the model's cap on calls in flight (models/slots.py): the call waits for one first."""
+        `slots`, the model's cap on calls in flight (models/slots.py): the call waits for one first;
+        `retries`: how many 429/503 answers it waits out (models/pacing.py), within its deadline;
+        `cached`: its entry in the --cache (models/cache.py): a hit answers it, a miss keeps its reply."""
         self.before_call()
-        slot, waited = await self.take_slot(model, slots)
+        if cached is not None and (kept := cached.hit()) is not None:
+            self.after_call(kept, 0.0, model, messages, cached=True)
+            return cached.rebuild(kept)
+        admission = await self.admit()
+        request, turn = self.listened(request, turn, admission)
+        slot, waited = await self.take_slot(model, slots, admission)
         try:
             self.started(model)
             started = time.monotonic()
-            try:
-                reply = await asyncio.wait_for(request(), self.time_left(waited))
-                done = turn(reply)
-            except Exception as exc:  # noqa: BLE001 - classified by model_error
-                mapped = self.model_error(exc, model, f"no reply within {time.monotonic() - started:.0f} s "
-                                                      "(the client's timeout and retries included)")
-                if mapped is exc:
-                    raise
-                raise mapped from exc
+            ends = None if self.call_deadline is None else started + self.call_deadline - waited
+            for attempt in itertools.count():
+                sent = time.time()
+                try:
+                    reply = await asyncio.wait_for(request(), None if ends is None else max(ends - time.monotonic(), 0))
+                    done = turn(reply)
+                    break
+                except Exception as exc:  # noqa: BLE001 - classified by pace, then model_error
+                    if await self.pace(model, exc, attempt, retries, ends, slots, sent):
+                        continue
+                    mapped = self.model_error(exc, model, f"no reply within {time.monotonic() - started:.0f} s "
+                                                          "(the client's timeout and retries included)")
+                    if mapped is exc:
+                        raise
+                    raise mapped from exc
         finally:
             if slot is not None:
                 slot.release()
+            if admission is not None:
+                admission.close()  # a failed call adds nothing; a read one was closed with its cost
+        if slots is not None:
+            slots.succeeded()
+        if cached is not None:
+            cached.keep(model, done)
         self.after_call(done, time.monotonic() - started, model, messages)
         return reply
 
-    async def take_slot(self, model: str, slots: Slots | None) -> tuple[Slot | None, float]:
+    async def pace(self, model: str, exc: Exception, attempt: int, retries: int, ends: float | None,
+                   slots: Slots | None, sent: float) -> bool:
+        """After a failed try (`attempt`, 0 first, sent at wall-clock `sent`): True once a 429/503 has been
+        waited out as the provider asked (models/pacing.py), for the call to try again; False for any
+        other failure. A 429 lowers the model's cap on calls in flight. Raises Unpaced when the wait does
+        not fit before `ends` (monotonic; None: no deadline) or the `retries` are spent."""
+        ask = asked(exc)
+        if ask is None:
+            return False
+        if ask.status == 429 and slots is not None:
+            slots.throttled(sent)
+        if attempt >= retries:
+            raise self.failed(retries_spent(model, ask, retries, exc)) from exc
+        wait = ask.wait(attempt)
+        left = None if ends is None else ends - time.monotonic()
+        if left is not None and wait > left:
+            raise self.failed(not_waited(model, ask, wait, max(left, 0.0), self.call_deadline or 0.0)) from exc
+        if self.tracer is not None:
+            self.tracer.emit(ModelWait(model=model, status=ask.status, asked=ask.said, seconds=round(wait, 3),
+                                       retry=attempt + 1))
+        await asyncio.sleep(wait)
+        return True
+
+    async def take_slot(self, model: str, slots: Slots | None,
+                        admission: Admission | None = None) -> tuple[Slot | None, float]:
         """Wait for one of the model's slots (None: no cap), at most the call's deadline; returns the
         slot and the seconds waited. A waiting call is not a model call yet: it is neither traced as
-        started nor counted. No slot within the deadline is the model's failure (its calls are slow)."""
+        started nor counted. No slot within the deadline is the model's failure (its calls are slow);
+        the call's `admission` then ends with it."""
         if slots is None:
             return None, 0.0
         begun = time.monotonic()
         try:
             slot = await slots.acquire(self.call_deadline)
         except TimeoutError:
+            if admission is not None:
+                admission.close()
+            cap = slots.cap()
+            held = f"{slots.count} of max_connections" if cap >= slots.count else \
+                f"{cap} of the cap in force (max_connections {slots.count}, lowered after 429s)"
             raise self.failed(ModelError(
                 f"model {model}: no free connection within {time.monotonic() - begun:.0f} s (the call's "
-                f"deadline): all {slots.count} of max_connections were in use by the run's other calls")) from None
+                f"deadline): all {held} were in use by the run's other calls")) from None
         return slot, time.monotonic() - begun
 
     def time_left(self, waited: float) -> float | None:
@@ -140,19 +249,18 @@ class Meter:
         return exc
 
     def after_call(self, turn: dict[str, Any], seconds: float, model: str,
-                   messages: list[dict[str, Any]] | None = None) -> None:
-        """turn: the reply in replay form ({content} or {tool_calls}, with usage); messages: the request."""
-        usage = turn.get("usage", {})
-        self.calls += 1
-        self.prompt_tokens += usage.get("prompt_tokens", 0)
-        self.completion_tokens += usage.get("completion_tokens", 0)
-        self.cost += (usage.get("prompt_tokens", 0) * self.price_in
-                      + usage.get("completion_tokens", 0) * self.price_out) / 1000
+                   messages: list[dict[str, Any]] | None = None, cached: bool = False) -> None:
+        """turn: the reply in replay form ({content} or {tool_calls}, with usage: models/usage.py's
+        classes); messages: the request; `cached`: answered by the --cache (its tokens count, at $0)."""
+        usage = counts(turn.get("usage"))
+        self.totals += Usage(**usage, llm_calls=1, cost=0.0 if cached else self.price.cost(usage),
+                             cache_hits=int(cached))
         if self.tracer is not None:
             new = [m for m in messages or [] if self.tracer.new_text(m.get("content"))]
             self.tracer.emit(ModelCall(model=model, seconds=round(seconds, 4), usage=usage,
                                        content=turn.get("content"), tool_calls=turn.get("tool_calls"),
-                                       n_messages=None if messages is None else len(messages), messages=new))
+                                       n_messages=None if messages is None else len(messages), messages=new,
+                                       cached=cached))
 
     def cap_tool_calls(self, model: str, calls: list[T]) -> list[T]:
         """The calls of one reply that run: the first `max_tool_calls`; the rest dropped, and traced."""
@@ -165,8 +273,7 @@ class Meter:
         return calls[:self.max_tool_calls]
 
     def usage(self) -> Usage:
-        return Usage(prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens,
-                     llm_calls=self.calls, cost=self.cost)
+        return self.totals.model_copy()
 
 
 def describe(model: str, exc: BaseException) -> str:

@@ -125,6 +125,19 @@ class EpochReport(BaseModel):
     all_agree: float  # share of ids whose epochs all gave the same answer
 
 
+class CostStats(BaseModel):
+    """Dollars at the models' prices (models/usage.py), every attempt of the selected ids: the agents'
+    calls, the LLM judge's (every scoring: `harness run`'s and each `harness score`'s), their total,
+    and the total per level and per instance (its epochs added up)."""
+
+    total: float = 0.0
+    agents: float = 0.0
+    judge: float = 0.0
+    judge_calls: int = 0
+    per_level: dict[str, float] = Field(default_factory=dict)
+    per_instance: dict[str, float] = Field(default_factory=dict)
+
+
 class ReplayStats(BaseModel):
     rows: int  # replayed rows (selected ids' latest, every epoch)
     checked: int = 0  # tool results compared with the recording's fingerprint
@@ -150,7 +163,8 @@ class Report(BaseModel):
     n_limit: dict[str, int] = Field(default_factory=dict)
     answer_sources: dict[str, int] = Field(default_factory=dict)
     tokens: dict[str, int] = Field(default_factory=lambda: {"prompt": 0, "completion": 0, "total": 0})
-    cost: float = 0.0  # every attempt of the selected ids, retried errors included
+    cost: float = 0.0  # the agents' calls, every attempt of the selected ids, retried errors included
+    costs: CostStats = Field(default_factory=CostStats)  # the agents' and the judge's, in total, per level and id
     llm_calls: int = 0
     time_per_instance_s: TimeStats = Field(default_factory=TimeStats)
     wall_time_s: float | None = None
@@ -197,6 +211,22 @@ def level_of(iid: str, levels: Mapping[str, int | None], rows: Sequence[ResultRo
     if level is None:
         level = next((r.level for r in rows if r is not None), None)
     return "unknown" if level is None else str(level)
+
+
+def _costs(spent: Sequence[ResultRow], selected: Sequence[str], levels: Mapping[str, int | None]) -> CostStats:
+    """The selected ids' rows' cost (every attempt): agents, judge, total, per level and per instance."""
+    per_instance: dict[str, float] = dict.fromkeys(selected, 0.0)
+    per_level: dict[str, float] = {}
+    for row in spent:
+        cost = row.usage.cost + row.judge_usage.cost
+        per_instance[row.instance_id] += cost
+        key = level_of(row.instance_id, levels, [row])
+        per_level[key] = per_level.get(key, 0.0) + cost
+    agents, judge = sum(r.usage.cost for r in spent), sum(r.judge_usage.cost for r in spent)
+    return CostStats(total=agents + judge, agents=agents, judge=judge,
+                     judge_calls=sum(r.judge_usage.llm_calls for r in spent),
+                     per_level=dict(sorted(per_level.items(), key=lambda kv: (kv[0] == "unknown", kv[0]))),
+                     per_instance=per_instance)
 
 
 def _stats(correct: int, n: int) -> tuple[float, tuple[float, float]]:
@@ -282,6 +312,8 @@ def build_report(
     durations = [r.duration_s for r in latest.values()]
     prompt = sum(r.usage.prompt_tokens for r in spent)
     completion = sum(r.usage.completion_tokens for r in spent)
+    classes = {name: total for name in ("cached_prompt", "cache_write", "reasoning")  # those reported
+               if (total := sum(getattr(r.usage, f"{name}_tokens") for r in spent))}
     breakdowns, retrieval = _breakdowns(latest, units, tasks or {}, run_dir)
     return Report(
         breakdowns=breakdowns,
@@ -305,8 +337,9 @@ def build_report(
         n_missing=sum(1 for u in units if u not in latest),
         n_limit=dict(limits.most_common()),
         answer_sources=dict(sources.most_common()),
-        tokens={"prompt": prompt, "completion": completion, "total": prompt + completion},
+        tokens={"prompt": prompt, "completion": completion, "total": prompt + completion, **classes},
         cost=sum(r.usage.cost for r in spent),
+        costs=_costs(spent, selected, levels),
         llm_calls=sum(r.usage.llm_calls for r in spent),
         time_per_instance_s=TimeStats(
             mean=mean(durations), median=median(durations), p90=_percentile(durations, 0.9)

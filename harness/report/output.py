@@ -116,6 +116,17 @@ def _counts(counts: dict[str, int]) -> str:
     return ", ".join(f"{k}: {v}" for k, v in counts.items()) or "none"
 
 
+def cost_line(r: Report) -> str:
+    """The run's cost: the agents' calls, then the judge's and the total when it was called, and per level."""
+    c = r.costs
+    line = f"${r.cost:.4f} / {r.llm_calls}"
+    if c.judge_calls:
+        line += f"; judge ${c.judge:.4f} / {c.judge_calls}; total ${c.total:.4f}"
+    if len(c.per_level) > 1:
+        line += "; per level " + ", ".join(f"{level} ${cost:.4f}" for level, cost in c.per_level.items())
+    return line
+
+
 def _secs(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f}s"
 
@@ -211,8 +222,11 @@ def render(report: Report) -> Table:
         table.add_row("replay check", replay_line(r.replay))
     table.add_section()
     t = r.tokens
-    table.add_row("tokens", f"{t['total']:,} (prompt {t['prompt']:,}, completion {t['completion']:,})")
-    table.add_row("cost / llm calls", f"${r.cost:.4f} / {r.llm_calls}")
+    details = "".join(f", {label} {t[key]:,}" for key, label in (("cached_prompt", "cached prompt"),
+                                                                  ("cache_write", "cache writes"),
+                                                                  ("reasoning", "reasoning")) if t.get(key))
+    table.add_row("tokens", f"{t['total']:,} (prompt {t['prompt']:,}, completion {t['completion']:,}{details})")
+    table.add_row("cost / llm calls", cost_line(r))
     tp = r.time_per_instance_s
     table.add_row("time per instance", f"mean {_secs(tp.mean)}, median {_secs(tp.median)}, p90 {_secs(tp.p90)}")
     table.add_row("wall time", _secs(r.wall_time_s))

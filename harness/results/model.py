@@ -10,10 +10,21 @@ from harness.errors import ErrorKind
 
 
 class Usage(BaseModel):
+    """Tokens by class (harness/models/usage.py: cached and cache-write tokens are within prompt_tokens,
+    reasoning tokens within completion_tokens; 0 where the provider reports none, and in older rows),
+    calls, and their cost in dollars at the section's prices."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
     llm_calls: int = 0
+    cache_hits: int = 0  # of llm_calls, those --cache answered (harness/models/cache.py), at no cost
     cost: float = 0.0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(**{name: getattr(self, name) + getattr(other, name) for name in Usage.model_fields})
 
     @property
     def total_tokens(self) -> int:
@@ -54,6 +65,9 @@ class ResultRow(BaseModel):
     unscored: str | None = None
     scores: dict[str, dict[str, Any]] = Field(default_factory=dict)  # scorer name -> Score.model_dump()
     usage: Usage = Field(default_factory=Usage)
+    # The LLM judge's calls for this row, every scoring of it added up (`harness run`, then each
+    # `harness score`); each verdict's own call is in its score's details["usage"]
+    judge_usage: Usage = Field(default_factory=Usage)
     steps: int = 0
     tool_calls: list[str] = Field(default_factory=list)
     user_replies: int = 0  # replies of the simulated user (turns that ended without <solution>)

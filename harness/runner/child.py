@@ -46,6 +46,7 @@ def run(request: AgentRequest, result_path: Path) -> int:
     from harness.environments.websearch.env import WebSearch
     from harness.environments.websearch.guard import Guard
     from harness.models.budget import RunBudget
+    from harness.models.cache import ResponseCache
     from harness.models.meter import Meter
     from harness.models.usage import Price
     from harness.sandbox.registry import attach
@@ -57,7 +58,8 @@ def run(request: AgentRequest, result_path: Path) -> int:
     tracer = Tracer(trace_path)
     meter = Meter(max_tokens=limits.max_tokens, max_steps=limits.max_steps, price=Price.of(section), tracer=tracer,
                   max_cost=limits.max_instance_cost, budget=RunBudget(request.budget) if request.budget else None,
-                  call_deadline=section.call_deadline(limits.instance_timeout), request_timeout=section.timeout)
+                  call_deadline=section.call_deadline(limits.instance_timeout), request_timeout=section.timeout,
+                  cache=ResponseCache(request.cache_dir, request.epoch) if request.cache_dir else None)
     result = AgentResult()
 
     def finish(code: int) -> int:

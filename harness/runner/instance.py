@@ -89,6 +89,7 @@ class RunSettings:
     refused: list[OwnFileRefused] = field(default_factory=list)
     mcp: tuple[McpServer, ...] = ()  # the run's MCP servers, connected by each agent process
     budget: BudgetSpec | None = None  # --max-cost: the run's spend, shared by every agent (models/budget.py)
+    cache: Path | None = None  # --cache DIR: the agents' response cache (models/cache.py)
 
     @classmethod
     def of(cls, cfg: RunConfiguration, **run: Any) -> RunSettings:
@@ -96,7 +97,7 @@ class RunSettings:
         budget = None if cfg.execution.max_cost is None else BudgetSpec(
             directory=str(RunDir(cfg.output.dir).scratch / "budget"), limit=cfg.execution.max_cost)
         return cls(agent=cfg.agent, limits=cfg.limits, output_dir=cfg.output.dir, max_retries=cfg.execution.max_retries,
-                   sandbox=cfg.sandbox, user=cfg.user, mcp=cfg.mcp, budget=budget, **run)
+                   sandbox=cfg.sandbox, user=cfg.user, mcp=cfg.mcp, budget=budget, cache=cfg.replay.cache, **run)
 
 
 @contextmanager
@@ -167,7 +168,8 @@ def _request(instance: Instance, settings_: RunSettings, sandbox: Sandbox, trace
                         model=settings_.model, limits=instance.limited(settings_.limits), user=settings_.user,
                         sandbox=sandbox.handle(), trace_path=str(trace_path), replay_turns=turns,
                         slots_dir=str(RunDir(settings_.output_dir).scratch / "model-slots"), search=settings_.search,
-                        mcp=settings_.mcp, budget=settings_.budget)
+                        mcp=settings_.mcp, budget=settings_.budget, epoch=epoch,
+                        cache_dir=None if settings_.cache is None else str(settings_.cache.resolve()))
 
 
 def _copy_files(sandbox: Sandbox, instance: Instance) -> None:

@@ -5,7 +5,8 @@ rebuilt from the rows and run.json (limits), questions.json (questions), tasks.j
 and metadata.json (each instance's dataset metadata), so the same scorer gives the same verdict on
 the same row.
 
-What it rewrites: output.jsonl's rows (scores and correct), report.json (wall time and leaked
+What it rewrites: output.jsonl's rows (scores and correct; the judge's cost is added to the row's
+judge_usage, so the run's cost counts every scoring's judge calls), report.json (wall time and leaked
 containers kept from the run's report), this directory's row of DIR/../summary.csv (replaced), and
 each scored row's trace gains a `verdict` event of source "rescore" (the last verdict is current).
 A verdict a scorer cannot reach is counted in report.json, not guessed (`harness score` then exits 3,
@@ -26,7 +27,7 @@ from harness.results.layout import RunDir
 from harness.results.run_config import load_run_config, lock_output_dir
 from harness.results.store import latest_by_key, read_rows
 from harness.runner.scorers import build_scorers
-from harness.scoring.apply import context_for, score_row, unscored_reason
+from harness.scoring.apply import context_for, judge_usage, score_row, unscored_reason
 from harness.traces.appends import append_verdict
 
 
@@ -54,6 +55,7 @@ def rescore(output_dir: Path, scoring: Scoring) -> Report:
                                   expected_tool_calls=task.get("expected_tool_calls"),
                                   instance_id=row.instance_id, metadata=metadata.get(row.instance_id))
             row.scores, row.correct = score_row(row.answer, row.target, scorers, context)
+            row.judge_usage = row.judge_usage + judge_usage(row.scores)  # the run's judge cost, and this one's
             row.unscored = unscored_reason(row.target)
         write_atomic(layout.output, "".join(row.model_dump_json() + "\n" for row in rows))
         scored = {id(row) for row in latest_by_key(rows).values()}

@@ -13,6 +13,8 @@ Rules:
   verdicts missing ("no verdict: N", the first one's explanation) and `harness run`/`harness score`
   exit 3 (harness/report/build.py `Report.missing_verdicts`).
 - The first scorer's verdict is the row's `correct`.
+- A verdict's own cost (the LLM judge's call) is in its details["usage"]; `judge_usage` adds a row's
+  up, and the row's `judge_usage` keeps every scoring's (a rescore adds its own).
 - An instance whose target is absent, or a known placeholder (PLACEHOLDERS: the `?` of GAIA's test
   split, whose answers are private), is unscored: no scorer is called, `correct` is None and the
   row's `unscored` says why (`unscored_reason`). The report leaves it out of every rate and counts it
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from harness.results.model import Usage
 from harness.scoring.base import Score, ScoreContext, Scorer, ScorerError, make_score
 
 MAX_ERROR = 500  # characters of a scorer error kept in its verdict's explanation
@@ -67,6 +70,16 @@ def scorer_error(name: str, exc: BaseException) -> Score:
     if len(text) > MAX_ERROR:
         text = text[:MAX_ERROR - 1] + "…"
     return Score(scorer=name, correct=None, value=0.0, explanation=text)
+
+
+def judge_usage(scores: dict[str, dict]) -> Usage:
+    """What a row's verdicts cost: the usage each keeps in details["usage"] (the LLM judge's call)."""
+    total = Usage()
+    for score in scores.values():
+        spent = (score.get("details") or {}).get("usage")
+        if isinstance(spent, dict):
+            total += Usage.model_validate(spent)
+    return total
 
 
 def score_row(answer: str | None, target: str | None, scorers: Sequence[Scorer],

@@ -5,7 +5,11 @@ The judge grades: CORRECT is 1, PARTIALLY CORRECT 0.5, INCORRECT 0 (a JSON reply
 partial answer fails; `--scorer llm_judge@0.5` lets it pass).
 
 A reply with no verdict in it is no verdict (correct None, a scorer error the report counts), never a
-0: its first MAX_REPLY characters are kept in the explanation and in details["reply"]."""
+0: its first MAX_REPLY characters are kept in the explanation and in details["reply"].
+
+A reply that carries its call's `usage` (models/completion.py `Completion`) keeps it beside the
+verdict, as details["usage"] (tokens by class, calls, cost): scoring/apply.py `judge_usage` adds
+a row's up."""
 
 from __future__ import annotations
 
@@ -171,8 +175,15 @@ class LLMJudgeScorer:
         if grade is None:  # no verdict, never a 0: the reply is kept (bounded) for the user to see
             kept = reply if isinstance(reply, str) else repr(reply)
             cut = kept[:MAX_REPLY] + (f"… [{len(kept) - MAX_REPLY} more characters]" if len(kept) > MAX_REPLY else "")
-            return make_score(self.name, None, f"scorer error: judge reply unparseable: {cut!r}", reply=cut)
+            return make_score(self.name, None, f"scorer error: judge reply unparseable: {cut!r}", reply=cut,
+                              **_usage(reply))
         said = {1.0: "correct", 0.0: "incorrect", 0.5: "partially correct"}.get(grade, f"{grade:g}")
         passed = grade >= self.threshold
-        return Score(scorer=self.name, correct=passed, value=grade, details={"reply": reply},
+        return Score(scorer=self.name, correct=passed, value=grade, details={"reply": str(reply), **_usage(reply)},
                      explanation=f"judge says {said} (grade {grade:g}, passes at {self.threshold:g})")
+
+
+def _usage(reply: Any) -> dict[str, Any]:
+    """The judge call's usage as a verdict's detail (none for a completion function that does not give it)."""
+    dump = getattr(getattr(reply, "usage", None), "model_dump", None)
+    return {"usage": dump()} if callable(dump) else {}

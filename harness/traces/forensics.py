@@ -4,7 +4,8 @@ An agent process that was killed, or ended on a limit or an error, may not have 
 all it did; its trace has. `read_facts` reads a trace once, after its agent process has ended (no
 writer is left), and keeps everything the parent asks of it:
 
-- `usage`: model calls and tokens summed over the `model_call` events (a killed agent's usage);
+- `usage`: model calls and tokens by class summed over the `model_call` events (a killed agent's
+  usage; unpriced: the runner prices it);
 - `last_message`: the text of the last `message` event; `tool_calls`: the `tool_call` names in order;
 - `waiting_on_model(now)`: why a killed agent's row is the model's error, or None (rule below);
 - `env_outcomes`: env -> outcome -> count of the `env` actions (the row's env_outcomes);
@@ -21,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.models.usage import counts
 from harness.results.model import Usage
 from harness.traces.events import (
     EnvAction,
@@ -71,9 +73,7 @@ def read_facts(path: Path) -> TraceFacts:
         if isinstance(event, ModelCallStarted | ModelCall) or (isinstance(event, ErrorEvent) and event.kind == "model"):
             last_model = event
         if isinstance(event, ModelCall):
-            usage.llm_calls += 1
-            usage.prompt_tokens += event.usage.get("prompt_tokens", 0)
-            usage.completion_tokens += event.usage.get("completion_tokens", 0)
+            usage += Usage(**counts(event.usage), llm_calls=1)
         elif isinstance(event, ToolCall):
             tools.append(event.name)
         elif isinstance(event, Message):

@@ -15,7 +15,9 @@ Each `POST /v1/chat/completions` (non-streaming) takes the next item of the scri
 
 - ``("error", status, body_dict, headers)``: that status, JSON body and extra headers;
 - ``("tool_calls", [(name, arguments), ...], (prompt_tokens, completion_tokens))``: an
-  assistant message with OpenAI-format tool calls, finish_reason "tool_calls";
+  assistant message with OpenAI-format tool calls, finish_reason "tool_calls" (a usage of four,
+  ``(prompt, completion, cached, reasoning)``, adds OpenAI's ``prompt_tokens_details.cached_tokens``
+  and ``completion_tokens_details.reasoning_tokens``, for text too);
 - ``("text", content, (prompt_tokens, completion_tokens))``: assistant text, finish_reason "stop";
 - ``("hang", seconds)``: no answer for that long (None: until the server stops), then the
   connection is closed without a response: a model that hangs;
@@ -87,11 +89,11 @@ def error(status: int, body: dict | None = None, headers: dict | None = None) ->
     return ("error", status, body, dict(headers or {}))
 
 
-def tool_calls(*calls: tuple[str, dict | str], usage: tuple[int, int] = (10, 5)) -> Item:
+def tool_calls(*calls: tuple[str, dict | str], usage: tuple[int, ...] = (10, 5)) -> Item:
     return ("tool_calls", list(calls), usage)
 
 
-def text(content: str, usage: tuple[int, int] = (10, 5)) -> Item:
+def text(content: str, usage: tuple[int, ...] = (10, 5)) -> Item:
     return ("text", content, usage)
 
 
@@ -113,9 +115,15 @@ REFUSE_TOOLS = '"auto" tool choice requires --enable-auto-tool-choice and --tool
 KINDS = ("error", "tool_calls", "text", "hang", "raw", "endless")
 
 
-def _usage(usage: tuple[int, int]) -> dict:
-    prompt, completion = usage
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+def _usage(usage: tuple[int, ...]) -> dict:
+    """(prompt, completion), or (prompt, completion, cached, reasoning): OpenAI's usage with its details."""
+    prompt, completion = usage[:2]
+    out: dict = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    if len(usage) == 4:
+        out["prompt_tokens_details"] = {"cached_tokens": usage[2], "audio_tokens": 0}
+        out["completion_tokens_details"] = {"reasoning_tokens": usage[3], "audio_tokens": 0,
+                                            "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}
+    return out
 
 
 class FakeOpenAI:

@@ -41,13 +41,18 @@ from autogen_core.models import (
     RequestUsage,
     UserMessage,
 )
+from autogen_ext.models.replay import ReplayChatCompletionClient
 
 from harness.environments.images import SHOWN_BELOW, ImageEnv, Picture, latest
+from harness.errors import ModelError
+from harness.models.cache import CachedCall
 from harness.models.config import DEFAULT_MAX_TOKENS, ModelSection
 from harness.models.http import async_client
 from harness.models.meter import Meter
 from harness.models.providers import azure_deployment
+from harness.models.replay import needs_image
 from harness.models.slots import Slots
+from harness.models.usage import counts, overheard, tapped
 
 DEFAULT_MODEL_INFO: ModelInfo = {"vision": False, "function_calling": True, "json_output": False,
                                  "family": "unknown", "structured_output": False}
@@ -56,18 +61,17 @@ DEFAULT_MODEL_INFO: ModelInfo = {"vision": False, "function_calling": True, "jso
 def build_client(section: ModelSection, meter: Meter, replay_turns: list[dict] | None,
                  images: ImageEnv | None = None) -> MeteredClient:
     """The metered client of a section; `images`: a vision model's pictures (shown after the results naming them)."""
-    return MeteredClient(inner_client(section, replay_turns), meter, label=section.name, slots=section.slots(),
-                         images=images)
+    return MeteredClient(inner_client(section, replay_turns, paced=True), meter, label=section.name,
+                         slots=section.slots(), images=images, retries=section.max_retries, section=section)
 
 
 def inner_client(section: ModelSection, replay_turns: list[dict] | None = None,
-                 headers: dict[str, str] | None = None) -> ChatCompletionClient:
-    """The AutoGen client of a section, unmetered (`headers`: sent with every request)."""
+                 headers: dict[str, str] | None = None, paced: bool = False) -> ChatCompletionClient:
+    """The AutoGen client of a section, unmetered (`headers`: sent with every request; `paced`: its
+    429s and 503s are left to the Meter that will wrap it, models/pacing.py)."""
     if section.kind == "replay":
-        from autogen_ext.models.replay import ReplayChatCompletionClient
-
         info = cast(ModelInfo, {**DEFAULT_MODEL_INFO, "vision": section.vision})
-        return ReplayChatCompletionClient(to_create_results(replay_turns or []), model_info=info)
+        return SightedReplay(replay_turns or [], model_info=info)
     kwargs: dict = {"model": section.model, "api_key": section.api_key(),
                     "max_retries": section.max_retries, "timeout": section.timeout}
     if section.endpoint():
@@ -78,7 +82,7 @@ def inner_client(section: ModelSection, replay_turns: list[dict] | None = None,
         kwargs["max_tokens"] = section.max_tokens
     if headers:
         kwargs["default_headers"] = headers
-    client_class = _client_class(section, kwargs)
+    client_class = _client_class(section, kwargs, paced)
     given = section.model_info
     if given is None and section.provider == "anthropic" and not _anthropic_knows(section.model):
         given = {}  # AutoGen matches an unknown claude-* name to claude-2.0's info: no function calling
@@ -99,18 +103,19 @@ def _anthropic_knows(model: str) -> bool:
     return model in _model_info._MODEL_INFO
 
 
-def _client_class(section: ModelSection, kwargs: dict) -> Any:
+def _client_class(section: ModelSection, kwargs: dict, paced: bool) -> Any:
     """AutoGen's client class (or factory) for the section's provider, `kwargs` completed for it;
-    every one gets an HTTP client that caps a reply's size (models/http.py)."""
+    every one gets an HTTP client that caps a reply's size (models/http.py) and reads each reply's
+    usage by class for the Meter (models/usage.py `tapped`: AutoGen's own usage keeps two classes)."""
     if section.provider == "anthropic":
         from harness.agents.autogen.anthropic_client import anthropic_chat_client
 
-        kwargs["http_client"] = async_client("anthropic")
+        kwargs["http_client"] = tapped(async_client("anthropic", paced=paced))
         kwargs.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
         return anthropic_chat_client
     from autogen_ext.models.openai import AzureOpenAIChatCompletionClient, OpenAIChatCompletionClient
 
-    kwargs["http_client"] = async_client()
+    kwargs["http_client"] = tapped(async_client(paced=paced))
     if section.provider == "azure":
         kwargs.update(azure_endpoint=section.azure_endpoint, api_version=section.api_version,
                       azure_deployment=azure_deployment(section))
@@ -118,10 +123,30 @@ def _client_class(section: ModelSection, kwargs: dict) -> Any:
     return OpenAIChatCompletionClient
 
 
+class SightedReplay(ReplayChatCompletionClient):
+    """AutoGen's replay client; a turn recorded with `"needs_image": true` (models/replay.py) is a model
+    error when the request it answers carries no image."""
+
+    def __init__(self, turns: list[dict], **kwargs: Any):
+        super().__init__(to_create_results(turns), **kwargs)
+        self._needs_image = [bool(turn.get("needs_image")) for turn in turns]
+        self._usages = [turn.get("usage") for turn in turns]  # by class: AutoGen's RequestUsage keeps two
+
+    async def create(self, messages: Sequence[LLMMessage], *args: Any, **kwargs: Any) -> CreateResult:
+        index = self._current_index
+        if index < len(self._needs_image) and self._needs_image[index] and not any(
+                isinstance(part, Image) for m in messages if isinstance(m.content, list) for part in m.content):
+            raise ModelError(needs_image(index + 1))
+        result = await super().create(messages, *args, **kwargs)
+        overheard(self._usages[index])  # the recorded classes reach the Meter as a provider's would
+        return result
+
+
 def to_create_results(turns: list[dict]) -> list[CreateResult]:
     results = []
     for turn in turns:
-        usage = RequestUsage(**{"prompt_tokens": 0, "completion_tokens": 0, **turn.get("usage", {})})
+        classes = counts(turn.get("usage"))  # RequestUsage takes these two only (the meter gets all: overheard)
+        usage = RequestUsage(prompt_tokens=classes["prompt_tokens"], completion_tokens=classes["completion_tokens"])
         if turn.get("tool_calls"):
             calls = [FunctionCall(id=f"call_{uuid.uuid4().hex[:12]}", name=c["name"],
                                   arguments=json.dumps(c.get("arguments", {})))
@@ -212,14 +237,26 @@ class MeteredClient(ChatCompletionClient):
     model's) every request shows the pictures its tool results name (with_pictures)."""
 
     def __init__(self, inner: ChatCompletionClient, meter: Meter, label: str = "", slots: Slots | None = None,
-                 images: ImageEnv | None = None):
+                 images: ImageEnv | None = None, retries: int = 0, section: ModelSection | None = None):
         self._inner, self._meter, self._label, self._slots = inner, meter, label, slots
-        self._images = images
+        self._images, self._retries, self._section = images, retries, section
 
     async def create(self, messages: Sequence[Any], **kwargs: Any) -> CreateResult:
         messages = with_pictures(messages, self._images)
         return self._capped(await self._meter.call(self._label, lambda: self._inner.create(messages, **kwargs),
-                                                   turn_from_result, trace_messages(messages), slots=self._slots))
+                                                   turn_from_result, trace_messages(messages), slots=self._slots,
+                                                   retries=self._retries, cached=self._cached(messages, kwargs)))
+
+    def _cached(self, messages: Sequence[Any], kwargs: dict[str, Any]) -> CachedCall[CreateResult] | None:
+        """This request's --cache entry (models/cache.py): its messages, tool schemas and the create
+        call's other arguments; None without a cache, and for a replay model."""
+        cache, section = self._meter.cache, self._section
+        if cache is None or section is None or section.kind == "replay":
+            return None
+        tools = [getattr(tool, "schema", tool) for tool in kwargs.get("tools") or []]
+        rest = {key: value for key, value in kwargs.items() if key not in ("tools", "cancellation_token")}
+        key = cache.key(section, [m.model_dump(mode="json") for m in messages], tools, rest)
+        return CachedCall(cache, key, lambda turn: to_create_results([turn])[0].model_copy(update={"cached": True}))
 
     def _capped(self, result: CreateResult) -> CreateResult:
         if not isinstance(result.content, list):
@@ -229,35 +266,51 @@ class MeteredClient(ChatCompletionClient):
 
     async def create_stream(self, messages: Sequence[Any], **kwargs: Any):
         """Streamed: the deadline bounds the whole stream (the wait for a slot included); a failure
-        mid-stream is the model's too. The slot is held until the stream ends or is dropped."""
+        mid-stream is the model's too. The slot is held until the stream ends or is dropped. A 429/503
+        before the stream's first item is waited out as in Meter.call, and the stream started again."""
         meter, messages = self._meter, with_pictures(messages, self._images)
         meter.before_call()
-        slot, waited = await meter.take_slot(self._label, self._slots)
+        admission = await meter.admit()
+        slot, waited = await meter.take_slot(self._label, self._slots, admission)
         try:
             meter.started(self._label)
             started = time.monotonic()
             deadline = meter.time_left(waited)
+            ends = None if deadline is None else started + deadline
             stream = self._inner.create_stream(messages, **kwargs).__aiter__()
+            attempt, sent, streaming = 0, time.time(), False
             while True:
-                left = None if deadline is None else deadline - (time.monotonic() - started)
+                left = None if ends is None else ends - time.monotonic()
                 try:
                     item = await asyncio.wait_for(stream.__anext__(), left)
                 except StopAsyncIteration:
                     return
                 except Exception as exc:  # noqa: BLE001 - the same rule as Meter.call
+                    if not streaming and await meter.pace(self._label, exc, attempt, self._retries, ends,
+                                                          self._slots, sent):
+                        attempt, sent = attempt + 1, time.time()
+                        stream = self._inner.create_stream(messages, **kwargs).__aiter__()
+                        continue
                     mapped = meter.model_error(exc, self._label, f"the stream did not end within "
                                                                  f"{meter.call_deadline or 0:.0f} s")
                     if mapped is exc:
                         raise
                     raise mapped from exc
+                streaming = True
                 if isinstance(item, CreateResult):
-                    meter.after_call(turn_from_result(item), time.monotonic() - started, self._label,
-                                     trace_messages(messages))
+                    if self._slots is not None:
+                        self._slots.succeeded()
+                    done = turn_from_result(item)
+                    meter.after_call(done, time.monotonic() - started, self._label, trace_messages(messages))
+                    if admission is not None:
+                        admission.close(meter.price.cost(counts(done["usage"])))
                     item = self._capped(item)
                 yield item
         finally:
             if slot is not None:
                 slot.release()
+            if admission is not None:
+                admission.close()
 
     async def close(self) -> None:
         await self._inner.close()

@@ -17,6 +17,8 @@
   const pct = (x) => (100 * x).toFixed(1) + "%";
   const num = (x, d) => (x === null || x === undefined || isNaN(x)) ? "" : Number(x).toFixed(d === undefined ? 0 : d);
   const tokens = (r) => ((r.usage || {}).prompt_tokens || 0) + ((r.usage || {}).completion_tokens || 0);
+  // a row's cost: its agent's calls and its LLM judge's (every scoring of it)
+  const cost = (r) => ((r.usage || {}).cost || 0) + ((r.judge_usage || {}).cost || 0);
   const verdict = (r) => r.status === "running" ? "running" : r.correct === true && r.status !== "error" ? "correct" : (r.correct === false || r.status === "error") ? "wrong" : "unscored";
   const iidOf = (r) => r.instance || r.instance_id;  // with epochs a row is "ID #eN"
 
@@ -113,7 +115,12 @@
     const limits = cfg.limits ? Object.entries(cfg.limits).map(([k, v]) => `${k}=${esc(v)}`).join(", ") : "";
     let extra = "";
     const known = new Set(["n_selected", "n_rows", "n_correct", "n_judged", "n_no_verdict", "n_unscored", "accuracy", "ci95", "per_level", "outcomes", "errors_by_kind", "stderr",
-                           "ids", "env_outcomes_per_instance", "scorers", "env_outcomes", "epochs", "breakdowns", "disagreements"]);
+                           "ids", "env_outcomes_per_instance", "scorers", "env_outcomes", "epochs", "breakdowns", "disagreements", "costs"]);
+    // dollars (report.json's `costs`): the agents', the judge's, the total and per level
+    const c = s.costs;
+    const costBars = c ? Object.entries(c.per_level || {}).map(([k, v]) => ({label: "level " + k, value: v, text: "$" + num(v, 4), color: "#d9a21b"})) : [];
+    const costCard = c ? `<div class="card" id="costs"><h3>Cost: $${num(c.total, 4)} (agents $${num(c.agents, 4)}, judge $${num(c.judge, 4)} in ${c.judge_calls} calls)</h3>` +
+      `${costBars.length ? barChart(costBars, {max: Math.max(...costBars.map((b) => b.value), 1e-9)}) : ""}</div>` : "";
     // accuracy per breakdown label (report.json's `breakdowns`: GAIA's tool family and steps bucket, question type...)
     const names = {tool_family: "Accuracy per tool family", steps: "Accuracy per steps bucket"};
     const breakdownCards = Object.entries(s.breakdowns || {}).map(([field, groups]) => {
@@ -164,7 +171,8 @@
         ${disCard}
         ${envTable ? `<div class="card"><h3>Environment actions</h3>${envTable}</div>` : ""}
         <div class="card"><h3>Tokens per instance</h3>${histogram(rows.map(tokens), "tokens", 0)}</div>
-        <div class="card"><h3>Cost per instance</h3>${histogram(rows.map((r) => (r.usage || {}).cost || 0), "cost", 4)}</div>
+        ${costCard}
+        <div class="card"><h3>Cost per instance</h3>${histogram(rows.map(cost), "cost", 4)}</div>
         <div class="card"><h3>Seconds per instance</h3>${histogram(rows.map((r) => r.duration_s), "seconds", 1)}</div>
       </div>`;
   }
@@ -243,7 +251,7 @@
     ["answer", "answer", (r) => r.answer || ""],
     ["target", "target", (r) => r.target || ""],
     ["tokens", "tokens", tokens],
-    ["cost", "cost", (r) => (r.usage || {}).cost || 0],
+    ["cost", "cost", cost],
     ["duration_s", "seconds", (r) => r.duration_s || 0],
     ["steps", "steps", (r) => r.steps || 0],
   ];
@@ -294,7 +302,7 @@
         `<td class="${v === "correct" ? "yes" : v === "wrong" ? "no" : ""}">${v}</td>` +
         `<td>${esc(r.error_kind || "")}</td><td class="txt" title="${esc(r.answer)}">${esc(r.answer)}</td>` +
         `<td class="txt" title="${esc(r.target)}">${esc(r.target)}</td><td>${tokens(r)}</td>` +
-        `<td>${num((r.usage || {}).cost || 0, 4)}</td><td>${num(r.duration_s, 1)}</td><td>${esc(r.steps)}</td></tr>`;
+        `<td>${num(cost(r), 4)}</td><td>${num(r.duration_s, 1)}</td><td>${esc(r.steps)}</td></tr>`;
     }
     $("#rows tbody").innerHTML = parts.join("");
     $("#row-count").textContent = `${rows.length} of ${run.rows.length} rows`;
