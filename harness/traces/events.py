@@ -13,7 +13,8 @@ flushed as it is written, so a killed agent still leaves its trace.
                   (a start with no model_call or error after it was still waiting when the trace ended)
     model_call    one model call: seconds, usage, the reply (content or tool calls), and the request:
                   n_messages (how many it sent) and messages, only those whose text the trace does
-                  not hold yet (role, content, source/call_id); a message already written (the
+                  not hold yet (role, content, source/call_id); `cached` when --cache answered it
+                  (harness/models/cache.py); a message already written (the
                   system prompt, the task, a tool result, an earlier reply) is not repeated, so a
                   trace grows linearly with the conversation, not quadratically
     model_wait    inside a model call: a 429/503 answer waited out before the call tried again (its
@@ -110,6 +111,7 @@ class ModelCall(_Event):
     tool_calls: list[dict[str, Any]] | None = None
     n_messages: int | None = None  # how many messages the request sent (None: not recorded)
     messages: list[dict[str, Any]] = Field(default_factory=list)  # those new to this trace (see above)
+    cached: bool = False  # answered by --cache (harness/models/cache.py), not the provider
 
 
 class ModelWait(_Event):
