@@ -204,3 +204,32 @@ def test_a_run_from_the_hub_cache_records_the_commit_and_refuses_a_moved_main(tm
     assert f"dataset_revision changed ({SHA_OLD} -> {SHA_NEW})" in moved.stderr
     pinned = harness(*args[:2], f"hf://{REPO_ID}@{SHA_OLD}", *args[3:], env=hub_env(tmp_path))
     assert pinned.returncode == 0 and "2 instance(s) already finished, 0 to run" in pinned.stderr, explain(pinned)
+
+
+@pytest.mark.docker
+def test_the_hub_token_stays_on_the_host(tmp_path):
+    """Secret canary for HF_TOKEN: a run of a Hub dataset with a token set looks for it inside the
+    sandbox (its environment, /workspace, /tmp, every process's environ) and finds it nowhere there,
+    nor in any file of the run directory (run.json, rows, traces, report)."""
+    canary = "hf_canary" + os.urandom(8).hex()
+    gaia_commit(tmp_path, SHA_OLD, {"v-1": "42"})
+    look = ("env; cat /proc/1/environ /proc/self/environ 2>/dev/null | tr '\\0' '\\n'; "
+            "grep -rsl " + canary[:16] + " /workspace /tmp /proc/*/environ 2>/dev/null; echo done")
+    turns = [{"tool_calls": [{"name": "run_shell", "arguments": {"command": look}}]}, *SOLVE]
+    replay = tmp_path / "turns.jsonl"
+    replay.write_text(json.dumps({"instance_id": "v-1", "turns": turns}) + "\n")
+    config = tmp_path / "replay.toml"
+    config.write_text(f'[llm.rec]\nkind = "replay"\npath = "{replay}"\n')
+    out = out_dir(tmp_path)
+    proc = harness("run", "--dataset", f"hf://{REPO_ID}", "--split", "validation", "--model", "rec",
+                   "--config", config, "--output-dir", out, env=hub_env(tmp_path, HF_TOKEN=canary))
+    assert proc.returncode == 0, explain(proc)
+    (row,) = rows(out)
+    assert row["correct"] is True, row
+    events = [json.loads(line) for line in (out / row["trace"]).read_text().splitlines() if line.strip()]
+    shown = "\n".join(str(e.get("content", "")) for e in events if e["type"] == "tool_result")
+    assert "HOSTNAME=" in shown and "done" in shown, shown  # the look ran in the sandbox
+    assert canary[:16] not in shown
+    leaked = [p.relative_to(out) for p in out.rglob("*") if p.is_file() and canary.encode() in p.read_bytes()]
+    assert leaked == [] and canary not in proc.stdout + proc.stderr
+    assert containers_of(out) == []
