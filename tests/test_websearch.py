@@ -215,7 +215,11 @@ def test_both_runners_search_end_to_end_and_the_key_never_enters_the_sandbox(age
         proc = harness("run", "--dataset", data, "--model", "fake", "--config", config, "--output-dir", out,
                        "--agent", agent, "--search", "tavily", env={"TEST_TAVILY_KEY": canary})
         sent_to_model = json.dumps(model.chat_requests)
+        (probe,) = model.probes
     assert proc.returncode == 0, explain(proc)
+    # The preflight's request offers web_search too, as the agent's own first call does (agents/dry.py).
+    assert "web_search" in {t["function"]["name"] for t in probe["json"]["tools"]}
+    assert probe["json"]["tools"] == model.chat_requests[0]["json"]["tools"]
     (row,) = rows(out)
     assert row["status"] == "ok" and row["correct"] is True, row
     assert row["env_outcomes"]["websearch"] == {"ok": 1} and row["env_outcomes"]["guard"] == {"blocked": 1}

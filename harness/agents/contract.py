@@ -134,13 +134,14 @@ class AgentRunner(abc.ABC):
         self.target = target  # what the registry resolved (e.g. an AutoGen agent factory), if any
 
     @classmethod
-    def preflight(cls, target: Any, model: ModelSection, instance: Instance,
-                  limits: Limits) -> Callable[[], Any] | None:
+    def preflight(cls, target: Any, model: ModelSection, instance: Instance, limits: Limits,
+                  search: SearchSettings | None = None) -> Callable[[], Any] | None:
         """Checked once in the harness's process, before any container: build what `setup` builds
-        where that needs no sandbox (harness/agents/dry.py), raising on what cannot work, and return
-        this runner's first model call, to be made once for real by the model preflight
-        (models/probe.py; not for replay models). `model` is the section as the preflight calls it.
-        None (the default): a plain chat completion stands for the runner's calls."""
+        where that needs no sandbox (harness/agents/dry.py, with the run's `search` so that the first
+        request carries web_search's schema), raising on what cannot work, and return this runner's
+        first model call, to be made once for real by the model preflight (models/probe.py; not for
+        replay models). `model` is the section as the preflight calls it. None (the default): a plain
+        chat completion stands for the runner's calls."""
         return None
 
     @abc.abstractmethod

@@ -25,15 +25,17 @@ from typing import Any
 from harness.agents.contract import Limits
 from harness.agents.dry import SandboxNeeded, dry_environments
 from harness.datasets.model import Instance
+from harness.environments.websearch.settings import SearchSettings
 from harness.models.config import ModelSection
 from harness.models.probe import PROBE_HEADER, PROBE_PROMPT, NotACompletion
 
 
-def preflight(factory: Callable, section: ModelSection, instance: Instance, limits: Limits) -> Callable[[], None]:
+def preflight(factory: Callable, section: ModelSection, instance: Instance, limits: Limits,
+              search: SearchSettings | None = None) -> Callable[[], None]:
     from harness.agents.autogen.models import inner_client
 
     client = inner_client(section, [], headers={PROBE_HEADER: "1"})
-    envs = dry_environments(limits, section)
+    envs = dry_environments(limits, section, search)
     agent = _dry_build(factory, client, envs, instance, limits)
     if agent is NEEDS_SANDBOX:
         from harness.agents.autogen.tools import sandbox_tools, web_tools

@@ -49,11 +49,11 @@ class AutoGenRunner(AgentRunner):
                "autogen_agentchat.teams", "harness.agents.autogen.builtin", "harness.agents.autogen.tools")
 
     @classmethod
-    def preflight(cls, target, model, instance, limits):
+    def preflight(cls, target, model, instance, limits, search=None):
         """The factory built dry, and its first call (harness/agents/autogen/check.py)."""
         from harness.agents.autogen.check import preflight
 
-        return preflight(target, model, instance, limits)
+        return preflight(target, model, instance, limits, search)
 
     async def setup(self, ctx: AgentContext) -> None:
         self.ctx = ctx

@@ -43,12 +43,13 @@ class PlainRunner(AgentRunner):
     preload = ("openai",)
 
     @classmethod
-    def preflight(cls, target, model, instance, limits):
-        """The first call as setup makes it: the system message and the tools' schemas."""
+    def preflight(cls, target, model, instance, limits, search=None):
+        """The first call as setup makes it: the system message and the tools' schemas (but the MCP
+        servers' tools: harness/agents/dry.py)."""
         from harness.agents.dry import dry_environments
         from harness.models.probe import chat_request
 
-        envs = dry_environments(limits, model)
+        envs = dry_environments(limits, model, search)
         schemas = [schema(fn) for fn in sandbox_tools(envs, instance) + web_tools(envs)]
         return lambda: chat_request(model, tools=schemas, system=SYSTEM)
 
