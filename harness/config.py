@@ -44,7 +44,8 @@ MIN_MEMORY = "64m"  # below this the sandbox's own service and Python do not sta
 FLAGS = {("dataset", "path"): "--dataset", ("sandbox", "provider"): "--sandbox", ("output", "dir"): "--output-dir",
          ("epochs", "count"): "--epochs", ("epochs", "reducers"): "--reducer", ("scoring", "names"): "--scorer",
          ("user", "reply"): "--user-reply", ("user", "max_replies"): "--max-user-replies",
-         ("user", "function"): "--user-function", ("names",): "--scorer"}
+         ("user", "function"): "--user-function", ("names",): "--scorer", ("replay", "cache"): "--cache",
+         ("replay", "cache_judge"): "--cache-judge"}
 
 
 class Section(BaseModel):
@@ -95,9 +96,18 @@ class Selection(Section):
     limit: int | None = Field(None, ge=0)
 
 
+SITE_INDEX = "search-site-index"  # the `site` provider's index in a run folder (web/ when recorded)
+
+
 def web_archives(run_dir: Path) -> list[Path]:
     """The WARC files a --web-record run left in its folder."""
     return sorted((Path(run_dir) / "web").glob("*.warc.gz"))
+
+
+def recorded_site_index(run_dir: Path) -> Path | None:
+    """The `site` search index a --web-record run of a --website left in its web/ folder, if any."""
+    index = Path(run_dir) / "web" / SITE_INDEX
+    return index if index.is_dir() else None
 
 
 class Sandbox(Section):
@@ -263,6 +273,14 @@ class Replay(Section):
 
     fail_on_divergence: bool = False  # exit 5 when a replayed tool result differs from the recording
     record: Path | None = None  # append the model's turns to this replay file
+    cache: Path | None = None  # --cache DIR: answer requests asked before from DIR (models/cache.py); not fingerprinted
+    cache_judge: bool = False  # --cache-judge: the LLM judge's calls use the --cache too
+
+    @model_validator(mode="after")
+    def _judge_needs_cache(self) -> Replay:
+        if self.cache_judge and self.cache is None:
+            raise ValueError("--cache-judge needs --cache DIR")
+        return self
 
 
 class Output(Section):
@@ -327,7 +345,12 @@ class RunConfiguration(Section):
                "scoring": Scoring.from_flags(scorers or ["gaia"], judge_model, toml), **sections}
         sandbox = sections.get("sandbox")
         website = isinstance(sandbox, dict) and sandbox.get("website") is not None
-        raw["search"] = resolve(search, search_block, no_search_cache, toml.search, website)
+        # a replay of a recorded --website run searches its recorded index, as that run searched the site
+        website = website or isinstance(sandbox, dict) and any(
+            recorded_site_index(folder) is not None for folder in sandbox.get("web_replay") or ())
+        found = resolve(search, search_block, no_search_cache, toml.search, website)
+        replaying = isinstance(sandbox, dict) and sandbox.get("web_replay")  # never calls the provider: no key
+        raw["search"] = found.model_copy(update={"api_key_env": None}) if replaying else found
         raw["mcp"] = mcp_config.combine(mcp or [], toml.mcp)
         return build(cls, raw)
 

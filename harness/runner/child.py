@@ -102,7 +102,8 @@ def run(request: AgentRequest, result_path: Path) -> int:
     if request.search is not None:  # the leakage guard holds for the browser, with or without a search tool
         if envs.web is not None:
             envs.web.guard = Guard(request.search.block)
-        envs.search = WebSearch(request.search, tracer) if request.search.offered else None
+        who = f"{request.sandbox.spec.instance_id}/{request.sandbox.spec.attempt}"  # its archived exchanges' tag
+        envs.search = WebSearch(request.search, tracer, who=who) if request.search.offered else None
     envs.publish()
     context = AgentContext(task=request.task, instance=request.instance, limits=limits, model=section, meter=meter,
                            tracer=tracer, envs=envs, replay_turns=request.replay_turns,

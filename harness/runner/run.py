@@ -35,7 +35,7 @@ from rich.console import Console
 
 from harness import exit_codes
 from harness.bulk import collector_paused
-from harness.config import RunConfiguration, web_archives
+from harness.config import SITE_INDEX, RunConfiguration, recorded_site_index, web_archives
 from harness.datasets import dataset_fingerprint, hub
 from harness.environments.websearch.settings import SearchSettings
 from harness.environments.websearch.site import index_site
@@ -60,6 +60,7 @@ from harness.sandbox.registry import get_provider
 from harness.sandbox.site import site_info
 from harness.settings import settings as harness_settings
 from harness.terminal import say, stderr_console
+from harness.web.search_archive import SEARCH_ARCHIVE
 
 
 def run(cfg: RunConfiguration, console: Console | None = None) -> int:
@@ -225,15 +226,22 @@ def _web_proxy(cfg: RunConfiguration, provider, run_id: str, network: str | None
 def _search_for_run(cfg: RunConfiguration, provider, image: str, run_id: str, network: str | None,
                     layout: RunDir, console: Console) -> SearchSettings:
     """The run's search settings for its agents: the cache folder, and for `site` the offline website
-    crawled and indexed now, once, before the first instance (environments/websearch/site.py)."""
-    index = None
+    crawled and indexed now, once, before the first instance (environments/websearch/site.py). A
+    --web-record run indexes into web/ (shared with its archive) and records the provider's exchanges
+    in web/search.warc.gz; a --web-replay run searches the recorded index or archives, never live."""
+    index, replayed = None, cfg.sandbox.web_replay or ()
     if cfg.search.provider == "site" and cfg.sandbox.website is not None and network is not None:
         alias = site_info(cfg.sandbox.website)[0]
-        index = layout.root / "search-site-index"
+        index = layout.root / ("web" if cfg.sandbox.web_record else "") / SITE_INDEX
         spec = SandboxSpec(image=image, run_id=run_id, instance_id="site-crawl", **cfg.sandbox.resources(network))
         pages, passages = index_site(provider, spec, alias, index)
         say(console, f"site search: {pages} page(s) of {alias} indexed ({passages} passages)")
-    return cfg.search.for_run(layout.root, index)
+    elif cfg.search.provider == "site" and replayed:
+        index = next(i for folder in replayed if (i := recorded_site_index(folder)) is not None)
+        say(console, f"site search: the recorded index {index}")
+    return cfg.search.for_run(layout.root, index,
+                              web_record=layout.root / "web" / SEARCH_ARCHIVE if cfg.sandbox.web_record else None,
+                              web_replay=tuple(a for folder in replayed for a in web_archives(folder)))
 
 
 def _write(path, text: str) -> None:

@@ -14,7 +14,12 @@ An outage (connection errors, timeouts, 5xx, 429) is retried `max_retries` times
 (`backoff` s doubling, a Retry-After of at most 60 s obeyed); one left after that is
 `SearchUnavailable`, an infra error: the attempt ends and the runner retries it on a fresh sandbox.
 A query the provider refuses (another 4xx) or an empty one is a tool result the agent reads
-(outcome `error`). A key variable that is not set is refused before any container (`check_key`).
+(outcome `error`). A key variable that is not set is refused before any container (`check_key`; a
+--web-replay run asks for none: it never calls the provider).
+
+`--web-record` / `--web-replay` (web/search_archive.py): each provider exchange is recorded in the
+run's web archive, or answered from the recorded ones (an env `web_archive` event `web_hit` each); a
+search the recording never made is a tool result the agent reads and a `web_miss` event.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from harness.environments.websearch.providers import Hit
 from harness.environments.websearch.settings import MAX_RESULTS, SearchSettings
 from harness.errors import InfraError, InputError, ModelError
 from harness.traces import EnvAction, Tracer
+from harness.web.search_archive import NotRecorded, SearchRecorder, SearchReplay, redacted
 
 if TYPE_CHECKING:
     from harness.environments.websearch.site import SiteIndex
@@ -60,15 +66,30 @@ def check_key(search: SearchSettings) -> None:
 
 
 class SearchHTTP:
-    """The one HTTP client every provider request goes through (`send`: one exchange)."""
+    """The one HTTP client every provider request goes through (`send`: one exchange). With a recorder
+    each exchange goes to the run's web archive; with a replay nothing is sent: the archive answers
+    (web/search_archive.py; NotRecorded for a request it never saw)."""
 
-    def __init__(self, timeout: float):
+    def __init__(self, timeout: float, recorder: SearchRecorder | None = None, replay: SearchReplay | None = None):
         self.client = httpx.Client(timeout=timeout, follow_redirects=False)
+        self.recorder, self.replay = recorder, replay
 
     def send(self, request: httpx.Request) -> httpx.Response:
+        if self.replay is not None:
+            return self.replay.answer(request)
+        start = time.time()
         response = self.client.send(request)
         response.read()
+        if self.recorder is not None:
+            self.recorder.record(request, response, start, time.time())
         return response
+
+
+def archive_http(settings: SearchSettings, who: str, secret: str | None) -> SearchHTTP:
+    """The client of a --web-record or --web-replay run's searches (settings.web_record / web_replay)."""
+    recorder = SearchRecorder(Path(settings.web_record), who, secret) if settings.web_record else None
+    replay = SearchReplay([Path(p) for p in settings.web_replay], secret) if settings.web_replay else None
+    return SearchHTTP(settings.timeout, recorder, replay)
 
 
 def _retry_after(response: httpx.Response | None, fallback: float) -> float:
@@ -92,13 +113,14 @@ def format_hits(provider: str, query: str, hits: list[Hit], blocked: int) -> str
 
 
 class WebSearch:
-    def __init__(self, settings: SearchSettings, tracer: Tracer, http: SearchHTTP | None = None):
+    def __init__(self, settings: SearchSettings, tracer: Tracer, http: SearchHTTP | None = None, who: str = ""):
+        """`who`: INSTANCE/ATTEMPT, the tag of this process's exchanges in a --web-record archive."""
         self.settings, self.tracer = settings, tracer
         self.guard = Guard(settings.block)
-        self.http = http or SearchHTTP(settings.timeout)
+        self.key = os.environ.get(settings.api_key_env) if settings.api_key_env else None
+        self.http = http or archive_http(settings, who, self.key)
         self.cache = SearchCache(Path(settings.cache_dir)) if settings.cache_dir else None
         self._site: SiteIndex | None = None
-        self.key = os.environ.get(settings.api_key_env) if settings.api_key_env else None
 
     def _site_hits(self, query: str, n: int) -> list[Hit]:
         from harness.environments.websearch.site import SiteIndex
@@ -115,11 +137,21 @@ class WebSearch:
         wait = s.backoff
         for attempt in range(s.max_retries + 1):
             response: httpx.Response | None = None
+            request = providers.request(s.provider, s.base_url, query, n, self.key, s.options)
             try:
-                response = self.http.send(providers.request(s.provider, s.base_url, query, n, self.key, s.options))
+                response = self.http.send(request)
+            except NotRecorded as exc:
+                self.tracer.emit(EnvAction(env="web_archive", action="web_miss", outcome="miss",
+                                           args={"url": exc.url, "method": exc.method, "source": "search"}))
+                raise QueryRefused(f"this run replays a recorded web (--web-replay) and {s.provider} was never "
+                                   f"asked this ({exc}): the recording has no results for it") from None
             except httpx.HTTPError as exc:
                 problem = f"{type(exc).__name__}: {exc}"
             else:
+                if self.http.replay is not None:
+                    self.tracer.emit(EnvAction(env="web_archive", action="web_hit", outcome="hit",
+                                               args={"url": redacted(request, self.key)[0], "method": request.method,
+                                                     "source": "search"}))
                 if response.status_code == 200:
                     try:
                         return providers.hits(s.provider, response.json(), n)

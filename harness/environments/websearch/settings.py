@@ -67,9 +67,12 @@ class SearchSettings(BaseModel):
     # `site` picked because the run has a --website (no --search, no [search] provider): not in run.json's
     # fingerprint, so a run from before search existed resumes (results/run_config.py)
     automatic: bool = False
-    # Filled in by the run (for_run): where the cache and the site's index live.
+    # Filled in by the run (for_run): where the cache and the site's index live; --web-record's search archive
+    # (web/search_archive.py) and --web-replay's archives, served instead of the provider.
     cache_dir: str | None = None
     site_index: str | None = None
+    web_record: str | None = None
+    web_replay: tuple[str, ...] = ()
 
     @property
     def offered(self) -> bool:
@@ -78,11 +81,14 @@ class SearchSettings(BaseModel):
     def public(self) -> dict:
         """What defines results (run.json's fingerprint): no key, no run-local paths."""
         return self.model_dump(mode="json", exclude={"cache_dir", "site_index", "timeout", "max_retries", "backoff",
-                                                     "cache", "api_key_env", "automatic"})
+                                                     "cache", "api_key_env", "automatic", "web_record", "web_replay"})
 
-    def for_run(self, run_dir: Path, site_index: Path | None) -> SearchSettings:
+    def for_run(self, run_dir: Path, site_index: Path | None, *, web_record: Path | None = None,
+                web_replay: tuple[Path, ...] = ()) -> SearchSettings:
         return self.model_copy(update={"cache_dir": str(run_dir / "search-cache") if self.cache else None,
-                                       "site_index": str(site_index) if site_index is not None else None})
+                                       "site_index": str(site_index) if site_index is not None else None,
+                                       "web_record": str(web_record) if web_record is not None else None,
+                                       "web_replay": tuple(str(p) for p in web_replay)})
 
 
 class SearchTable(BaseModel):
