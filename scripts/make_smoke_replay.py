@@ -72,7 +72,7 @@ def media_turns(ident: str, answer: str) -> list[dict] | None:
                 {**final, "content": f"The green bar is the tallest. {final['content']}", "needs_image": True}]
     if ident == make_smoke_media.task_id("voice-memo-bay"):
         audio = (ROOT / "2023" / "validation" / make_smoke_media.MEMO_FILE).read_bytes()
-        heard = {hashlib.sha256(audio).hexdigest()[:16]: make_smoke_media.MEMO}
+        heard = {hashlib.sha256(audio).hexdigest()[:16]: {"model": "replay", "text": make_smoke_media.MEMO}}
         return [{**call("transcribe_audio", path=make_smoke_media.MEMO_FILE), "transcripts": heard},
                 {**final, "content": f"The memo says bay {answer}. {final['content']}"}]
     return None

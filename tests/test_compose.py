@@ -130,15 +130,15 @@ def test_compose_session_runs_the_smoke_set_like_a_host_run(built, project, runs
     got = [json.loads(line) for line in (runs / out / "output.jsonl").read_text().splitlines()]
     metadata = [json.loads(x) for x in (SMOKE / "2023/validation/metadata.jsonl").read_text().splitlines()]
     assert sorted(r["instance_id"] for r in got) == sorted(m["task_id"] for m in metadata)
-    assert len(got) == 18 and sum(r["correct"] for r in got) == 16  # as tests/test_run_e2e.py's host run
+    assert len(got) == 21 and sum(r["correct"] for r in got) == 19  # as tests/test_run_e2e.py's host run
     browsing = [r for r in got if "visit_url" in r["tool_calls"]]
-    assert len(browsing) == 3 and all(r["correct"] for r in browsing)
+    assert len(browsing) == 4 and all(r["correct"] for r in browsing)
     for row in browsing:  # the offline site through the sandbox's browser, driven from the container
         trace = [json.loads(x) for x in (runs / out / row["trace"]).read_text().splitlines()]
         web = [e for e in trace if e["type"] == "env" and e["env"] == "web"]
         assert web and all(e["outcome"] == "ok" for e in web), web
     report = json.loads((runs / out / "report.json").read_text())
-    assert report["n_selected"] == 18 and report["n_correct"] == 16 and report["leaked_containers"] == 0
+    assert report["n_selected"] == 21 and report["n_correct"] == 19 and report["leaked_containers"] == 0
     # On the host, in the directory mounted as runs/, owned by HOST_UID:HOST_GID.
     for path in [runs / out, runs / out / "output.jsonl", runs / out / "report.json"]:
         assert (path.stat().st_uid, path.stat().st_gid) == (USER, USER), path

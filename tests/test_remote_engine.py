@@ -64,10 +64,10 @@ def test_smoke_set_on_a_remote_tls_engine(remote, image, tmp_path):
                    "--website", SMOKE / "website", *remote["flags"], env=remote["env"], timeout=900)
     assert proc.returncode == 0, explain(proc)
     got = rows(out)
-    assert len(got) == 18 and sum(r["correct"] for r in got) == 16  # as on the local engine (test_run_e2e)
+    assert len(got) == 21 and sum(r["correct"] for r in got) == 19  # as on the local engine (test_run_e2e)
     assert all(r["error"] is None for r in got)
     browsing = [r for r in got if "visit_url" in r["tool_calls"]]
-    assert len(browsing) == 3 and all(r["correct"] for r in browsing)
+    assert len(browsing) == 4 and all(r["correct"] for r in browsing)
     # Every sandbox ran on the remote engine, none on the local one; nothing is left there.
     remote_ids = created_on(eng, out.name[:12], since)
     assert sorted(remote_ids) == sorted([r["instance_id"] for r in got] + ["website"])  # the site's container too

@@ -118,7 +118,7 @@ def test_smoke_set_with_its_website_does_not_diverge_and_records_the_same_finger
                    "--output-dir", out, "--workers", 2, "--fail-on-divergence", "--record", recording, timeout=600)
     assert proc.returncode == 0, explain(proc)
     replay = report(out)["replay"]
-    assert replay["rows"] == 18 and replay["checked"] >= 40
+    assert replay["rows"] == 21 and replay["checked"] >= 44
     assert replay["divergences"] == 0 and replay["diverged"] == {} and replay["not_checked"] == 0
     assert "replay check divergences: 0 of" in table_text(proc.stdout)
     assert "ships a website" not in proc.stderr
@@ -127,7 +127,9 @@ def test_smoke_set_with_its_website_does_not_diverge_and_records_the_same_finger
         assert not [e for e in trace(out, row) if e["type"] == "divergence"]
     bundled = smoke_lines()
     again = {json.loads(x)["instance_id"]: json.loads(x)["turns"] for x in recording.read_text().splitlines()}
-    assert again == {ident: line["turns"] for ident, line in bundled.items()}  # same turns, same fingerprints
+    # same turns, same fingerprints, same transcripts; "needs_image" is the script's (scripts/make_smoke_replay.py)
+    assert again == {ident: [{k: v for k, v in turn.items() if k != "needs_image"} for turn in line["turns"]]
+                     for ident, line in bundled.items()}
 
 
 @pytest.mark.docker

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import secrets
 import signal
@@ -17,6 +18,9 @@ from tests.helpers.e2e import SUM, containers_of, harness, one_instance, rows, r
 pytestmark = pytest.mark.docker
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = REPO / "datasets" / "gaia-smoke"
+# The smoke set's search, image and audio tasks (scripts/make_smoke_web.py, make_smoke_media.py)
+SEARCH, CHART, MEMO = ("186b065e-32f9-5511-b2ad-03adaac76864", "4150ac96-fd61-5c6b-8f8e-49b4d07942f0",
+                       "3546c9b5-4990-536f-bacb-b497a0871262")
 
 
 def test_smoke_set_runs_resumes_rescores_and_refuses_changed_config(tmp_path):
@@ -27,9 +31,9 @@ def test_smoke_set_runs_resumes_rescores_and_refuses_changed_config(tmp_path):
     got = rows(out)
     metadata = [json.loads(x) for x in (SMOKE / "2023/validation/metadata.jsonl").read_text().splitlines()]
     assert sorted(r["instance_id"] for r in got) == sorted(m["task_id"] for m in metadata)
-    assert len(got) == 18 and sum(r["correct"] for r in got) == 16
+    assert len(got) == 21 and sum(r["correct"] for r in got) == 19
     browsing = [r for r in got if "visit_url" in r["tool_calls"]]
-    assert len(browsing) == 3 and all(r["correct"] for r in browsing)
+    assert len(browsing) == 4 and all(r["correct"] for r in browsing)
     for row in browsing:  # the pages really came from the offline site, through the sandbox's browser
         web = [e for e in trace(out, row) if e["type"] == "env" and e["env"] == "web"]
         assert web and all(e["outcome"] == "ok" for e in web), web
@@ -39,20 +43,21 @@ def test_smoke_set_runs_resumes_rescores_and_refuses_changed_config(tmp_path):
     assert downloads and "/workspace/downloads/supplier-deliveries-2023.csv" in downloads[0]["result"]
     assert {r["answer_source"] for r in got} == {"solution_tag", "final_message"}
     for row in got:  # the answers came from real work in the sandbox, not from the recording alone
-        if row["correct"] and row not in browsing:
+        if row["correct"] and row not in browsing and row["instance_id"] not in (CHART, MEMO):
             runs = [e for e in trace(out, row) if e["type"] == "env" and e["action"] == "run_python"]
             assert runs and runs[-1]["stdout"].strip().splitlines()[-1] == row["target"]
         assert row["usage"]["llm_calls"] == row["steps"] >= 2
+    assert_search_image_and_audio_ran(out, {r["instance_id"]: r for r in got})
     report = json.loads((out / "report.json").read_text())
-    assert report["n_selected"] == 18 and report["n_correct"] == 16 and report["leaked_containers"] == 0
+    assert report["n_selected"] == 21 and report["n_correct"] == 19 and report["leaked_containers"] == 0
     assert report["per_level"]["3"]["correct"] == 3
     assert (tmp_path / "summary.csv").read_text().count("\n") == 2
     assert containers_of(out) == []
 
     again = harness("run", "--dataset", SMOKE, "--model", "replay", "--output-dir", out,
                     "--website", SMOKE / "website")
-    assert again.returncode == 0 and "18 instance(s) already finished, 0 to run" in again.stderr
-    assert len(rows(out)) == 18
+    assert again.returncode == 0 and "21 instance(s) already finished, 0 to run" in again.stderr
+    assert len(rows(out)) == 21
 
     changed = harness("run", "--dataset", SMOKE, "--model", "replay", "--output-dir", out, "--max-steps", 9,
                       "--website", SMOKE / "website")
@@ -60,8 +65,27 @@ def test_smoke_set_runs_resumes_rescores_and_refuses_changed_config(tmp_path):
 
     rescored = harness("score", out, "--scorer", "exact")
     assert rescored.returncode == 0, rescored.stderr
-    assert json.loads((out / "report.json").read_text())["n_correct"] == 16
+    assert json.loads((out / "report.json").read_text())["n_correct"] == 19
     assert all("exact" in r["scores"] for r in rows(out))
+
+
+def assert_search_image_and_audio_ran(out: Path, got: dict[str, dict]) -> None:
+    """The replayed smoke set searched its site, showed the chart as an image part and transcribed the memo,
+    each through the real tool in the real sandbox (and each answered right)."""
+    def env(ident: str, name: str) -> list[dict]:
+        return [e for e in trace(out, got[ident]) if e["type"] == "env" and e["env"] == name]
+
+    (search,) = env(SEARCH, "websearch")
+    assert search["args"]["provider"] == "site" and search["outcome"] == "ok"
+    assert "http://shop.gaia.test/notices/safety-recall-2023" in search["urls"]  # linked from no page: the sitemap
+    (picture,) = env(CHART, "image")
+    assert picture["action"] == "task_image" and picture["file"] == "/workspace/bar_chart_colours.png", picture
+    (heard,) = env(MEMO, "audio")
+    wav = (SMOKE / "2023/validation/warehouse_voice_memo.wav").read_bytes()
+    assert heard["outcome"] == "ok" and heard["bytes"] == len(wav) and "bay 14" in heard["transcript"]
+    assert heard["sha256"] == hashlib.sha256(wav).hexdigest()[:16]  # the sandbox's copy of the file was sent
+    assert all(got[i]["correct"] for i in (SEARCH, CHART, MEMO))
+    assert got[SEARCH]["env_outcomes"]["websearch"] == {"ok": 1}, got[SEARCH]["env_outcomes"]
 
 
 def test_sigkill_mid_run_then_rerun_loses_nothing_and_leaks_nothing(tmp_path):
@@ -78,14 +102,14 @@ def test_sigkill_mid_run_then_rerun_loses_nothing_and_leaks_nothing(tmp_path):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     partial = rows(out)
-    assert 3 <= len(partial) < 18
+    assert 3 <= len(partial) < 21
     with open(out / "output.jsonl", "a") as fh:  # a crash mid-write leaves a torn line
         fh.write('{"instance_id": "torn')
     rerun = harness("run", "--dataset", SMOKE, "--model", "replay", "--output-dir", out, "--workers", 2)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     final = rows(out)
     ids = [r["instance_id"] for r in final]
-    assert len(ids) == 18 == len(set(ids)), "every instance exactly once"
+    assert len(ids) == 21 == len(set(ids)), "every instance exactly once"
     assert containers_of(out) == []
 
 

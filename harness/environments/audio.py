@@ -14,9 +14,9 @@ with the section's key, timeout and retries. The transcript is saved as
 (no such file, too big, the server's refusal, a timeout) is a tool result starting "Error".
 
 A replay model answers from its recording instead (`ReplayAudio`): a recorded turn's `transcripts`
-map an audio's sha256 to its text, so the same file gets the same transcript offline and any other
-file is an error; it is offered when the instance's recording holds transcripts (or the replay
-section names a transcription_model), and needs no key or server.
+map an audio's sha256 to its text and the model that made it, so the same file gets the same
+transcript offline and any other file is an error; it is offered when the instance's recording
+holds transcripts (or the replay section names a transcription_model), and needs no key or server.
 """
 
 from __future__ import annotations
@@ -76,24 +76,22 @@ class AudioEnv:
 
     def transcribe(self, path: str) -> str:
         started = time.monotonic()
-        data = self._transcript(path)
-        outcome = outcome_of(data)
-        text = data.get("text")
+        data = {"model": self.model, **self._transcript(path)}
         self.files.tracer.emit(EnvAction(env="audio", action="transcribe_audio", args={"path": path},
-                                         outcome=outcome, seconds=round(time.monotonic() - started, 4),
-                                         model=self.model, **{k: v for k, v in data.items() if k != "text"},
-                                         **({} if text is None else {"transcript": text})))
+                                         outcome=outcome_of(data), seconds=round(time.monotonic() - started, 4),
+                                         **data))
+        text = data.get("transcript")
         if text is None:
             return f"Error: {data['error']}"
         name = os.path.basename(data["path"])
         saved = f"{TRANSCRIPTS}/{name}.txt"
         self.files.sandbox.exec(["python3", "-c", SAVE, f"{WORKSPACE}/{saved}"], stdin=text, timeout=30)
-        return (f"Transcript of {path} by {self.model}, saved as {WORKSPACE}/{saved}; "
+        return (f"Transcript of {path} by {data['model']}, saved as {WORKSPACE}/{saved}; "
                 f"read_file({saved!r}, page) shows any other page.\n" + self.files.read(saved))
 
     def _transcript(self, path: str) -> dict:
-        """{"text", "path", "bytes", "sha256", "chars"}, or {"error", ...} (and "outcome" "timeout" when
-        it timed out)."""
+        """{"transcript", "path", "bytes", "sha256", "chars"} (and "model" when it was not self.model's),
+        or {"error", ...} (and "outcome" "timeout" when it timed out)."""
         located = script_reply(self.files.sandbox.exec(["python3", "-c", LOCATE, path], timeout=30),
                                f"find {path!r}", 30)
         if "error" in located:
@@ -107,10 +105,10 @@ class AudioEnv:
             return {**located, "error": f"cannot read {path}: {exc}"}
         sent = {**located, "sha256": hashlib.sha256(audio).hexdigest()[:16]}
         heard = self._send(os.path.basename(located["path"]), audio, sent["sha256"])
-        return {**sent, **heard, **({"chars": len(heard["text"])} if "text" in heard else {})}
+        return {**sent, **heard, **({"chars": len(heard["transcript"])} if "transcript" in heard else {})}
 
     def _send(self, name: str, audio: bytes, sha256: str) -> dict:
-        """{"text"} from the provider's /audio/transcriptions, or {"error"} (and "outcome")."""
+        """{"transcript"} from the provider's /audio/transcriptions, or {"error"} (and "outcome")."""
         import openai
 
         try:
@@ -123,20 +121,21 @@ class AudioEnv:
         except (openai.APIError, ModelError) as exc:
             reason = too_large(exc) or exc
             return {"error": f"transcription failed: {type(reason).__name__}: {reason}"}
-        return {"text": reply.text}
+        return {"transcript": reply.text}
 
 
 class ReplayAudio(AudioEnv):
-    """transcribe_audio of a replay model: the recorded transcript of the same audio (by its sha256)."""
+    """transcribe_audio of a replay model: the recorded transcript of the same audio (by its sha256), in
+    the recorded model's name (the tool's result names it)."""
 
-    def __init__(self, files: FileEnv, section: ModelSection, recorded: dict[str, str]):
+    def __init__(self, files: FileEnv, section: ModelSection, recorded: dict[str, dict[str, str]]):
         self.files, self.section, self.max_bytes = files, section, MAX_AUDIO_BYTES
         self.model = section.transcription_model or "replay"
         self.recorded = recorded
 
     def _send(self, name: str, audio: bytes, sha256: str) -> dict:
         if sha256 in self.recorded:
-            return {"text": self.recorded[sha256]}
+            return {"transcript": self.recorded[sha256]["text"], "model": self.recorded[sha256]["model"]}
         return {"error": f"replay: the recording holds no transcript of {name} (sha256 {sha256}): "
                          "not the audio the recording was made with"}
 

@@ -20,9 +20,11 @@ Transcriptions. A replay model answers transcribe_audio too (harness/environment
 whose tool calls transcribed audio keeps each transcript under the audio's sha256 (16 hex digits of
 the bytes sent), as --record writes it from the trace's `audio` env events:
 
-    {"tool_calls": [{"name": "transcribe_audio", ...}], "transcripts": {"9b1f0c2d4e6a8b3c": "text"}}
+    {"tool_calls": [{"name": "transcribe_audio", ...}],
+     "transcripts": {"9b1f0c2d4e6a8b3c": {"model": "whisper-1", "text": "..."}}}
 
-Replaying, the instance's transcripts (of all its turns) answer any request for the same bytes; other
+Replaying, the instance's transcripts (of all its turns) answer any request for the same bytes, in the
+recorded model's name (the tool's result names it, so the replayed result matches the recorded one); other
 audio gets an error result (so a changed file diverges), and an instance without any is offered no
 transcribe_audio unless the replay section names a transcription_model.
 
@@ -214,7 +216,8 @@ def recorded_turns(events) -> list[dict]:
         if isinstance(event, EnvAction) and event.action == "transcribe_audio" and turns:
             heard = event.model_dump()
             if isinstance(heard.get("transcript"), str) and heard.get("sha256"):
-                turns[-1].setdefault("transcripts", {})[heard["sha256"]] = heard["transcript"]
+                turns[-1].setdefault("transcripts", {})[heard["sha256"]] = {"model": str(heard.get("model", "")),
+                                                                              "text": heard["transcript"]}
         if not isinstance(event, ModelCall):
             continue
         seen = next(results)
@@ -226,8 +229,8 @@ def recorded_turns(events) -> list[dict]:
     return turns
 
 
-def recorded_transcripts(turns: list[dict]) -> dict[str, str]:
-    """An instance's recorded transcripts, by audio sha256, over all its turns."""
+def recorded_transcripts(turns: list[dict]) -> dict[str, dict[str, str]]:
+    """An instance's recorded transcripts ({"model", "text"}), by audio sha256, over all its turns."""
     return {sha: text for turn in turns if isinstance(turn.get("transcripts"), dict)
             for sha, text in turn["transcripts"].items()}
 

@@ -66,4 +66,4 @@ def test_smoke_subset_on_swarm_matches_docker(swarm, tmp_path):
 @pytest.mark.slow
 def test_whole_smoke_set_on_swarm_matches_docker(swarm, tmp_path):
     got = compare(tmp_path)
-    assert len(got) == 18
+    assert len(got) == 21
