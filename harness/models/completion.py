@@ -8,9 +8,11 @@ like the agent's (scoring/judge.py keeps it beside the verdict)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import InputError, ModelError
+from harness.models.cache import ResponseCache
 from harness.models.config import ModelSection
 from harness.models.http import too_large
 from harness.models.providers import anthropic_client, openai_client
@@ -37,7 +39,29 @@ def _completion(section: ModelSection, text: str, raw_usage: object) -> Completi
     return Completion(text, Usage(**classes, llm_calls=1, cost=Price.of(section).cost(classes)))
 
 
-def completer(section: ModelSection) -> Callable[[str], str]:
+def completer(section: ModelSection, cache: Path | None = None) -> Callable[[str], str]:
+    """The judge's completion function; with `cache` (--cache-judge) a prompt asked before is answered
+    from the --cache folder (models/cache.py), its usage counted as a hit at no cost."""
+    complete = _completer(section)
+    return complete if cache is None else _cached(complete, section, ResponseCache(cache))
+
+
+def _cached(complete: Callable[[str], str], section: ModelSection, cache: ResponseCache) -> Callable[[str], str]:
+    def answer(prompt: str) -> str:
+        key = cache.key(section, [{"role": "user", "content": prompt}], [], {"judge": True})
+        kept = cache.get(key)
+        if kept is not None:
+            return Completion(str(kept.get("content", "")), Usage(**counts(kept.get("usage")), llm_calls=1,
+                                                                     cache_hits=1))
+        reply = complete(prompt)
+        usage = getattr(reply, "usage", None)
+        cache.put(key, section.name, {"content": str(reply), "usage": {} if usage is None else counts(usage)})
+        return reply
+
+    return answer
+
+
+def _completer(section: ModelSection) -> Callable[[str], str]:
     if section.kind != "openai":
         raise InputError(f"judge model {section.name}: must be a model provider's section, not {section.kind}")
     if section.provider == "anthropic":

@@ -44,7 +44,8 @@ report.json is this `Report`; its keys, besides the headline ones:
                    counted in no_verdict, its first explanation in first_error); the first is the headline
     env_outcomes   env (code/file/web) -> outcome (ok/timeout/crashed/error) -> count, summed over
                    the selected ids' latest rows (each row counts its trace's `env` events)
-    env_outcomes_per_instance  the same per instance id (only ids with environment actions)
+    env_outcomes_per_instance  the same per instance id (only ids with environment actions); an id whose
+                   browser met a CAPTCHA or bot wall has env `web_wall` outcome `blocked` (Report.walls)
     replay         replay models only (else null): the selected ids' latest rows' tool results
                    checked against the recording's fingerprints (harness/models/replay.py): checked,
                    divergences (with the ids and their counts), not_checked (no fingerprint to
@@ -166,6 +167,7 @@ class Report(BaseModel):
     cost: float = 0.0  # the agents' calls, every attempt of the selected ids, retried errors included
     costs: CostStats = Field(default_factory=CostStats)  # the agents' and the judge's, in total, per level and id
     llm_calls: int = 0
+    cache_hits: int = 0  # calls --cache answered (agents' and, with --cache-judge, the judge's; models/cache.py)
     time_per_instance_s: TimeStats = Field(default_factory=TimeStats)
     wall_time_s: float | None = None
     leaked_containers: int = 0
@@ -183,6 +185,12 @@ class Report(BaseModel):
     @property
     def clean(self) -> bool:
         return self.leaked_containers == 0
+
+    def walls(self) -> dict[str, int]:
+        """Instance id -> responses that were a CAPTCHA or bot wall (env `web_wall`, outcome `blocked`: the
+        run's web proxy recognised it, harness/web/rules.py), for the ids that met at least one."""
+        return {iid: n for iid, envs in self.env_outcomes_per_instance.items()
+                if (n := envs.get("web_wall", {}).get("blocked", 0))}
 
     def statuses(self) -> dict[str, int]:
         """Selected (id, epoch)s by their latest row's status (ok, limit, error) or missing (no row),
@@ -341,6 +349,7 @@ def build_report(
         cost=sum(r.usage.cost for r in spent),
         costs=_costs(spent, selected, levels),
         llm_calls=sum(r.usage.llm_calls for r in spent),
+        cache_hits=sum(r.usage.cache_hits + r.judge_usage.cache_hits for r in spent),
         time_per_instance_s=TimeStats(
             mean=mean(durations), median=median(durations), p90=_percentile(durations, 0.9)
         )

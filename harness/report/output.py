@@ -124,6 +124,8 @@ def cost_line(r: Report) -> str:
         line += f"; judge ${c.judge:.4f} / {c.judge_calls}; total ${c.total:.4f}"
     if len(c.per_level) > 1:
         line += "; per level " + ", ".join(f"{level} ${cost:.4f}" for level, cost in c.per_level.items())
+    if r.cache_hits:
+        line += f"; {r.cache_hits} answered by --cache"
     return line
 
 
@@ -218,6 +220,8 @@ def render(report: Report) -> Table:
     table.add_row("answer sources", _counts(r.answer_sources))
     if r.env_outcomes:
         table.add_row("env actions", "; ".join(f"{env} {_counts(c)}" for env, c in r.env_outcomes.items()))
+    if walls := r.walls():
+        table.add_row("[yellow]blocked by the web[/yellow]", Text(wall_line(walls, r.n_selected), style="yellow"))
     if r.replay:
         table.add_row("replay check", replay_line(r.replay))
     table.add_section()

@@ -6,7 +6,8 @@ scorers, the prompt template, replay coverage and the output dir are checked her
 exit 2); the model preflight and the capacity check follow in run.py once the engine answers.
 
 The agent is checked at load (harness/agents/registry.py) and then built once without a
-sandbox (`AgentRunner.preflight`), which also gives the model preflight its first request,
+sandbox (`AgentRunner.preflight`), with every tool the run offers but the MCP servers' (known only
+once a server runs: harness/agents/dry.py), which also gives the model preflight its first request,
 made the way the runner makes its calls (models/probe.py).
 """
 
@@ -66,7 +67,7 @@ def prepare(cfg: RunConfiguration) -> Prepared:
     if cfg.sandbox.website is not None:
         site_info(cfg.sandbox.website)
     check_key(cfg.search)  # web_search's key variable is set (environments/websearch/env.py)
-    scorers = build_scorers(cfg.scoring)
+    scorers = build_scorers(cfg.scoring, cfg.replay.cache if cfg.replay.cache_judge else None)
     models = [ModelCheck("--model", section, first_request)]
     if cfg.scoring.judge is not None:
         models.append(ModelCheck("--judge-model", cfg.scoring.judge))
@@ -122,7 +123,7 @@ def _check_agent(cfg: RunConfiguration, section: ModelSection, instance: Instanc
     """The agent loaded and built once without a sandbox, with the run's model; its first model request."""
     runner_cls, target = load_runner(cfg.agent)
     try:
-        return runner_cls.preflight(target, probe_section(section), instance, cfg.limits)
+        return runner_cls.preflight(target, probe_section(section), instance, cfg.limits, cfg.search)
     except HarnessError as exc:
         raise InputError(f"--agent {cfg.agent}: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - whatever the agent's code raised, it would raise in every instance

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from harness.config import Scoring
 from harness.errors import InputError
 from harness.models.completion import completer
@@ -34,10 +36,11 @@ def _threshold(spec: str) -> tuple[str, float | None]:
     return name, value
 
 
-def build_scorers(scoring: Scoring) -> list:
+def build_scorers(scoring: Scoring, judge_cache: Path | None = None) -> list:
     """The scorers `--scorer` names: a built-in (`NAME` or `NAME:ARG`) or a plug-in
     (`package.module:attr`, harness/scoring/plugin.py), each optionally `@THRESHOLD` when graded;
-    the LLM judge calls `scoring.judge` with `scoring.rubric` (harness/config.py Scoring)."""
+    the LLM judge calls `scoring.judge` with `scoring.rubric` (harness/config.py Scoring), through the
+    response cache in `judge_cache` when given (--cache DIR --cache-judge, models/cache.py)."""
     scorers = []
     for given in scoring.names:
         spec, threshold = _threshold(given)
@@ -49,7 +52,7 @@ def build_scorers(scoring: Scoring) -> list:
         if name == "tool_calls":  # without names: each task's expected_tool_calls
             kwargs = {"expected": [x for x in arg.split(",") if x]}
         if name == "llm_judge" and scoring.judge is not None:
-            kwargs = {"complete": completer(check_section(scoring.judge))}
+            kwargs = {"complete": completer(check_section(scoring.judge), judge_cache)}
             if scoring.rubric:
                 kwargs["rubric"] = scoring.rubric
         try:
