@@ -89,11 +89,12 @@ def test_plain_runner_counts_cached_and_reasoning_tokens(fake_key):
             return reply
 
         reply = asyncio.run(go())
-    assert reply.usage == counts(dict(zip(("prompt_tokens", "completion_tokens"), DETAILED[:2]),
+    assert reply.usage == counts(dict(zip(("prompt_tokens", "completion_tokens"), DETAILED[:2], strict=True),
                                       prompt_tokens_details={"cached_tokens": 600},
                                       completion_tokens_details={"reasoning_tokens": 200}))
     usage = meter.usage()
-    assert (usage.prompt_tokens, usage.completion_tokens, usage.cached_prompt_tokens, usage.reasoning_tokens) == DETAILED
+    assert (usage.prompt_tokens, usage.completion_tokens, usage.cached_prompt_tokens,
+            usage.reasoning_tokens) == DETAILED
     assert usage.cost == pytest.approx((400 * 2.0 + 600 * 0.5 + 300 * 8.0) / 1000)
 
 
@@ -114,7 +115,8 @@ def test_autogen_client_counts_the_classes_its_usage_drops(fake_key):
         result = asyncio.run(go())
     assert result.usage.prompt_tokens == 1000  # AutoGen's own: two classes
     usage = meter.usage()
-    assert (usage.prompt_tokens, usage.completion_tokens, usage.cached_prompt_tokens, usage.reasoning_tokens) == DETAILED
+    assert (usage.prompt_tokens, usage.completion_tokens, usage.cached_prompt_tokens,
+            usage.reasoning_tokens) == DETAILED
     assert usage.cost == pytest.approx((400 * 2.0 + 600 * 0.5 + 300 * 8.0) / 1000)
 
 

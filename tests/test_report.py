@@ -121,11 +121,11 @@ SCORED = [
 
 def test_id_lists_per_outcome() -> None:
     r = build_report(ROWS, SELECTED, leaked_containers=0)
-    assert r.ids == {"passed": ["a", "d"], "failed": ["b"], "no_verdict": [], "unscored": [], "errored": ["c"], "limit": ["d"],
-                     "missing": ["e"]}
+    assert r.ids == {"passed": ["a", "d"], "failed": ["b"], "no_verdict": [], "unscored": [], "errored": ["c"],
+                     "limit": ["d"], "missing": ["e"]}
     r = build_report(SCORED, ["a", "b", "c", "d", "x"], leaked_containers=0)
-    assert r.ids == {"passed": ["a", "c"], "failed": ["b"], "no_verdict": [], "unscored": [], "errored": ["d"], "limit": ["c"],
-                     "missing": ["x"]}
+    assert r.ids == {"passed": ["a", "c"], "failed": ["b"], "no_verdict": [], "unscored": [], "errored": ["d"],
+                     "limit": ["c"], "missing": ["x"]}
 
 
 def test_every_scorer_is_aggregated_over_every_selected_id() -> None:
