@@ -8,6 +8,7 @@ the sandbox); once a ledger says the request is satisfied, one final-answer call
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -117,3 +118,63 @@ def test_sandbox_code_executor_routes_languages_stops_at_failures_and_propagates
     with pytest.raises(SandboxDied):
         asyncio.run(dead.execute_code_blocks([CodeBlock("print(1)", "python")], CancellationToken()))
     assert len(fatal) == 1 and isinstance(fatal[0], SandboxDied)
+
+
+def _team_tools(team) -> dict[str, list[str]]:
+    """Each member's tool names, as its model is sent them."""
+    async def listed():
+        return {m.name: [t["name"] for bench in getattr(m, "_workbench", None) or [] for t in await bench.list_tools()]
+                for m in team._participants}
+    return asyncio.run(listed())
+
+
+def _replay_client():
+    """The AutoGen client a replay section gets (function calling, as the agents need)."""
+    from harness.agents.autogen.models import inner_client
+    from harness.models.config import ModelSection
+
+    return inner_client(ModelSection(name="rec", kind="replay", path="unused.jsonl"))
+
+
+def _dry(search: bool, mcp: bool):
+    """Dry environments (agents/dry.py) with the run's search provider and one MCP tool, or without."""
+    from harness.agents.contract import Limits
+    from harness.agents.dry import dry_environments
+    from harness.environments.tools import SchemaTool
+    from harness.environments.websearch.settings import SearchSettings
+
+    async def call(arguments):
+        return "3"
+
+    envs = dry_environments(Limits(), search=SearchSettings(provider="tavily") if search else None)
+    if mcp:
+        envs.mcp = [SchemaTool("calc__add", "Add two integers.", {"type": "object", "properties": {}}, call)]
+    return envs
+
+
+@pytest.mark.parametrize(("search", "mcp"), [(True, True), (False, False)])
+def test_magentic_gives_web_search_to_its_web_surfer_and_mcp_tools_to_its_coder(search, mcp):
+    from harness.agents.autogen.builtin import magentic
+    from harness.agents.contract import Limits
+
+    tools = _team_tools(magentic(_replay_client(), _dry(search, mcp), None, Limits()))
+    assert ("web_search" in tools["web_surfer"]) is search
+    assert {"visit_url", "fetch_url"} <= set(tools["web_surfer"])  # with or without a search provider
+    assert tools["coder"] == (["calc__add"] if mcp else [])
+    assert not any("web_search" in names for member, names in tools.items() if member != "web_surfer")
+
+
+def test_the_websurfer_teams_assistant_holds_web_search_and_the_mcp_tools():
+    """MultimodalWebSurfer's tools are AutoGen's own: the team's assistant holds the run's search and MCP
+    tools. The sandbox's browser is stood in for (no Playwright context: the surfer opens none while built)."""
+    from harness.agents.autogen.builtin import websurfer
+    from harness.agents.contract import Limits
+
+    envs = _dry(True, True)
+
+    async def playwright():
+        return None, None
+
+    envs.web.playwright = playwright
+    tools = _team_tools(asyncio.run(websurfer(_replay_client(), envs, None, Limits())))
+    assert {"web_search", "calc__add", "run_python"} <= set(tools["assistant"])

@@ -41,8 +41,8 @@ def roundrobin(model_client, envs, instance, limits):
 
 WEB_SURFER = (
     "You browse the web with a browser that runs inside the task's sandbox. Open pages, read them page by "
-    "page, follow links, fill in forms and download files (downloads land in /workspace/downloads). Report "
-    "what you found, with the URLs, as plain text."
+    "page, follow links, fill in forms and download files (downloads land in /workspace/downloads); when you "
+    "have web_search, search first and open the results. Report what you found, with the URLs, as plain text."
 )
 FILE_SURFER = (
     "You read the task's files in the sandbox's /workspace (pdf, docx, xlsx, pptx, csv, json, html, zip, "
@@ -76,41 +76,46 @@ def _approve(request: ApprovalRequest) -> ApprovalResponse:
 
 
 def magentic(model_client, envs, instance, limits):
-    """A Magentic-One team (orchestrator, web surfer, file surfer, coder, executor) acting through the sandbox."""
+    """A Magentic-One team (orchestrator, web surfer, file surfer, coder, executor) acting through the sandbox.
+    The web surfer holds the browser, fetch_url and, when the run has a search provider, web_search; the
+    coder holds the run's MCP tools, if any."""
     tools = {t.name: t for t in sandbox_tools(envs, instance)}
     reading = [n for n in ("list_files", "read_file", "find_in_file", "view_image", "search_corpus") if n in tools]
+    served = [tools[t.__name__] for t in envs.mcp]  # the MCP servers' tools (environments/mcp_tools.py)
     file_surfer = AssistantAgent(
         "file_surfer", model_client, tools=[tools[n] for n in reading],
         system_message=FILE_SURFER, max_tool_iterations=10, reflect_on_tool_use=False,
         description="Lists, reads and searches the task's files in /workspace (pdf, docx, xlsx, pptx, csv, "
                     "json, html, zip, text) as markdown, page by page. Cannot run code or browse the web.")
     coder = AssistantAgent(
-        "coder", model_client, system_message=CODER,
+        "coder", model_client, system_message=CODER, tools=served or None, max_tool_iterations=10,
+        reflect_on_tool_use=False,
         description="Writes Python (or shell) code in a ```python code block to compute, parse files or "
-                    "analyse data; the code must then be run by the executor. Cannot run code itself.")
+                    "analyse data; the code must then be run by the executor. Cannot run code itself."
+                    + (f" Also calls these tools itself: {', '.join(t.name for t in served)}." if served else ""))
     executor = CodeExecutorAgent(
         "executor", code_executor=SandboxCodeExecutor(envs), supported_languages=LANGUAGES, sources=["coder"],
         approval_func=_approve,
         description="A computer terminal in the task's sandbox (files in /workspace). Runs the ```python or "
                     "```sh code blocks the coder wrote in its latest messages and reports their output. "
                     "Does nothing else.")
-    participants = [file_surfer, coder, executor]
-    if envs.web is not None:
-        web_surfer = AssistantAgent(
-            "web_surfer", model_client, tools=web_tools(envs), system_message=WEB_SURFER,
-            max_tool_iterations=10, reflect_on_tool_use=False,
-            description="Browses the web with a browser inside the task's sandbox: visits URLs, reads and "
-                        "searches pages, clicks links, types into forms and downloads files into "
-                        "/workspace/downloads.")
-        participants.insert(0, web_surfer)
-    return MagenticOneGroupChat(participants, model_client=model_client, max_turns=limits.max_steps or 30,
-                                final_answer_prompt=FINAL_ANSWER_PROMPT)
+    browsing = web_tools(envs) if envs.web is not None else []
+    web_surfer = AssistantAgent(
+        "web_surfer", model_client, tools=browsing + [tools[n] for n in ("web_search", "fetch_url") if n in tools],
+        system_message=WEB_SURFER, max_tool_iterations=10, reflect_on_tool_use=False,
+        description=("Searches the web (web_search). " if "web_search" in tools else "")
+        + ("Browses the web with a browser inside the task's sandbox: visits URLs, reads and searches pages, "
+           "clicks links, types into forms and downloads files into /workspace/downloads. " if browsing else "")
+        + "Fetches a static page or file by URL (fetch_url).")
+    return MagenticOneGroupChat([web_surfer, file_surfer, coder, executor], model_client=model_client,
+                                max_turns=limits.max_steps or 30, final_answer_prompt=FINAL_ANSWER_PROMPT)
 
 
 async def websurfer(model_client, envs, instance, limits):
     """AutoGen's MultimodalWebSurfer on the sandbox's browser (injected Playwright context), and an
-    assistant with the sandbox tools that gives the final <solution>. An alternative to the built-in
-    web tools; the browser still runs inside the sandbox."""
+    assistant with the sandbox tools (web_search and the MCP tools among them, when the run has them:
+    the surfer's own tool set is AutoGen's, fixed) that gives the final <solution>. An alternative to
+    the built-in web tools; the browser still runs inside the sandbox."""
     from autogen_ext.agents.web_surfer import MultimodalWebSurfer
 
     playwright, context = await envs.web.playwright()
