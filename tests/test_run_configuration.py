@@ -19,6 +19,8 @@ SMOKE = REPO / "datasets" / "gaia-smoke"
 # run.json of `harness run --dataset datasets/gaia-smoke --model replay --agent assistant --website
 # datasets/gaia-smoke/website --workers 2 --fail-on-divergence`, written before the configuration was one model.
 BEFORE = REPO / "tests" / "data" / "run-json" / "gaia-smoke-before-i19.json"
+# The smoke set's recording when BEFORE was written (the set has grown since: search, image, audio tasks).
+BEFORE_REPLAY = BEFORE.with_name("gaia-smoke-replay-before-i23.jsonl")
 
 
 def configuration(tmp_path: Path, **flags) -> RunConfiguration:
@@ -100,8 +102,9 @@ def test_a_run_json_written_before_compares_equal_on_resume(tmp_path):
     assert old is not None and old.fingerprint() == stored["fingerprint"]
     cfg = configuration(tmp_path, sandbox={"website": SMOKE / "website"}, execution={"workers": 2},
                         replay={"fail_on_divergence": True}, output={"dir": tmp_path / "before"})
+    model = cfg.model.model_copy(update={"path": str(BEFORE_REPLAY)})  # the recording it was made with
     new = RunConfig.of(cfg, dataset_fingerprint=stored["dataset_fingerprint"], image=stored["image"],
-                       model_settings=cfg.model.public(), website=tuple(stored["environment"]["website"]),
+                       model_settings=model.public(), website=tuple(stored["environment"]["website"]),
                        prompt_template="default", run_id="resumed-000000")
     assert new.fingerprint() == stored["fingerprint"]
     assert old.selection == cfg.selection  # selected.json & co are not written again

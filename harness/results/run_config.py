@@ -12,7 +12,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from filelock import AcquireReturnProxy, FileLock, Timeout
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -101,8 +101,8 @@ class RunConfig(BaseModel):
         return cls(dataset=hub.shown(cfg.dataset.path), dataset_fingerprint=dataset_fingerprint,
                    dataset_revision=dataset_revision, model=cfg.model_flag,
                    model_settings=ModelSection.model_validate(model_settings), agent=cfg.agent, image=image,
-                   limits=Limits(**cfg.limits.model_dump()), scorers=cfg.scoring.recorded(),
-                   selection=Selection(**cfg.selection.model_dump()), environment=environment,
+                   limits=_as_before(Limits, cfg.limits), scorers=cfg.scoring.recorded(),
+                   selection=_as_before(Selection, cfg.selection), environment=environment,
                    user=UserSimulation(**cfg.user.model_dump()), epochs=cfg.epochs.count,
                    reducers=list(cfg.epochs.reducers), prompt_template=prompt_template, run_ids=[run_id])
 
@@ -111,13 +111,28 @@ class RunConfig(BaseModel):
         value = getattr(self, name)
         return value.model_dump(mode="json", exclude_unset=True) if isinstance(value, BaseModel) else value
 
-    def to_json(self) -> dict[str, Any]:
-        return {name: self.as_written(name) for name in type(self).model_fields}
+    def to_json(self) -> dict[str, Any]:  # dataset_revision (hf:// only) is left out when there is none
+        return {name: value for name in type(self).model_fields
+                if (value := self.as_written(name)) is not None or name != "dataset_revision"}
 
     def fingerprint(self) -> str:
         payload = {name: value for name in FINGERPRINTED if (value := self.as_written(name)) is not None}
         blob = json.dumps(payload, sort_keys=True, default=str, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+# Keys added to a section after run directories existed: written only when set, so a run.json made
+# before them is the file a resume writes back, and its fingerprint is unchanged.
+ADDED_SINCE = ("max_instance_cost", "level")
+S = TypeVar("S", bound=BaseModel)
+
+
+def _as_before(cls: type[S], section: BaseModel) -> S:
+    given = section.model_dump()
+    for key in ADDED_SINCE:
+        if given.get(key) is None:
+            given.pop(key, None)
+    return cls(**given)
 
 
 def _short(value: Any, limit: int = 60) -> str:
