@@ -227,3 +227,27 @@ def test_429s_lower_the_cap_in_flight_and_successes_raise_it(runner, tmp_path):
         asyncio.run(calls(6))
     assert server.max_in_flight == cap
     assert slots.cap() > cap  # raised back after successes
+
+
+def test_the_progress_line_shows_a_lowered_cap(tmp_path):
+    import io
+    import types
+
+    from rich.console import Console
+
+    from harness.models.config import ModelSection
+    from harness.results.layout import RunDir
+    from harness.runner.evaluate import _Lines, model_caps
+
+    model = ModelSection(name="fake", model="m", max_connections=8)
+    caps = model_caps(types.SimpleNamespace(model=model, output_dir=tmp_path))  # type: ignore[arg-type]
+    assert caps() == ""  # at the full cap: nothing said
+    Slots(slots_directory(RunDir(tmp_path).scratch / "model-slots", "fake"), 8).throttled(time.time())
+    assert caps() == ", fake cap 4/8 after 429s"
+    out = io.StringIO()
+    with _Lines(Console(file=out, width=300), "instances", 2, caps) as lines:
+        lines.update(1, 1, 0, 1, 0.5)
+    assert "progress: 1/2 instances (50%), pass 1 (100% of done), errors 0, cost $0.5000 (projected $1.0000), " \
+           "fake cap 4/8 after 429s, elapsed " in out.getvalue(), out.getvalue()
+    replay = ModelSection(name="replay", kind="replay", path="x")
+    assert model_caps(types.SimpleNamespace(model=replay, output_dir=tmp_path))() == ""  # type: ignore[arg-type]

@@ -51,6 +51,12 @@ def slots_directory(root: str | Path, model: str) -> Path:
     return Path(root) / f"{slug(model, 40)}-{digest}"
 
 
+def cap_words(root: str | Path, model: str, count: int) -> str:
+    """The progress line's note of a model's cap in force while 429s hold it below `count` ("" at the full cap)."""
+    cap = Slots(slots_directory(root, model), count).cap()
+    return "" if cap >= count else f", {model} cap {cap}/{count} after 429s"
+
+
 class Slot:
     """One held slot; `release` (or leaving the `with` block) frees it, and so does the process dying."""
 

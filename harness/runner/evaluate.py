@@ -20,6 +20,7 @@ import math
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,7 @@ from harness.errors import OwnFileRefused
 from harness.fsutil import refuses_data
 from harness.models.budget import RunBudget
 from harness.models.replay import recorded_turns
+from harness.models.slots import cap_words
 from harness.results.layout import RunDir
 from harness.results.model import ResultRow
 from harness.results.store import RowWriter, rescue
@@ -181,7 +183,7 @@ def evaluate(todo, settings: RunSettings, out: Path, cfg: RunConfiguration, cons
     label = "instances" if cfg.epochs.count == 1 else "instance runs"
     shown = _Bar if console.is_terminal else _Lines
     try:
-        with shown(console, label, len(todo)) as progress:
+        with shown(console, label, len(todo), model_caps(settings)) as progress:
             workers = _Workers(out, cfg, n_selected, console, progress,
                                RunBudget(settings.budget) if settings.budget else None)
             # Leaving this block waits for every sandbox removal, on success and on Ctrl-C alike.
@@ -228,13 +230,15 @@ def instance_line(row: ResultRow, output_dir: Path) -> str:
 class _Bar:
     """On a terminal: rich's live bar (done/total, pass so far, errors, time left)."""
 
-    def __init__(self, console: Console, label: str, total: int):
+    def __init__(self, console: Console, label: str, total: int, caps: Callable[[], str] = str):
         columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("pass {task.fields[rate]}  errors {task.fields[errors]}  {task.fields[cost]}"),
+                   TextColumn("pass {task.fields[rate]}  errors {task.fields[errors]}  {task.fields[cost]}"
+                              "{task.fields[caps]}"),
                    TimeRemainingColumn()]
         self.bar = Progress(*columns, console=console, transient=False)
-        self.total = total
-        self.task = self.bar.add_task(label, total=total, rate="-", errors=0, cost=cost_words(0.0, 0, total))
+        self.total, self.caps = total, caps
+        self.task = self.bar.add_task(label, total=total, rate="-", errors=0, cost=cost_words(0.0, 0, total),
+                                      caps="")
 
     def __enter__(self) -> _Bar:
         self.bar.start()
@@ -245,17 +249,18 @@ class _Bar:
 
     def update(self, done: int, correct: int, errors: int, judged: int, cost: float = 0.0) -> None:
         self.bar.update(self.task, completed=done, errors=errors, rate=f"{correct / judged:.0%}" if judged else "-",
-                        cost=cost_words(cost, done, self.total))
+                        cost=cost_words(cost, done, self.total), caps=self.caps())
 
 
 class _Lines:
     """Not on a terminal: a plain line every HARNESS_PROGRESS_EVERY seconds (from a timer thread, so
     a run whose instances are slow still shows it is alive) and whenever another 10% of the
     instances are done: `progress: 7/18 instances (39%), pass 6 (86% of done), errors 1, elapsed
-    0:42, ETA 1:06`. No line after an interrupt: the run's last word is then the interrupt's."""
+    0:42, ETA 1:06` (with `, MODEL cap 2/8 after 429s` while 429s hold the model's cap on calls in flight
+    below max_connections). No line after an interrupt: the run's last word is then the interrupt's."""
 
-    def __init__(self, console: Console, label: str, total: int):
-        self.console, self.label, self.total = console, label, total
+    def __init__(self, console: Console, label: str, total: int, caps: Callable[[], str] = str):
+        self.console, self.label, self.total, self.caps = console, label, total, caps
         self.every = harness_settings().progress_every
         self.step = max(1, math.ceil(total / 10))
         self.started = time.monotonic()
@@ -294,7 +299,18 @@ class _Lines:
                 rate = f"{scored}, unscored {done - judged}"
             eta = _clock(elapsed / done * (total - done)) if done else "-"
             say(self.console, f"progress: {done}/{total} {self.label}{share}, pass {correct}{rate}, errors {errors}, "
-                              f"{cost_words(self.cost, done, total)}, elapsed {_clock(elapsed)}, ETA {eta}")
+                              f"{cost_words(self.cost, done, total)}{self.caps()}, elapsed {_clock(elapsed)}, "
+                              f"ETA {eta}")
+
+
+def model_caps(settings: RunSettings) -> Callable[[], str]:
+    """What the progress line says of the agent model's cap on calls in flight: its cap in force when
+    429s have lowered it below max_connections (models/slots.py), read from the run's slot files."""
+    model = settings.model
+    if model.kind != "openai":
+        return str
+    root = RunDir(settings.output_dir).scratch / "model-slots"
+    return lambda: cap_words(root, model.name, model.max_connections)
 
 
 def cost_words(cost: float, done: int, total: int) -> str:
