@@ -70,6 +70,57 @@ def test_a_transcription_model_is_fingerprinted_only_when_set():
     assert section("http://h/v1").public()["transcription_model"] == "whisper-1"
 
 
+@pytest.mark.parametrize("provider", ["anthropic", "gemini", "azure"])
+def test_a_transcription_model_on_a_provider_without_the_api_is_refused_at_load(provider, tmp_path):
+    """Exit 2 naming the section, before any container; a transcription_base_url makes it valid."""
+    azure = 'azure_endpoint = "https://x.openai.azure.com"\napi_version = "2024-10-21"\n' if provider == "azure" else ""
+    config = tmp_path / "m.toml"
+    config.write_text(f'[llm.talk]\nprovider = "{provider}"\nmodel = "m-1"\napi_key_env = "{FAKE_KEY_ENV}"\n'
+                      f'{azure}transcription_model = "whisper-1"\n')
+    proc = harness("run", "--dataset", SMOKE, "--model", "talk", "--config", config, "--output-dir",
+                   tmp_path / "out", env={FAKE_KEY_ENV: FAKE_KEY})
+    assert proc.returncode == 2, explain(proc)
+    assert f"[llm.talk] in the config: value: transcription_model: provider {provider!r}" in proc.stderr, proc.stderr
+    assert "transcription_base_url" in proc.stderr and "Traceback" not in proc.stderr
+    from harness.models.config import parse_section
+
+    raw = {"provider": provider, "model": "m-1", "transcription_model": "whisper-1",
+           "transcription_base_url": "http://127.0.0.1:9/v1",
+           **({"azure_endpoint": "https://x.openai.azure.com", "api_version": "2024-10-21"} if provider == "azure"
+              else {})}
+    assert parse_section({"llm": {"talk": raw}}, "talk").transcription_base_url == "http://127.0.0.1:9/v1"
+
+
+@pytest.mark.parametrize(("raw", "expect"), [
+    ({"transcription_base_url": "http://h/v1"}, "transcription_base_url: only with a transcription_model"),
+    ({"transcription_model": "w", "transcription_api_key_env": "K"}, "only with a transcription_base_url"),
+])
+def test_the_transcription_keys_are_refused_where_they_would_be_ignored(raw, expect):
+    from harness.errors import InputError
+    from harness.models.config import parse_section
+
+    with pytest.raises(InputError, match=expect):
+        parse_section({"llm": {"m": {"model": "m-1", **raw}}}, "m")
+
+
+@pytest.mark.parametrize("keyed", [True, False])
+def test_transcriptions_go_to_their_own_server_with_their_own_key(keyed, monkeypatch):
+    """An anthropic section's transcribe_audio: the official client posts to transcription_base_url with
+    the key of transcription_api_key_env (none when unset), never the section's own key."""
+    monkeypatch.setenv("TEST_CLAUDE_KEY", "sk-ant-section-key")
+    monkeypatch.setenv("TEST_WHISPER_KEY", "sk-whisper-key")
+    with FakeOpenAI([], transcript="a quick brown fox") as server:
+        talk = ModelSection(name="claude", provider="anthropic", model="claude-x", api_key_env="TEST_CLAUDE_KEY",
+                            transcription_model="whisper-1", transcription_base_url=server.base_url,
+                            transcription_api_key_env="TEST_WHISPER_KEY" if keyed else None, max_retries=0)
+        reply = AudioEnv(None, talk).client().audio.transcriptions.create(  # type: ignore[arg-type]
+            model="whisper-1", file=("tone.wav", tone_wav()))
+    assert reply.text == "a quick brown fox"
+    (sent,) = [r for r in server.requests if r["path"] == "/v1/audio/transcriptions"]
+    assert sent["headers"]["authorization"] == ("Bearer sk-whisper-key" if keyed else "Bearer not-needed")
+    assert server.transcriptions[0]["file"] == tone_wav()
+
+
 @pytest.mark.docker
 def test_fetch_url_reads_the_offline_site_inside_the_sandbox(provider, image, run_id, tmp_path):
     trace_path = tmp_path / "t.jsonl"

@@ -6,7 +6,8 @@ transcription_model = "whisper-1"`). The path is confined to the workspace insid
 OpenAI API's own limit is 25 MB), and sent from the agent's process on the host, so the key never
 enters the sandbox: the official `openai` client's `audio.transcriptions.create` (multipart POST
 to `<base_url>/audio/transcriptions`) over the harness's bounded HTTP client (models/http.py),
-with the section's key, timeout and retries. The transcript is saved as
+with the section's key, timeout and retries (or to its `transcription_base_url` with the key of
+`transcription_api_key_env`: ModelSection.transcription_endpoint). The transcript is saved as
 /workspace/transcripts/<file>.txt and its first page returned through the file environment
 (read_file shows the others). Each call is one `env` event (env "audio", action
 "transcribe_audio", with the model, the bytes sent, the audio's `sha256` (16 hex digits) and the
@@ -69,9 +70,9 @@ class AudioEnv:
 
             from harness.models.http import sync_client
 
-            self._client = openai.OpenAI(api_key=self.section.api_key(), base_url=self.section.base_url,
-                                         timeout=self.section.timeout, max_retries=self.section.max_retries,
-                                         http_client=sync_client())
+            base_url, key = self.section.transcription_endpoint()
+            self._client = openai.OpenAI(api_key=key, base_url=base_url, timeout=self.section.timeout,
+                                         max_retries=self.section.max_retries, http_client=sync_client())
         return self._client
 
     def transcribe(self, path: str) -> str:

@@ -40,6 +40,19 @@ a LiteLLM proxy included); each goes through its official SDK (models/providers.
     provider = "gemini"                      # Google's OpenAI-compatible endpoint (base_url defaults to it)
     model = "gemini-2.0-flash"               # key from GEMINI_API_KEY by default
 
+`transcription_model` goes to the section's own base_url and key, which only an OpenAI-compatible
+provider (`openai`) serves: Anthropic has no speech-to-text API, Gemini's OpenAI-compatible endpoint
+no /audio/transcriptions, and an Azure section's audio would need a deployment of its own. There a
+`transcription_model` is refused at load (exit 2, naming the section) unless the section says where
+the transcriptions go, with a key of their own (never the section's, which belongs to another host):
+
+    [llm.claude]
+    provider = "anthropic"
+    model = "claude-3-5-sonnet-20241022"
+    transcription_model = "whisper-1"
+    transcription_base_url = "https://api.openai.com/v1"  # any OpenAI-compatible /audio/transcriptions
+    transcription_api_key_env = "OPENAI_API_KEY"         # unset: no key sent (a local server)
+
 `--model replay` works without a config: it plays `replay.jsonl` beside the dataset.
 `--model openai-compatible/NAME --model-base-url URL` works without a config too: a section
 made from the flags (`flag_section`), model NAME at URL, its key read from `--model-key-env VAR`,
@@ -102,6 +115,11 @@ Provider = Literal["openai", "anthropic", "azure", "gemini"]
 DEFAULT_KEY_ENV: dict[str, str | None] = {"openai": None, "anthropic": "ANTHROPIC_API_KEY",
                                           "azure": "AZURE_OPENAI_API_KEY", "gemini": "GEMINI_API_KEY"}
 GEMINI_BASE_URL = "https://generativelanguage.googleapis.com/v1beta/openai/"
+# Providers whose own endpoint answers no /audio/transcriptions, and why (a transcription_model needs
+# a transcription_base_url there).
+NO_TRANSCRIPTION = {"anthropic": "has no speech-to-text API",
+                    "gemini": "has no /audio/transcriptions on its OpenAI-compatible endpoint",
+                    "azure": "transcribes only through an Azure deployment of its own, which the harness does not call"}
 DEFAULT_MAX_TOKENS = 4096  # per completion, for the Anthropic Messages API, which requires a value
 # AutoGen's ModelInfo fields and their types (a typo such as `function_call` is refused, not ignored).
 MODEL_INFO_FIELDS = {"vision": bool, "function_calling": bool, "json_output": bool, "family": str,
@@ -134,6 +152,10 @@ class ModelSection(BaseModel):
     # The provider's speech-to-text model (its /v1/audio/transcriptions, at base_url with the same key):
     # set, the agents get transcribe_audio (environments/audio.py); unset, they do not.
     transcription_model: str | None = None
+    # Another server for it (required for a provider without that API: NO_TRANSCRIPTION) and its key's
+    # variable (None: no key is sent there).
+    transcription_base_url: str | None = None
+    transcription_api_key_env: str | None = None
     # Where this run keeps the model's call slots (set by AgentRequest from its slots_dir; never
     # read from the config): None, no cap.
     _slots_dir: str | None = PrivateAttr(None)
@@ -159,11 +181,32 @@ class ModelSection(BaseModel):
                 raise ValueError(f"provider \"azure\" needs {' and '.join(missing)}")
         elif given := [key for key in azure if getattr(self, key) is not None]:
             raise ValueError(f"{', '.join(given)}: only for provider \"azure\", not {self.provider!r}")
+        return self._transcription_fields()
+
+    def _transcription_fields(self) -> ModelSection:
+        """A transcription_model goes where it can be answered; the transcription_* keys only with one."""
+        if self.transcription_model is None:
+            if given := [k for k in ("transcription_base_url", "transcription_api_key_env") if getattr(self, k)]:
+                raise ValueError(f"{', '.join(given)}: only with a transcription_model")
+        elif self.kind == "openai" and self.provider in NO_TRANSCRIPTION and self.transcription_base_url is None:
+            raise ValueError(f"transcription_model: provider {self.provider!r} {NO_TRANSCRIPTION[self.provider]}; "
+                             "name an OpenAI-compatible speech-to-text server with transcription_base_url = \"URL\" "
+                             "(and its key's variable with transcription_api_key_env), or drop transcription_model")
+        elif self.transcription_api_key_env and self.transcription_base_url is None:
+            raise ValueError("transcription_api_key_env: only with a transcription_base_url (else the section's "
+                             "own key is sent to its own base_url)")
         return self
 
     def endpoint(self) -> str | None:
         """The base_url the provider's client is given: the section's, else the provider's default."""
         return self.base_url or (GEMINI_BASE_URL if self.provider == "gemini" else None)
+
+    def transcription_endpoint(self) -> tuple[str | None, str]:
+        """(base_url, key) transcribe_audio sends to: transcription_base_url with the key from
+        transcription_api_key_env (none when unset), else the section's own base_url and key."""
+        if self.transcription_base_url is None:
+            return self.base_url, self.api_key()
+        return self.transcription_base_url, _key_from(self.transcription_api_key_env, self.name)
 
     def key_env(self) -> str | None:
         """The variable holding the key: the section's api_key_env, else the provider's (DEFAULT_KEY_ENV)."""
@@ -178,7 +221,8 @@ class ModelSection(BaseModel):
 
         A replay file counts by its content, not by how its path was spelled."""
         data = self.model_dump(exclude={"timeout", "max_retries", "max_connections"})
-        for key in ("transcription_model", "price_cached_input_per_1k", "price_cache_write_per_1k",
+        for key in ("transcription_model", "transcription_base_url", "transcription_api_key_env",
+                    "price_cached_input_per_1k", "price_cache_write_per_1k",
                     "azure_endpoint", "api_version", "deployment"):
             if data.get(key) is None:  # runs made before the key existed resume unchanged
                 data.pop(key, None)
@@ -228,13 +272,17 @@ class ModelSection(BaseModel):
         return bool((self.model_info or {}).get("vision", self.kind == "replay"))
 
     def api_key(self) -> str:
-        variable = self.key_env()
-        if not variable:
-            return "not-needed"  # local OpenAI-compatible servers ignore it
-        value = os.environ.get(variable)
-        if not value:
-            raise InputError(f"model {self.name}: environment variable {variable} is not set")
-        return value
+        return _key_from(self.key_env(), self.name)
+
+
+def _key_from(variable: str | None, name: str) -> str:
+    """The key in `variable` (InputError naming model `name` when it is not set); none needed without one."""
+    if not variable:
+        return "not-needed"  # local OpenAI-compatible servers ignore it
+    value = os.environ.get(variable)
+    if not value:
+        raise InputError(f"model {name}: environment variable {variable} is not set")
+    return value
 
 
 def load_config(path: Path | None) -> dict:
@@ -279,6 +327,8 @@ def check_section(section: ModelSection) -> ModelSection:
         raise InputError(f"--model {section.name}: replay file {section.path!r} not found")
     if section.kind == "openai":
         section.api_key()
+        if section.transcription_model is not None:
+            section.transcription_endpoint()  # its key's variable too
     return section
 
 
