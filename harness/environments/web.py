@@ -113,12 +113,13 @@ class WebEnv:
 
     def _archive_note(self, response) -> None:
         """What the run's web proxy (sandbox/docker/webproxy.py) said of a response: a replayed hit or a
-        `web_miss` (env `web_archive`), a CAPTCHA or bot wall (env `web`, outcome `blocked`)."""
+        `web_miss` (env `web_archive`), a CAPTCHA or bot wall (env `web_wall`, outcome `blocked`: an env of its
+        own, so the report counts walls apart from the leakage guard's blocks of env `web`)."""
         if mark := response.headers.get("x-harness-web"):
             self.tracer.emit(EnvAction(env="web_archive", action=f"web_{mark}", outcome=mark,
                                        args={"url": response.url, "method": response.request.method}))
         if wall := response.headers.get("x-harness-web-blocked"):
-            self.tracer.emit(EnvAction(env="web", action="web_blocked", outcome="blocked",
+            self.tracer.emit(EnvAction(env="web_wall", action="web_blocked", outcome="blocked",
                                        args={"url": response.url, "marker": wall, "status": response.status}))
 
     async def _ensure(self) -> None:

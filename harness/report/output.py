@@ -160,6 +160,12 @@ def replay_line(replay: ReplayStats) -> str:
     return line
 
 
+def wall_line(walls: dict[str, int], selected: int) -> str:
+    """How many instances met a CAPTCHA or bot wall (Report.walls), with their ids: score the web refused."""
+    return (f"blocked by the web: {len(walls)} of {selected} instance(s) met a CAPTCHA or bot wall "
+            f"({sum(walls.values())} response(s)): {listed(list(walls))}")
+
+
 def disagreement_line(found: dict) -> str:
     """Where the strict GAIA scorer and the lenient judge differ (harness/report/disagreement.py), ids named."""
     lenient, strict = found["lenient_only"], found["strict_only"]
@@ -220,8 +226,6 @@ def render(report: Report) -> Table:
     table.add_row("answer sources", _counts(r.answer_sources))
     if r.env_outcomes:
         table.add_row("env actions", "; ".join(f"{env} {_counts(c)}" for env, c in r.env_outcomes.items()))
-    if walls := r.walls():
-        table.add_row("[yellow]blocked by the web[/yellow]", Text(wall_line(walls, r.n_selected), style="yellow"))
     if r.replay:
         table.add_row("replay check", replay_line(r.replay))
     table.add_section()
@@ -248,9 +252,12 @@ _NAMED = (("errored", "errored"), ("no_verdict", "no verdict (a scorer failed)")
 
 
 def end_lines(report: Report, run_dir: Path | None = None) -> list[str]:
-    """The lines after the table: the ids of each outcome but a pass (first 10, then "+N more"),
-    then, given the run's directory, where it is and the commands that open it."""
+    """The lines after the table: the ids of each outcome but a pass (first 10, then "+N more"), the
+    instances that met a CAPTCHA or bot wall, then, given the run's directory, where it is and the
+    commands that open it."""
     lines = [f"{words} ({len(ids)}): {listed(ids)}" for outcome, words in _NAMED if (ids := report.ids.get(outcome))]
+    if walls := report.walls():
+        lines.append(wall_line(walls, report.n_selected))
     if run_dir is not None:
         quoted = shlex.quote(str(run_dir))
         lines += [f"run directory: {run_dir}",
