@@ -8,7 +8,7 @@ line), keeps its stderr in `err`, and writes the exit code to `status` when the 
 The host writes a message with one exec (`cat > in`) and reads new lines with another
 (`tail -c +OFFSET out`, base64 so bytes come back exact), polling only while a request awaits its
 answer: an idle server costs nothing. Any provider's sandbox works this way (docker, swarm, your
-own); a command costs a few milliseconds through sandboxd (bench/mcp.py measures a tool call).
+own). No bench measures a tool call's cost through the bridge yet.
 
 The bridge runs as the agent, like the server: agent code may reach its files, which harms only its
 own instance. The server lives until its sandbox is removed.
