@@ -82,7 +82,9 @@ def test_a_run_without_a_terminal_talks_and_report_prints_its_table(tmp_path, im
 
     # Progress: a plain line per 10% of the instances (here each one) and one per 0.3 s between them.
     progress = [line for line in err if line.startswith("progress: ")]
-    assert "progress: 4/4 instances (100%), pass 1 (25% of done), errors 1, elapsed " in "\n".join(progress)
+    # a replay costs nothing: its cost is $0 and so is the projection
+    assert ("progress: 4/4 instances (100%), pass 1 (25% of done), errors 1, cost $0.0000 (projected $0.0000), "
+            "elapsed ") in "\n".join(progress)
     assert all(", ETA " in line for line in progress)
     assert len(progress) > 4, progress  # the timer's lines besides the four instances' ones
 
@@ -188,3 +190,12 @@ def test_say_prints_no_escape_sequences_or_control_characters():
     buf = io.StringIO()
     say(Console(file=buf, force_terminal=True, width=200), "a\x1b]0;pwned\x07\x1b[2Jb\x1b[31mc\x1b[0m\x00\x9b\nd\te")
     assert buf.getvalue() == "abc\nd       e\n", repr(buf.getvalue())
+
+
+def test_the_progress_line_says_a_model_without_prices_is_not_priced():
+    """A cost of $0 for a model whose TOML gives no prices would be a figure that lies quietly."""
+    from harness.runner.evaluate import cost_words
+
+    assert cost_words(0.25, 2, 8) == "cost $0.2500 (projected $1.0000)"
+    assert cost_words(0.0, 0, 8) == "cost $0.0000 (projected -)"
+    assert cost_words(0.0, 2, 8, priced=False) == "cost not priced (no price_*_per_1k)"

@@ -183,7 +183,8 @@ def evaluate(todo, settings: RunSettings, out: Path, cfg: RunConfiguration, cons
     label = "instances" if cfg.epochs.count == 1 else "instance runs"
     shown = _Bar if console.is_terminal else _Lines
     try:
-        with shown(console, label, len(todo), model_caps(settings)) as progress:
+        priced = settings.model.kind == "replay" or settings.model.priced()  # a replay costs nothing
+        with shown(console, label, len(todo), model_caps(settings), priced) as progress:
             workers = _Workers(out, cfg, n_selected, console, progress,
                                RunBudget(settings.budget) if settings.budget else None)
             # Leaving this block waits for every sandbox removal, on success and on Ctrl-C alike.
@@ -230,14 +231,15 @@ def instance_line(row: ResultRow, output_dir: Path) -> str:
 class _Bar:
     """On a terminal: rich's live bar (done/total, pass so far, errors, time left)."""
 
-    def __init__(self, console: Console, label: str, total: int, caps: Callable[[], str] = str):
+    def __init__(self, console: Console, label: str, total: int, caps: Callable[[], str] = str,
+                 priced: bool = True):
         columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("pass {task.fields[rate]}  errors {task.fields[errors]}  {task.fields[cost]}"
                               "{task.fields[caps]}"),
                    TimeRemainingColumn()]
         self.bar = Progress(*columns, console=console, transient=False)
-        self.total, self.caps = total, caps
-        self.task = self.bar.add_task(label, total=total, rate="-", errors=0, cost=cost_words(0.0, 0, total),
+        self.total, self.caps, self.priced = total, caps, priced
+        self.task = self.bar.add_task(label, total=total, rate="-", errors=0, cost=cost_words(0.0, 0, total, priced),
                                       caps="")
 
     def __enter__(self) -> _Bar:
@@ -249,7 +251,7 @@ class _Bar:
 
     def update(self, done: int, correct: int, errors: int, judged: int, cost: float = 0.0) -> None:
         self.bar.update(self.task, completed=done, errors=errors, rate=f"{correct / judged:.0%}" if judged else "-",
-                        cost=cost_words(cost, done, self.total), caps=self.caps())
+                        cost=cost_words(cost, done, self.total, self.priced), caps=self.caps())
 
 
 class _Lines:
@@ -259,8 +261,9 @@ class _Lines:
     0:42, ETA 1:06` (with `, MODEL cap 2/8 after 429s` while 429s hold the model's cap on calls in flight
     below max_connections). No line after an interrupt: the run's last word is then the interrupt's."""
 
-    def __init__(self, console: Console, label: str, total: int, caps: Callable[[], str] = str):
-        self.console, self.label, self.total, self.caps = console, label, total, caps
+    def __init__(self, console: Console, label: str, total: int, caps: Callable[[], str] = str,
+                 priced: bool = True):
+        self.console, self.label, self.total, self.caps, self.priced = console, label, total, caps, priced
         self.every = harness_settings().progress_every
         self.step = max(1, math.ceil(total / 10))
         self.started = time.monotonic()
@@ -298,9 +301,9 @@ class _Lines:
                 scored = f" ({correct / judged:.0%} of {judged} scored)" if judged else ""
                 rate = f"{scored}, unscored {done - judged}"
             eta = _clock(elapsed / done * (total - done)) if done else "-"
+            cost = cost_words(self.cost, done, total, self.priced)
             say(self.console, f"progress: {done}/{total} {self.label}{share}, pass {correct}{rate}, errors {errors}, "
-                              f"{cost_words(self.cost, done, total)}{self.caps()}, elapsed {_clock(elapsed)}, "
-                              f"ETA {eta}")
+                              f"{cost}{self.caps()}, elapsed {_clock(elapsed)}, ETA {eta}")
 
 
 def model_caps(settings: RunSettings) -> Callable[[], str]:
@@ -313,8 +316,11 @@ def model_caps(settings: RunSettings) -> Callable[[], str]:
     return lambda: cap_words(root, model.name, model.max_connections)
 
 
-def cost_words(cost: float, done: int, total: int) -> str:
-    """Cost so far and the whole selection's projected from the finished instances' mean."""
+def cost_words(cost: float, done: int, total: int, priced: bool = True) -> str:
+    """Cost so far and the whole selection's projected from the finished instances' mean; for a model
+    whose TOML gives no prices, says so rather than show a cost of $0."""
+    if not priced:
+        return "cost not priced (no price_*_per_1k)"
     projected = f"${cost / done * total:.4f}" if done else "-"
     return f"cost ${cost:.4f} (projected {projected})"
 
