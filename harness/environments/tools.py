@@ -105,7 +105,9 @@ def image_tools(envs: Environments) -> list[Tool]:
 
 def media_tools(envs: Environments) -> list[Tool]:
     """`fetch_url` and `video_frames` (both in the sandbox), and `transcribe_audio` when the model
-    section names a transcription model (envs.audio)."""
+    section names a transcription model (envs.audio); none without a file environment."""
+    if envs.file is None:
+        return []
     fetcher = FetchEnv(envs.file, guard=envs.web.guard if envs.web is not None else None)  # the browser's guard
     video = VideoEnv(envs.file.sandbox, envs.file.tracer)
 
