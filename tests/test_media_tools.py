@@ -94,6 +94,9 @@ def test_a_transcription_model_on_a_provider_without_the_api_is_refused_at_load(
 @pytest.mark.parametrize(("raw", "expect"), [
     ({"transcription_base_url": "http://h/v1"}, "transcription_base_url: only with a transcription_model"),
     ({"transcription_model": "w", "transcription_api_key_env": "K"}, "only with a transcription_base_url"),
+    # no http(s) URL: every transcribe_audio call failed in the run instead
+    ({"transcription_model": "w", "transcription_base_url": "whisper.local"}, "transcription_base_url: expected http"),
+    ({"transcription_model": "w", "transcription_base_url": ""}, "transcription_base_url: expected http"),
 ])
 def test_the_transcription_keys_are_refused_where_they_would_be_ignored(raw, expect):
     from harness.errors import InputError

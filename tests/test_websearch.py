@@ -231,3 +231,16 @@ def test_both_runners_search_end_to_end_and_the_key_never_enters_the_sandbox(age
     assert "done" in shown and canary not in shown and canary not in (out / row["trace"]).read_text()
     report = json.loads((out / "report.json").read_text())
     assert report["env_outcomes"]["websearch"] == {"ok": 1} and report["env_outcomes"]["guard"] == {"blocked": 1}
+
+
+@pytest.mark.parametrize("url", ["localhost:8888", "searx.local", "ftp://searx.local", "http://", ""])
+def test_a_providers_base_url_that_is_no_http_url_is_refused_at_load(url, tmp_path):
+    """Exit 2 naming the TOML key, before any container (else every search failed as an outage, retried)."""
+    config = tmp_path / "s.toml"
+    config.write_text(f'[search]\nprovider = "searxng"\n[search.searxng]\nbase_url = "{url}"\n')
+    data = tmp_path / "tasks.jsonl"
+    data.write_text(json.dumps({"instance_id": "q", "question": "Where?", "answer": "here"}) + "\n")
+    proc = harness("run", "--dataset", data, "--model", "replay", "--config", config, "--output-dir", tmp_path / "out")
+    assert proc.returncode == 2, explain(proc)
+    assert "searxng.base_url" in proc.stderr and "http(s)://HOST" in proc.stderr, proc.stderr
+    assert not (tmp_path / "out").exists()

@@ -172,6 +172,13 @@ class ModelSection(BaseModel):
                 raise ValueError(f"{key} must be a {MODEL_INFO_FIELDS[key].__name__}, not {value!r}")
         return info
 
+    @field_validator("transcription_base_url")
+    @classmethod
+    def _an_http_url(cls, url: str | None) -> str | None:
+        if url is not None and not is_http_url(url):
+            raise ValueError("expected http(s)://HOST[:PORT]/PATH")
+        return url
+
     @model_validator(mode="after")
     def _provider_fields(self) -> ModelSection:
         azure = ("azure_endpoint", "api_version", "deployment")
@@ -275,6 +282,17 @@ class ModelSection(BaseModel):
         return _key_from(self.key_env(), self.name)
 
 
+def is_http_url(url: str) -> bool:
+    """Whether `url` is an absolute http(s) URL with a host (what an HTTP client can send to)."""
+    import urllib.parse
+
+    try:
+        parts = urllib.parse.urlsplit(url)
+        return parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:  # e.g. a bad port or an unbalanced IPv6 bracket
+        return False
+
+
 def _key_from(variable: str | None, name: str) -> str:
     """The key in `variable` (InputError naming model `name` when it is not set); none needed without one."""
     if not variable:
@@ -345,7 +363,7 @@ def flag_section(model: str, base_url: str | None, key_env: str | None) -> Model
         raise InputError(f"--model {model}: name the model after {QUICK_PREFIX!r}, e.g. {QUICK_PREFIX}qwen2.5-7b")
     if not base_url:
         raise InputError(f"--model {model} needs --model-base-url URL (the server's OpenAI-compatible /v1 address)")
-    if not base_url.startswith(("http://", "https://")) or len(base_url.split("://", 1)[1].strip("/")) == 0:
+    if not is_http_url(base_url):
         raise InputError(f"--model-base-url {base_url!r}: expected http(s)://HOST[:PORT]/PATH")
     if key_env is None and os.environ.get("OPENAI_API_KEY"):
         key_env = "OPENAI_API_KEY"

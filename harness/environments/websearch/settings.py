@@ -26,11 +26,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    field_validator,
+)
 
 from harness.environments.websearch.guard import DEFAULT_BLOCK, block_list
 from harness.environments.websearch.providers import DEFAULT_URLS, KEYED
 from harness.errors import InputError, validation_problems
+from harness.models.config import is_http_url
 
 Provider = Literal["none", "tavily", "serper", "brave", "searxng", "site"]
 PROVIDERS: tuple[str, ...] = ("none", "tavily", "serper", "brave", "searxng", "site")
@@ -49,6 +60,13 @@ class ProviderTable(BaseModel):
     timeout: float = Field(30.0, gt=0)
     max_retries: int = Field(3, ge=0)
     options: dict[str, Option] = Field(default_factory=dict)
+
+    @field_validator("base_url")
+    @classmethod
+    def _an_http_url(cls, url: str | None) -> str | None:
+        if url is not None and not is_http_url(url):
+            raise ValueError("expected http(s)://HOST[:PORT]/PATH")
+        return url
 
 
 class SearchSettings(BaseModel):
