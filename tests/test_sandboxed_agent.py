@@ -26,6 +26,9 @@ from tests.fakes.openai_server import FakeOpenAI, text, tool_calls
 from tests.helpers.e2e import DATA, FAKE_KEY, REPO, SUM, explain, fake_config, harness, one_instance, rows, trace
 
 AGENT = DATA / "sandboxed" / "agent.py"
+# The smoke recording's two wrong answers: the ferry timetable's 17:05 (15:40 is right) and a final
+# message without <solution> ("The answer is Dalia Chen.", read whole: not the bare name).
+RECORDED_WRONG = {"964d85c4-677b-56b1-946d-d39b4af02e50", "5a79f795-8c1f-5451-9f49-e9fd38daa1f9"}
 SANDBOXED = f"sandbox:python3 @{AGENT.relative_to(REPO)}"
 
 
@@ -108,8 +111,11 @@ def test_an_answer_file_is_read_and_a_failing_program_is_an_agent_error(tmp_path
 @pytest.mark.docker
 @pytest.mark.slow
 def test_the_smoke_set_runs_offline_through_the_in_sandbox_agent(tmp_path, image, out):
-    """Every recorded answer comes back through the program; the one task whose recording needs the
-    chart's picture in the request errs (our small program sends text only), as the replay says."""
+    """Every recorded answer comes back through the program. The set has 21 tasks (18 before the
+    search, image and audio tasks were added): 20 end `ok`; the image task's recording answers only
+    a request that carries the chart's picture (`needs_image`) and our small program sends text
+    only, so the replay ends it as a model error. 18 are correct: the 19 a built-in agent gets
+    (tests/test_run_e2e.py) less the chart; the other two are the recording's own wrong answers."""
     smoke = REPO / "datasets" / "gaia-smoke"
     proc = harness("run", "--dataset", smoke, "--model", "replay", "--website", smoke / "website",
                    "--output-dir", out, "--agent", SANDBOXED, "--workers", 2, "--instance-timeout", 300)
@@ -117,7 +123,7 @@ def test_the_smoke_set_runs_offline_through_the_in_sandbox_agent(tmp_path, image
     recorded = [json.loads(line) for line in (smoke / "replay.jsonl").read_text().splitlines()]
     pictured = {r["instance_id"] for r in recorded if any(t.get("needs_image") for t in r["turns"])}
     got = {r["instance_id"]: r for r in rows(out)}
-    assert len(got) == len(recorded) == 21
+    assert len(got) == len(recorded) == 21 and len(pictured) == 1
     assert {i for i, r in got.items() if r["status"] != "ok"} == pictured, explain(proc)
     assert all("image" in got[i]["error"] and got[i]["error_kind"] == "model" for i in pictured)
     for iid, row in got.items():  # the recording's own final answer, wrong ones included
@@ -125,6 +131,7 @@ def test_the_smoke_set_runs_offline_through_the_in_sandbox_agent(tmp_path, image
             final = next(r for r in recorded if r["instance_id"] == iid)["turns"][-1]["content"]
             assert row["usage"]["llm_calls"] == len(next(r for r in recorded if r["instance_id"] == iid)["turns"])
             assert row["answer"] in final, (iid, row["answer"], final)
+    assert {i for i, r in got.items() if not r["correct"]} == pictured | RECORDED_WRONG
     assert sum(bool(r["correct"]) for r in got.values()) == 18
 
 
@@ -201,6 +208,34 @@ def test_the_anthropic_client_talks_to_the_proxy(tmp_path):
                    if '"model_call"' in line]
     # The Messages request reached the model in the chat format: the tool result as a tool message.
     assert [(m["role"], m["content"]) for m in model_calls[1]["messages"]] == [("tool", "2")]
+
+
+def test_the_anthropic_client_streams_from_the_proxy_a_tool_use_then_text(tmp_path):
+    """`messages.stream` (as Claude Code and the SDK's helpers use): the server-sent events the SDK
+    accumulates into the same message as a plain call, a tool_use's input carried as input_json_delta."""
+    async def calls(proxy):
+        client = anthropic.AsyncAnthropic(base_url=proxy.url, api_key="tok-123", max_retries=0)
+        tools = [{"name": "run_python", "description": "Python", "input_schema": {
+            "type": "object", "properties": {"code": {"type": "string"}}}}]
+        finals, kinds = [], []
+        for _ in CALL_THEN_TEXT:
+            async with client.messages.stream(model="claude-x", max_tokens=100, tools=tools,
+                                              messages=[{"role": "user", "content": "2?"}]) as stream:
+                kinds.append([event.type async for event in stream])
+                finals.append(await stream.get_final_message())
+        return finals, kinds
+
+    ((first, second), (used, said)), _, meter = _proxied(tmp_path, CALL_THEN_TEXT, calls)
+    assert first.stop_reason == "tool_use" and first.model == "recorded-1"
+    (use,) = first.content
+    assert use.type == "tool_use" and use.name == "run_python" and use.input == {"code": "print(2)"}
+    assert use.id.startswith("call_")
+    assert (first.usage.input_tokens, first.usage.output_tokens) == (11, 3)
+    assert "input_json" in used and "text" not in used  # the SDK's own event for an input_json_delta
+    assert second.stop_reason == "end_turn" and [b.text for b in second.content] == ["<solution>2</solution>"]
+    assert (second.usage.input_tokens, second.usage.output_tokens) == (20, 4)
+    assert said[0] == "message_start" and "text" in said and said[-1] == "message_stop"
+    assert meter.calls == 2
 
 
 def test_a_budget_reached_ends_the_proxy_with_the_limit_and_is_not_retried(tmp_path):

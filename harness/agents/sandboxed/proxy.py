@@ -88,19 +88,17 @@ class ModelProxy:
             messages, tools = (wire.messages_request if anthropic else wire.chat_request)(request)
         except (ValueError, KeyError, TypeError) as exc:  # not JSON, or not of the format: the agent's mistake
             return _error(400, f"bad request: {exc}", "invalid_request_error", NO_RETRY)
-        if anthropic and request.get("stream"):
-            return _error(400, "streaming is not offered for the Messages API", "invalid_request_error", NO_RETRY)
         self.calls += 1
         try:
             reply = await self.chat.complete(messages, tools)
         except HarnessError as exc:  # a budget, or the model's failure (already traced by the Meter)
             self.stopped = exc
             return _error(400, f"{type(exc).__name__}: {exc}", "harness_stopped", NO_RETRY)
-        if anthropic:
-            return Answer(200, json.dumps(wire.message_reply(reply, self.model)).encode())
         if request.get("stream"):
-            return Answer(200, wire.chat_stream(reply, self.model), {"Content-Type": "text/event-stream"})
-        return Answer(200, json.dumps(wire.chat_completion(reply, self.model)).encode())
+            stream = wire.message_stream if anthropic else wire.chat_stream
+            return Answer(200, stream(reply, self.model), {"Content-Type": "text/event-stream"})
+        whole = wire.message_reply if anthropic else wire.chat_completion
+        return Answer(200, json.dumps(whole(reply, self.model)).encode())
 
     def _authorized(self, headers: dict[str, str]) -> bool:
         given = headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ").strip()

@@ -1,11 +1,12 @@
 """The wire formats the proxy speaks, mapped onto the harness's chat model (models/chat.py).
 
-Requests come in as OpenAI chat completions (`messages`, `tools`; `stream` answered as server-sent
-events holding the whole reply) or as Anthropic Messages (`system`, content blocks, `tools` with
-`input_schema`); both become the chat format `ChatModel.complete` takes, and its `Reply` goes back in
-the format asked. The configured model's own settings (model id, temperature, max_tokens) are the
-ones used: what the agent asks for is not forwarded. A request that is not of its format raises
-BadRequest (answered 400, told to the agent).
+Requests come in as OpenAI chat completions (`messages`, `tools`) or as Anthropic Messages (`system`,
+content blocks, `tools` with `input_schema`), either with `stream` (answered as that format's
+server-sent events holding the whole reply, once the model has given it); both become the chat
+format `ChatModel.complete` takes, and its `Reply` goes back in the format asked. The configured
+model's own settings (model id, temperature, max_tokens) are the ones used: what the agent asks for
+is not forwarded. A request that is not of its format raises BadRequest (answered 400, told to the
+agent).
 """
 
 from __future__ import annotations
@@ -118,3 +119,26 @@ def message_reply(reply: Reply, model: str) -> dict[str, Any]:
             "content": content, "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
             "stop_sequence": None, "usage": {"input_tokens": reply.usage.get("prompt_tokens", 0),
                                              "output_tokens": reply.usage.get("completion_tokens", 0)}}
+
+
+def message_stream(reply: Reply, model: str) -> bytes:
+    """The same reply as a Messages stream (server-sent events): message_start; per content block a
+    content_block_start, one delta (text_delta, or the tool's input whole as one input_json_delta) and
+    content_block_stop; message_delta with the stop reason and usage; message_stop."""
+    message = message_reply(reply, model)
+    start: dict[str, Any]
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": dict(
+        message, content=[], stop_reason=None, usage=dict(message["usage"], output_tokens=0))}]
+    for index, block in enumerate(message["content"]):
+        if block["type"] == "text":
+            start, delta = {"type": "text", "text": ""}, {"type": "text_delta", "text": block["text"]}
+        else:
+            start = dict(block, input={})
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        events += [{"type": "content_block_start", "index": index, "content_block": start},
+                   {"type": "content_block_delta", "index": index, "delta": delta},
+                   {"type": "content_block_stop", "index": index}]
+    events += [{"type": "message_delta", "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                "usage": message["usage"]},
+               {"type": "message_stop"}]
+    return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
