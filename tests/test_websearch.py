@@ -244,3 +244,13 @@ def test_a_providers_base_url_that_is_no_http_url_is_refused_at_load(url, tmp_pa
     assert proc.returncode == 2, explain(proc)
     assert "searxng.base_url" in proc.stderr and "http(s)://HOST" in proc.stderr, proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_the_guard_reads_a_percent_encoded_or_doubled_path_as_the_server_does():
+    """A server decodes %2D to '-' and most collapse '//': the same dataset page, so the same block."""
+    guard = Guard(block_list(["example.org/answers"]))
+    for url in ("https://huggingface.co/datasets/gaia%2Dbenchmark/GAIA", "https://huggingface.co/datasets/gaia%2dbenchmark",
+                "https://huggingface.co//datasets/gaia-benchmark/GAIA", "https://huggingface.co/%64atasets/evatan/GAIA",
+                "https://example.org/%61nswers/q1"):
+        assert guard.blocks(url) is not None, url
+    assert guard.blocks("https://example.org/answers%20sheet") is None

@@ -1,7 +1,7 @@
 """The leakage guard: URLs where GAIA's questions and answers are published, kept from the agent.
 
 A pattern is matched against a URL's `host/path?query`, lower-cased, with any `www.` and a trailing
-dot of the host dropped:
+dot of the host dropped, the path percent-decoded and its repeated slashes collapsed:
 
 - with a `*`: a glob over the whole of it (`huggingface.co/datasets/*/gaia*`);
 - with a `/`: the host, then a path prefix (`huggingface.co/datasets/gaia-benchmark` blocks the
@@ -19,6 +19,7 @@ outcome "blocked"), counted in the row's and the report's env_outcomes.
 from __future__ import annotations
 
 import fnmatch
+import re
 import urllib.parse
 
 HUB_HOSTS = ("huggingface.co", "hf.co", "hf-mirror.com")
@@ -31,11 +32,13 @@ DEFAULT_BLOCK: tuple[str, ...] = (
 
 
 def _key(url: str) -> str:
-    """`host/path?query` of a URL (a bare `host/path` is read as http)."""
+    """`host/path?query` of a URL (a bare `host/path` is read as http), its path read as a server reads it:
+    percent-escapes decoded (`gaia%2Dbenchmark` is `gaia-benchmark`) and repeated slashes collapsed."""
     parts = urllib.parse.urlsplit(url if "://" in url else f"http://{url}")
     host = (parts.hostname or "").rstrip(".").removeprefix("www.")
+    path = re.sub(r"/{2,}", "/", urllib.parse.unquote(parts.path)) or "/"
     query = f"?{parts.query}" if parts.query else ""
-    return f"{host}{parts.path or '/'}{query}".lower()
+    return f"{host}{path}{query}".lower()
 
 
 def _matches(pattern: str, key: str) -> bool:
