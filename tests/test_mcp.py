@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import exit_codes
 from harness.environments.mcp_config import McpServer, combine, from_flag, from_toml
 from harness.environments.tools import SchemaTool, arguments_model, schema
 from harness.errors import InputError
@@ -58,6 +59,8 @@ def test_a_stdio_server_runs_in_the_sandbox_and_both_runners_call_its_tools(tmp_
     proc, server = _mcp_run(tmp_path, out, agent, script,
                             "--mcp", "calc=python3 /workspace/calc_server.py")
     assert proc.returncode == 0, explain(proc)
+    # The preflight started it in a sandbox of its own and listed its tools, one line for the server.
+    assert "MCP server 'calc': 4 tool(s): calc__add, calc__where_am-i, calc__fail, calc__big" in proc.stderr
     (row,) = rows(out)
     assert row["status"] == "ok" and row["correct"] is True, row
     first, second = server.chat_requests
@@ -80,12 +83,36 @@ def test_a_stdio_server_runs_in_the_sandbox_and_both_runners_call_its_tools(tmp_
 
 
 @pytest.mark.docker
-def test_a_server_that_cannot_start_is_an_infra_error_naming_it(tmp_path, image, out):
-    proc, _ = _mcp_run(tmp_path, out, "plain", [text("<solution>42</solution>")], "--max-retries", 0,
-                       "--mcp", "broken=python3 /workspace/no_such_server.py")
-    (row,) = rows(out)
-    assert row["status"] == "error" and row["error_kind"] == "infra", row
-    assert "MCP server 'broken'" in row["error"] and "no_such_server.py" in row["error"], row["error"]
+def test_a_server_that_exits_at_once_fails_the_preflight_naming_it(tmp_path, image, out):
+    proc, server = _mcp_run(tmp_path, out, "plain", [text("<solution>42</solution>")],
+                            "--mcp", "calc=python3 /workspace/calc_server.py",
+                            "--mcp", 'broken=sh -c "echo cannot-serve-today >&2; exit 3"')
+    assert proc.returncode == 2, explain(proc)
+    said = proc.stderr + proc.stdout
+    assert "MCP server 'broken' did not start" in said and "cannot-serve-today" in said, explain(proc)
+    assert "before any instance" in said
+    assert not (out / "output.jsonl").exists() and not (out / "run.json").exists()
+    assert "MCP server 'calc': 4 tool(s)" in said  # checked before the broken one
+    assert server.chat_requests == [] and len(server.probes) == 1  # no agent ran
+    assert containers_of(out) == []
+
+
+@pytest.mark.docker
+def test_a_server_that_fails_in_a_later_instance_is_that_instances_infra_error(tmp_path, image, out):
+    """The preflight starts the servers with the first instance's files; the second ships no server script."""
+    data = _dataset(tmp_path)
+    with data.open("a") as fh:
+        fh.write(json.dumps({"instance_id": "mcp-bare", "question": "What is 2 + 40?", "answer": "42"}) + "\n")
+    with FakeOpenAI([text("<solution>42</solution>")] * 2) as server:
+        proc = harness("run", "--dataset", data, "--model", "fake", "--config",
+                       fake_config(tmp_path / "m.toml", server.base_url), "--output-dir", out, "--agent", "plain",
+                       "--workers", 1, "--max-retries", 0, "--mcp", "calc=python3 /workspace/calc_server.py")
+    assert proc.returncode == exit_codes.INSTANCE_ERRORS, explain(proc)
+    by_id = {r["instance_id"]: r for r in rows(out)}
+    assert by_id["mcp-add"]["status"] == "ok", by_id["mcp-add"]
+    bare = by_id["mcp-bare"]
+    assert bare["status"] == "error" and bare["error_kind"] == "infra", bare
+    assert "MCP server 'calc'" in bare["error"] and "calc_server.py" in bare["error"], bare["error"]
     assert containers_of(out) == []
 
 
@@ -139,12 +166,31 @@ def test_a_remote_server_is_reached_from_the_host_and_its_key_never_enters_the_s
                        "--output-dir", out, "--agent", "plain", "--workers", 1, "--instance-timeout", 300,
                        env={"CALC_TEST_KEY": key})
     assert proc.returncode == 0, explain(proc)
+    assert "MCP server 'remote': 4 tool(s): remote__add," in proc.stderr  # the preflight, from the host
     (row,) = rows(out)
     assert row["status"] == "ok", row
     results = [m["content"] for m in server.chat_requests[1]["json"]["messages"] if m["role"] == "tool"]
     assert "the sum is 42" in results[0]  # the server took the key: it refuses any request without it
     assert "done" in results[1] and key not in results[1]
     assert key not in (out / row["trace"]).read_text() and key not in (out / "run.json").read_text()
+
+
+@pytest.mark.docker
+def test_a_remote_server_refusing_the_preflight_is_exit_2_with_its_http_error(tmp_path, image, out, remote_server):
+    url, key = remote_server
+    with FakeOpenAI([text("<solution>42</solution>")]) as server:
+        config = fake_config(tmp_path / "m.toml", server.base_url)
+        config.write_text(config.read_text() + f'\n[mcp.remote]\nurl = "{url}"\nheader_env = {{ "X-Test-Key" = '
+                                               '"CALC_TEST_KEY" }\n')
+        proc = harness("run", "--dataset", _dataset(tmp_path), "--model", "fake", "--config", config,
+                       "--output-dir", out, "--agent", "plain", env={"CALC_TEST_KEY": "not-" + key})
+    assert proc.returncode == 2, explain(proc)
+    said = proc.stderr + proc.stdout
+    assert "MCP server 'remote' did not start" in said, explain(proc)
+    assert "it answered HTTP 401 Unauthorized: bad key" in said, explain(proc)
+    assert "from this host" in said
+    assert server.chat_requests == [] and not (out / "output.jsonl").exists()
+    assert containers_of(out) == []
 
 
 def test_the_remote_servers_missing_key_variable_is_named(tmp_path, remote_server):

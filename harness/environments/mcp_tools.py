@@ -30,6 +30,7 @@ from harness.environments import Environments
 from harness.environments.mcp_config import McpServer
 from harness.environments.tools import SchemaTool, Tool
 from harness.errors import InfraError, InputError
+from harness.sandbox.contract import Sandbox
 from harness.traces import EnvAction, Tracer
 
 if TYPE_CHECKING:  # the SDK takes a second to import: only an agent process with servers imports it
@@ -53,7 +54,7 @@ async def serving_mcp(servers: tuple[McpServer, ...] | list[McpServer], envs: En
     try:
         async with AsyncExitStack() as stack:
             for server in servers:
-                session = await _connect(stack, server, envs)
+                session = await _connect(stack, server, envs.code.sandbox, envs.on_fatal)
                 envs.mcp.extend(await _tools(server, session, envs.code.tracer, taken={t.__name__ for t in envs.mcp}))
             return await work()
     except BaseExceptionGroup as group:  # the transports' task groups wrap what the agent (or a server) raised
@@ -69,27 +70,35 @@ def _sole(group: BaseExceptionGroup) -> BaseException:
     return inner
 
 
-async def list_server_tools(server: McpServer, envs: Environments) -> list[str]:
-    """The names of one server's tools as the agent would see them (the preflight's check)."""
-    async with AsyncExitStack() as stack:
-        session = await _connect(stack, server, envs)
-        return [tool.__name__ for tool in await _tools(server, session, Tracer(None), taken=set())]
+async def list_server_tools(server: McpServer, sandbox: Sandbox | None) -> list[str]:
+    """The names of one server's tools as the agent would see them (the preflight's check,
+    harness/runner/mcp_preflight.py): a `command` server started in `sandbox`, a `url` one reached
+    from here. McpServerFailed (or InputError: a key variable not set) when it cannot be."""
+    try:
+        async with AsyncExitStack() as stack:
+            session = await _connect(stack, server, sandbox, None)
+            return [tool.__name__ for tool in await _tools(server, session, Tracer(None), taken=set())]
+    except BaseExceptionGroup as group:
+        raise _sole(group) from None
 
 
-async def _connect(stack: AsyncExitStack, server: McpServer, envs: Environments) -> ClientSession:
+async def _connect(stack: AsyncExitStack, server: McpServer, sandbox: Sandbox | None,
+                   on_fatal: Callable[[BaseException], None] | None) -> ClientSession:
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
     from harness.environments.mcp_bridge import McpServerFailed, sandbox_stdio, start_bridge
 
-    pipe = None
+    pipe, refusals = None, list[str]()
     try:
         if server.command is not None:
-            pipe = start_bridge(envs.code.sandbox, server.name, [server.command, *server.args], server.env)
-            read, write = await stack.enter_async_context(sandbox_stdio(pipe, envs.on_fatal))
+            assert sandbox is not None, "a command server runs in a sandbox"
+            pipe = start_bridge(sandbox, server.name, [server.command, *server.args], server.env)
+            read, write = await stack.enter_async_context(sandbox_stdio(pipe, on_fatal))
         else:
             client = await stack.enter_async_context(create_mcp_http_client(headers=headers(server)))
+            client.event_hooks["response"].append(_noting_refusals(refusals))
             read, write = await stack.enter_async_context(streamable_http_client(server.url or "", http_client=client))
         session = await stack.enter_async_context(ClientSession(read, write, read_timeout_seconds=server.timeout))
         await session.initialize()
@@ -98,7 +107,19 @@ async def _connect(stack: AsyncExitStack, server: McpServer, envs: Environments)
         raise
     except Exception as exc:  # noqa: BLE001 - any failure to connect is this server's, said with its name
         stderr = f"; its stderr ends: {tail}" if pipe is not None and (tail := pipe.stderr_tail()) else ""
-        raise McpServerFailed(f"{server.where()} did not start: {_reason(exc)}{stderr}") from exc
+        http = f"; it answered {refusals[0]}" if refusals else ""
+        raise McpServerFailed(f"{server.where()} did not start: {_reason(exc)}{stderr}{http}") from exc
+
+
+def _noting_refusals(into: list[str]) -> Callable[[Any], Awaitable[None]]:
+    """An HTTP client's response hook keeping each error status with the start of its body (the SDK
+    tells only that the server "returned an error response")."""
+    async def note(response: Any) -> None:
+        if response.status_code >= 400:
+            body = (await response.aread())[:300].decode(errors="replace").strip()
+            into.append(f"HTTP {response.status_code} {response.reason_phrase}" + (f": {body}" if body else ""))
+
+    return note
 
 
 def headers(server: McpServer) -> dict[str, str]:

@@ -2,8 +2,9 @@
 
 All checks that can fail for every instance happen before any container starts: the
 dataset, selection, config, agent, replay coverage, the output dir (it must take files),
-one preflight call to each model the run uses (models/probe.py), and the sandboxes'
-resources against the engine's capacity. Results are appended one row per instance to
+one preflight call to each model the run uses (models/probe.py), the sandboxes'
+resources against the engine's capacity, and every MCP server started (a stdio one in one
+sandbox) and its tools listed (mcp_preflight.py). Results are appended one row per instance to
 DIR/output.jsonl; a re-run into the same DIR resumes (rows rescued by a failed run are
 merged first, finished rows are kept, errored ones are retried) unless the configuration
 changed.
@@ -53,6 +54,7 @@ from harness.runner import forkserver
 from harness.runner.agent_process.supervise import reset_scratch
 from harness.runner.evaluate import evaluate, rescue_rows
 from harness.runner.instance import RunSettings
+from harness.runner.mcp_preflight import check_servers
 from harness.runner.pool import WarmPool
 from harness.runner.preflight import check_capacity, prepare, unreachable_web, unseen_images, unserved_website
 from harness.sandbox.contract import SandboxSpec
@@ -95,6 +97,10 @@ def _run(cfg: RunConfiguration, provider, console: Console, loaded) -> int:
     out = layout.output
     instances = prepared.instances
     run_id = f"{slug(output_dir.name, 12)}-{secrets.token_hex(3)}"
+    if selected:  # every MCP server started (stdio: in one sandbox) and its tools listed, else exit 2
+        check_servers(cfg.mcp, provider, SandboxSpec(image=image, run_id=run_id, instance_id="mcp-preflight",
+                                                     **cfg.sandbox.resources(None)), selected[0],
+                      log=lambda m: say(console, m))
     with lock_output_dir(output_dir):
         previous_wall = _previous_wall_time(layout)
         fingerprint = getattr(instances, "fingerprint", None) or dataset_fingerprint(instances)
