@@ -26,7 +26,7 @@ import math
 from pathlib import Path
 from typing import TypedDict, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, ValidationError, field_validator, model_validator
 
 from harness.agents.contract import Limits, UserSimulation
 from harness.datasets import hub
@@ -193,7 +193,7 @@ class Execution(Section):
     workers: int = Field(2, ge=1)
     max_retries: int = Field(2, ge=0)  # of infrastructure failures, each on a fresh sandbox
     fail_on_error: ErrorBudget | None = None
-    max_cost: float | None = Field(None, gt=0)  # dollars for the run (models/budget.py); not fingerprinted
+    max_cost: FiniteFloat | None = Field(None, gt=0)  # dollars for the run (models/budget.py); not fingerprinted
 
     @field_validator("fail_on_error", mode="before")
     @classmethod

@@ -216,6 +216,24 @@ def test_a_budget_without_prices_is_refused_naming_the_model(tmp_path, flag):
     assert flag in proc.stderr and "--model judge" in proc.stderr and "price_input_per_1k" in proc.stderr, explain(proc)
 
 
+@pytest.mark.parametrize(("flag", "where"), [(["--max-cost", "inf"], "--max-cost"),
+                                           (["--max-instance-cost", "inf"], "--max-instance-cost"),
+                                           (["--max-cost", "1"], "price_input_per_1k")])
+def test_an_infinite_budget_or_price_is_refused_before_any_container(tmp_path, flag, where):
+    """JSON has no infinity: the agent's request carried null and every instance errored (exit 3)."""
+    data, _ = dataset_42(tmp_path / "data", ["p0"])
+    config = tmp_path / "models.toml"
+    price = "inf" if where == "price_input_per_1k" else "1.0"
+    config.write_text(f'[llm.cheap]\nmodel = "m"\nbase_url = "http://127.0.0.1:9/v1"\nprice_input_per_1k = {price}\n'
+                      'price_output_per_1k = 1.0\n')
+    out = out_dir(tmp_path)
+    proc = harness("run", "--dataset", data, "--model", "cheap", "--config", config, "--output-dir", out, *flag,
+                   timeout=120)
+    assert proc.returncode == 2, explain(proc)
+    assert where in proc.stderr and "finite" in proc.stderr, explain(proc)
+    assert not out.exists()
+
+
 # ------------------------------------------------------------------ a run stopped by --max-cost
 CALL = 0.01  # dollars: 1000 prompt tokens at $0.01 per 1000
 

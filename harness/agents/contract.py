@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, model_validator
 
 from harness.datasets.model import Instance
 from harness.environments.mcp_config import McpServer
@@ -44,7 +44,7 @@ class Limits(BaseModel):
     # The run's limits section (harness/config.py): each field is the flag of its name (--max-steps).
     max_steps: int | None = Field(None, ge=1)  # model calls
     max_tokens: int | None = Field(None, ge=1)  # prompt + completion, all clients of the instance
-    max_instance_cost: float | None = Field(None, gt=0)  # dollars, all clients of the instance (models/usage.py)
+    max_instance_cost: FiniteFloat | None = Field(None, gt=0)  # dollars, all clients of the instance (models/usage.py)
     instance_timeout: float | None = Field(None, gt=0)  # wall seconds, enforced by killing the agent's process
     command_timeout: float = Field(120.0, gt=0)  # one code-environment command
     page_size: int = Field(8000, ge=100)  # characters per page of a file or web page shown to the agent

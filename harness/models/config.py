@@ -91,6 +91,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    FiniteFloat,
     PrivateAttr,
     StrictInt,
     ValidationError,
@@ -141,10 +142,10 @@ class ModelSection(BaseModel):
     temperature: float | None = None
     max_tokens: int | None = None  # per completion
     model_info: dict | None = None
-    price_input_per_1k: float = Field(0.0, ge=0)
-    price_output_per_1k: float = Field(0.0, ge=0)  # reasoning tokens are output tokens, priced as such
-    price_cached_input_per_1k: float | None = Field(None, ge=0)  # prompt-cache reads; None: the input price
-    price_cache_write_per_1k: float | None = Field(None, ge=0)  # prompt-cache writes (Anthropic); None: input
+    price_input_per_1k: FiniteFloat = Field(0.0, ge=0)
+    price_output_per_1k: FiniteFloat = Field(0.0, ge=0)  # reasoning tokens are output tokens, priced as such
+    price_cached_input_per_1k: FiniteFloat | None = Field(None, ge=0)  # prompt-cache reads; None: the input price
+    price_cache_write_per_1k: FiniteFloat | None = Field(None, ge=0)  # prompt-cache writes (Anthropic); None: input
     max_retries: int = 5
     timeout: float = 120.0
     max_connections: StrictInt = Field(DEFAULT_MAX_CONNECTIONS, ge=1)  # calls in flight, all agent processes
