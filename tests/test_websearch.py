@@ -254,3 +254,21 @@ def test_the_guard_reads_a_percent_encoded_or_doubled_path_as_the_server_does():
                 "https://example.org/%61nswers/q1"):
         assert guard.blocks(url) is not None, url
     assert guard.blocks("https://example.org/answers%20sheet") is None
+
+
+def test_a_providers_answer_and_its_results_are_bounded(tmp_path, monkeypatch):
+    """A result's title and snippet are cut (the model reads at most 20 of them); an answer larger than
+    MAX_ANSWER_BYTES is read no further: an outage, retried, then infra (before: read whole, unbounded)."""
+    from harness.environments.websearch import env
+    from harness.environments.websearch.providers import MAX_SNIPPET, MAX_TITLE
+
+    long = [{"title": "T" * 5000, "url": "http://shop.gaia.test/a", "snippet": "word " * 20_000, "date": None}]
+    with FakeSearch("searxng", results=long) as server:
+        search, _ = _search("searxng", server, tmp_path, monkeypatch)
+        text = search.search("teak")
+        assert "T" * MAX_TITLE in text and "T" * (MAX_TITLE + 1) not in text
+        assert len(text) < MAX_TITLE + MAX_SNIPPET + 200, len(text)
+        monkeypatch.setattr(env, "MAX_ANSWER_BYTES", 50_000)  # the answer above is ~100 KB
+        search, _ = _search("searxng", server, tmp_path, monkeypatch, max_retries=1)
+        with pytest.raises(SearchUnavailable, match="larger than 50000 bytes"):
+            search.search("teak")

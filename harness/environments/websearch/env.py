@@ -44,6 +44,8 @@ if TYPE_CHECKING:
     from harness.environments.websearch.site import SiteIndex
 
 MAX_RETRY_AFTER_S = 60.0
+MAX_ANSWER_BYTES = 8 << 20  # a provider's answer, decoded (20 results are a few tens of KB)
+DECODED = ("content-encoding", "content-length", "transfer-encoding")  # no longer true of the body read
 
 
 class SearchRefused(ModelError):
@@ -78,11 +80,29 @@ class SearchHTTP:
         if self.replay is not None:
             return self.replay.answer(request)
         start = time.time()
-        response = self.client.send(request)
-        response.read()
+        response = self._bounded(self.client.send(request, stream=True), request)
         if self.recorder is not None:
             self.recorder.record(request, response, start, time.time())
         return response
+
+
+    @staticmethod
+    def _bounded(streamed: httpx.Response, request: httpx.Request) -> httpx.Response:
+        """The answer read whole (decoded) up to MAX_ANSWER_BYTES; beyond, an httpx.ReadError (an outage:
+        retried, then SearchUnavailable), so a provider that sends without end cannot grow the process."""
+        body = bytearray()
+        try:
+            for chunk in streamed.iter_bytes():
+                body += chunk
+                if len(body) > MAX_ANSWER_BYTES:
+                    raise httpx.ReadError(f"the answer is larger than {MAX_ANSWER_BYTES} bytes (read no further)",
+                                          request=request)
+        finally:
+            streamed.close()
+        headers = [(k, v) for k, v in streamed.headers.multi_items() if k.lower() not in DECODED]
+        return httpx.Response(streamed.status_code, headers=headers, content=bytes(body), request=request,
+                              extensions={k: v for k, v in streamed.extensions.items()
+                                          if k in ("http_version", "reason_phrase")})
 
 
 def archive_http(settings: SearchSettings, who: str, secret: str | None) -> SearchHTTP:

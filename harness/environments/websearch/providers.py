@@ -28,6 +28,7 @@ Refusal = Literal["key", "quota", "query", "retry"]
 DEFAULT_URLS = {"tavily": "https://api.tavily.com", "serper": "https://google.serper.dev",
                 "brave": "https://api.search.brave.com", "searxng": None}
 KEYED = ("tavily", "serper", "brave")  # providers that need an API key
+MAX_TITLE, MAX_SNIPPET, MAX_FIELD = 300, 1000, 2000  # characters of a result the model reads (its url, date)
 
 
 @dataclass(frozen=True)
@@ -68,11 +69,13 @@ def _text(value: object) -> str:
 
 
 def _read(items: object, title: str, url: str, snippet: str, *dates: str) -> list[Hit]:
+    """The provider's results as Hits, each field cut to its bound (MAX_TITLE, MAX_SNIPPET, MAX_FIELD)."""
     out = []
     for item in items if isinstance(items, list) else []:
         if isinstance(item, dict) and item.get(url):
-            date = next((str(item[d]) for d in dates if item.get(d)), None)
-            out.append(Hit(_text(item.get(title)), str(item[url]), _text(item.get(snippet)), date))
+            date = next((str(item[d])[:MAX_FIELD] for d in dates if item.get(d)), None)
+            out.append(Hit(_text(item.get(title))[:MAX_TITLE], str(item[url])[:MAX_FIELD],
+                           _text(item.get(snippet))[:MAX_SNIPPET], date))
     return out
 
 
