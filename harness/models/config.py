@@ -85,9 +85,10 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -127,6 +128,26 @@ MODEL_INFO_FIELDS = {"vision": bool, "function_calling": bool, "json_output": bo
                      "structured_output": bool, "multiple_system_messages": bool}
 
 
+def is_http_url(url: str) -> bool:
+    """Whether `url` is an absolute http(s) URL with a host (what an HTTP client can send to)."""
+    import urllib.parse
+
+    try:
+        parts = urllib.parse.urlsplit(url)
+        return parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:  # e.g. a bad port or an unbalanced IPv6 bracket
+        return False
+
+
+def _http_url(url: str) -> str:
+    if not is_http_url(url):
+        raise ValueError("expected http(s)://HOST[:PORT]/PATH")
+    return url
+
+
+HttpUrl = Annotated[str, AfterValidator(_http_url)]  # a config key naming a server
+
+
 class ModelSection(BaseModel):
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
 
@@ -155,7 +176,7 @@ class ModelSection(BaseModel):
     transcription_model: str | None = None
     # Another server for it (required for a provider without that API: NO_TRANSCRIPTION) and its key's
     # variable (None: no key is sent there).
-    transcription_base_url: str | None = None
+    transcription_base_url: HttpUrl | None = None
     transcription_api_key_env: str | None = None
     # Where this run keeps the model's call slots (set by AgentRequest from its slots_dir; never
     # read from the config): None, no cap.
@@ -172,13 +193,6 @@ class ModelSection(BaseModel):
             if not isinstance(value, MODEL_INFO_FIELDS[key]):
                 raise ValueError(f"{key} must be a {MODEL_INFO_FIELDS[key].__name__}, not {value!r}")
         return info
-
-    @field_validator("transcription_base_url")
-    @classmethod
-    def _an_http_url(cls, url: str | None) -> str | None:
-        if url is not None and not is_http_url(url):
-            raise ValueError("expected http(s)://HOST[:PORT]/PATH")
-        return url
 
     @model_validator(mode="after")
     def _provider_fields(self) -> ModelSection:
@@ -281,17 +295,6 @@ class ModelSection(BaseModel):
 
     def api_key(self) -> str:
         return _key_from(self.key_env(), self.name)
-
-
-def is_http_url(url: str) -> bool:
-    """Whether `url` is an absolute http(s) URL with a host (what an HTTP client can send to)."""
-    import urllib.parse
-
-    try:
-        parts = urllib.parse.urlsplit(url)
-        return parts.scheme in ("http", "https") and bool(parts.hostname)
-    except ValueError:  # e.g. a bad port or an unbalanced IPv6 bracket
-        return False
 
 
 def _key_from(variable: str | None, name: str) -> str:

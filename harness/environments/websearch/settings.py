@@ -35,13 +35,12 @@ from pydantic import (
     StrictInt,
     StrictStr,
     ValidationError,
-    field_validator,
 )
 
 from harness.environments.websearch.guard import DEFAULT_BLOCK, block_list
 from harness.environments.websearch.providers import DEFAULT_URLS, KEYED
 from harness.errors import InputError, validation_problems
-from harness.models.config import is_http_url
+from harness.models.config import HttpUrl
 
 Provider = Literal["none", "tavily", "serper", "brave", "searxng", "site"]
 PROVIDERS: tuple[str, ...] = ("none", "tavily", "serper", "brave", "searxng", "site")
@@ -56,17 +55,10 @@ class ProviderTable(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     api_key_env: str | None = None
-    base_url: str | None = None
+    base_url: HttpUrl | None = None
     timeout: float = Field(30.0, gt=0)
     max_retries: int = Field(3, ge=0)
     options: dict[str, Option] = Field(default_factory=dict)
-
-    @field_validator("base_url")
-    @classmethod
-    def _an_http_url(cls, url: str | None) -> str | None:
-        if url is not None and not is_http_url(url):
-            raise ValueError("expected http(s)://HOST[:PORT]/PATH")
-        return url
 
 
 class SearchSettings(BaseModel):
