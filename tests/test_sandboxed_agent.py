@@ -46,6 +46,7 @@ def test_the_agent_program_solves_an_instance_against_the_replay_model(tmp_path,
     (row,) = rows(out)
     assert row["status"] == "ok" and row["correct"] is True and row["answer"] == "6", row
     assert row["usage"]["llm_calls"] == 2 and row["steps"] == 2
+    assert row["tool_calls"] == ["run_python"]  # the proxied reply's call, as the built-in agents' rows say
     events = trace(out, row)
     calls = [e for e in events if e["type"] == "model_call"]
     assert len(calls) == 2
@@ -183,6 +184,34 @@ def test_the_openai_client_talks_to_the_proxy_plain_and_streaming(tmp_path):
     assert meter.calls == 2 and meter.totals.prompt_tokens == 31
     events = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines()]
     assert [e["type"] for e in events].count("model_call") == 2
+
+
+def test_the_proxied_replies_tool_calls_are_traced_as_tool_call_events(tmp_path):
+    """Both wire formats: each tool call a reply carries is a `tool_call` event (the row's
+    `tool_calls`, through Tracer.tool_calls) with the id the program got; a text reply adds none."""
+    async def calls(proxy):
+        openai_client = openai.AsyncOpenAI(base_url=proxy.url + "/v1", api_key="tok-123", max_retries=0)
+        first = await openai_client.chat.completions.create(model="m", messages=[{"role": "user", "content": "2?"}])
+        anthropic_client = anthropic.AsyncAnthropic(base_url=proxy.url, api_key="tok-123", max_retries=0)
+        second = await anthropic_client.messages.create(model="m", max_tokens=10,
+                                                        messages=[{"role": "user", "content": "2?"}])
+        third = await openai_client.chat.completions.create(model="m", messages=[{"role": "user", "content": "2?"}])
+        return first.choices[0].message.tool_calls[0].id, second.content[0].id, third
+
+    turns = [CALL_THEN_TEXT[0], {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}},
+                                                {"name": "run_shell", "arguments": {"command": "ls"}}]},
+             CALL_THEN_TEXT[1]]
+    (first_id, second_id, third), proxy, meter = _proxied(tmp_path, turns, calls)
+    assert third.choices[0].message.content == "<solution>2</solution>"
+    assert meter.tracer.tool_calls == ["run_python", "read_file", "run_shell"]
+    events = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines()]
+    called = [e for e in events if e["type"] == "tool_call"]
+    assert [(e["source"], e["name"], e["arguments"]) for e in called] == [
+        ("sandbox", "run_python", {"code": "print(2)"}), ("sandbox", "read_file", {"path": "a.txt"}),
+        ("sandbox", "run_shell", {"command": "ls"})]
+    assert called[0]["call_id"] == first_id and called[1]["call_id"] == second_id
+    kinds = [e["type"] for e in events if e["type"] in ("model_call", "tool_call")]
+    assert kinds == ["model_call", "tool_call", "model_call", "tool_call", "tool_call", "model_call"]
 
 
 def test_the_anthropic_client_talks_to_the_proxy(tmp_path):

@@ -8,6 +8,11 @@ replay model replays, a `--record` run records. A request must carry the instanc
 (`Authorization: Bearer TOKEN` or `x-api-key: TOKEN`): a fresh random value per instance, worthless
 for any other instance and for the provider.
 
+A reply's tool calls are traced as `tool_call` events (source `sandbox`), so they are the row's
+`tool_calls` as for the built-in agents: what the model asked the program to run. Whether and how the
+program ran them is its own business (no `tool_result` is traced, so replay divergences are not
+checked for them).
+
 A budget reached or a failed model call ends the instance: the proxy keeps the error (`stopped`),
 answers the agent 400 with `x-should-retry: false` (clients do not retry it), and the runner stops
 the agent and raises the error (a limit row, a model error). The handler threads hand each request
@@ -26,8 +31,10 @@ from typing import Any
 
 from harness.agents.sandboxed import wire
 from harness.errors import HarnessError
-from harness.models.chat import ChatModel
+from harness.models.chat import ChatModel, Reply
+from harness.traces import ToolCall
 
+SOURCE = "sandbox"  # the source of the agent program's trace events
 JSON = {"Content-Type": "application/json"}
 NO_RETRY = {**JSON, "x-should-retry": "false"}
 
@@ -94,11 +101,18 @@ class ModelProxy:
         except HarnessError as exc:  # a budget, or the model's failure (already traced by the Meter)
             self.stopped = exc
             return _error(400, f"{type(exc).__name__}: {exc}", "harness_stopped", NO_RETRY)
+        self._trace_calls(reply)
         if request.get("stream"):
             stream = wire.message_stream if anthropic else wire.chat_stream
             return Answer(200, stream(reply, self.model), {"Content-Type": "text/event-stream"})
         whole = wire.message_reply if anthropic else wire.chat_completion
         return Answer(200, json.dumps(whole(reply, self.model)).encode())
+
+    def _trace_calls(self, reply: Reply) -> None:
+        tracer = self.chat.meter.tracer
+        if tracer is not None:
+            for call in reply.tool_calls:
+                tracer.emit(ToolCall(source=SOURCE, name=call["name"], arguments=call["arguments"], call_id=call["id"]))
 
     def _authorized(self, headers: dict[str, str]) -> bool:
         given = headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ").strip()

@@ -31,13 +31,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.agents.contract import AgentContext, AgentRunner
-from harness.agents.sandboxed.proxy import ModelProxy
+from harness.agents.sandboxed.proxy import SOURCE, ModelProxy
 from harness.agents.sandboxed.relay import ROOT, Relay, relayed
 from harness.errors import AgentError, InputError, SandboxFileNotFound
 from harness.models.chat import chat_model
 from harness.traces import Message
 
-SOURCE = "sandbox"
 HOST_FILE = re.compile(r"(?<!\S)@(\S+)")
 FILES = f"{ROOT}/files"
 STDERR_SHOWN = 600  # characters of a failed agent's stderr in its error
