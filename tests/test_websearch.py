@@ -272,3 +272,19 @@ def test_a_providers_answer_and_its_results_are_bounded(tmp_path, monkeypatch):
         search, _ = _search("searxng", server, tmp_path, monkeypatch, max_retries=1)
         with pytest.raises(SearchUnavailable, match="larger than 50000 bytes"):
             search.search("teak")
+
+
+@pytest.mark.parametrize(("flag", "toml", "named"), [
+    ("", None, "--search-block ''"), ("https://", None, "--search-block 'https://'"),
+    (None, ["example.org", " "], "[search] block ' '"), (None, ["www./answers"], "[search] block 'www./answers'")])
+def test_a_block_pattern_with_nothing_to_match_is_refused_naming_it(flag, toml, named, tmp_path):
+    """Before, such a pattern blocked nothing, silently, yet changed run.json's fingerprint."""
+    config = tmp_path / "s.toml"
+    config.write_text(f"[search]\nblock = {json.dumps(toml)}\n" if toml else "")
+    data = tmp_path / "tasks.jsonl"
+    data.write_text(json.dumps({"instance_id": "q", "question": "Where?", "answer": "here"}) + "\n")
+    proc = harness("run", "--dataset", data, "--model", "replay", "--config", config, "--output-dir", tmp_path / "out",
+                   *(["--search-block", flag] if flag is not None else []))
+    assert proc.returncode == 2, explain(proc)
+    assert named in proc.stderr and "nothing to match" in proc.stderr, proc.stderr
+    assert not (tmp_path / "out").exists()

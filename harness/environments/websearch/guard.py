@@ -10,7 +10,8 @@ dot of the host dropped, the path percent-decoded and its repeated slashes colla
 
 `DEFAULT_BLOCK` names the benchmark's Hugging Face dataset, Space and organisation (on huggingface.co,
 hf.co and the hub's mirror hf-mirror.com), its rows through the hub's dataset viewer API, and known copies
-on the hub. `--search-block PATTERN` adds patterns; `--search-block none` drops the defaults.
+on the hub. `--search-block PATTERN` adds patterns; `--search-block none` drops the defaults; a pattern
+with nothing to match (empty, a bare scheme, no host: `pattern_problem`) is refused at load.
 The guard is applied to every search provider's results (websearch/__init__.py) and to the
 browser's navigations (environments/web.py); each blocked URL is an `env` trace event (env "guard",
 outcome "blocked"), counted in the row's and the report's env_outcomes.
@@ -41,8 +42,21 @@ def _key(url: str) -> str:
     return f"{host}{path}{query}".lower()
 
 
+def _bare(pattern: str) -> str:
+    """A pattern as it is matched: lower-cased, without a scheme or `www.`."""
+    return pattern.lower().strip().removeprefix("https://").removeprefix("http://").removeprefix("www.")
+
+
+def pattern_problem(pattern: str) -> str | None:
+    """Why a given pattern can match nothing (no host, or only a scheme), or None."""
+    bare = _bare(pattern)
+    if not bare or bare.startswith("/"):
+        return "a block pattern with nothing to match: give a domain, a host/path prefix or a glob"
+    return None
+
+
 def _matches(pattern: str, key: str) -> bool:
-    pattern = pattern.lower().strip().removeprefix("https://").removeprefix("http://").removeprefix("www.")
+    pattern = _bare(pattern)
     if "*" in pattern:
         return fnmatch.fnmatchcase(key, pattern)
     host, _, rest = key.partition("/")

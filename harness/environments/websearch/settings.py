@@ -37,7 +37,7 @@ from pydantic import (
     ValidationError,
 )
 
-from harness.environments.websearch.guard import DEFAULT_BLOCK, block_list
+from harness.environments.websearch.guard import DEFAULT_BLOCK, block_list, pattern_problem
 from harness.environments.websearch.providers import DEFAULT_URLS, KEYED
 from harness.errors import InputError, validation_problems
 from harness.models.config import HttpUrl
@@ -125,6 +125,9 @@ def resolve(flag: str | None, blocks: list[str] | None, no_cache: bool, table: o
         toml = SearchTable.model_validate(table or {})
     except ValidationError as exc:
         raise InputError("[search] in --config: " + validation_problems(exc)) from None
+    for given, where in [*((p, "[search] block") for p in toml.block), *((p, "--search-block") for p in blocks or ())]:
+        if problem := pattern_problem(given):
+            raise InputError(f"{where} {given!r}: {problem} (e.g. example.com/answers)")
     provider = flag or toml.provider or ("site" if website else "none")
     where = f"--search {provider}" if flag else f"[search] provider = {provider!r}"
     if provider == "site" and not website:
