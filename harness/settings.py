@@ -109,6 +109,9 @@ ELSEWHERE = {
     "HARNESS_BROWSER_FLAGS": "inside the sandbox: Chromium flags a --web-record/--web-replay run adds (its proxy, "
                              "its CA's key hash; set by the provider)",
     "HARNESS_WEB_MODE": "inside the web proxy's container: record or replay (set by the provider)",
+    "HARNESS_TASK_FILE": "inside the sandbox: an --agent sandbox:COMMAND program's task file (set by its runner)",
+    "HARNESS_ANSWER_FILE": "inside the sandbox: where an --agent sandbox:COMMAND program may write its answer",
+    "HARNESS_MODEL": "inside the sandbox: the model an --agent sandbox:COMMAND program is to name",
     "HARNESS_COMMAND_TAG": "inside the sandbox: set by sandboxd in each command's environment; on timeout it also "
                            "kills every process carrying the command's value",
     "HARNESS_DOCKERD_WAIT": "scripts/ensure-docker.sh: seconds to wait for a dockerd it started",
