@@ -97,3 +97,37 @@ def test_an_errored_unscored_instance_is_an_error_but_never_a_wrong_answer():
     report = build_report(rows_, ["a", "b"], leaked_containers=0)
     assert report.n_errors == 1 and report.n_judged == 0 and report.n_unscored == 2 and report.ids["errored"] == ["a"]
     assert report.missing_verdicts() is None
+
+
+def test_a_test_split_run_stopped_before_some_instances_reports_none_judged_never_0_percent(tmp_path):
+    """--max-cost stops the run after one instance: the two never run have no row to say they are
+    unscored, yet they are (the run's tasks.json says so), never missing answers counted wrong."""
+    split = tmp_path / "GAIA" / "2023" / "test"
+    split.mkdir(parents=True)
+    split.joinpath("metadata.jsonl").write_text("".join(json.dumps(
+        {"task_id": i, "Question": "What is 6*7?", "Level": 1, "Final answer": "?", "file_name": ""}) + "\n"
+        for i in IDS))
+    turns = [{**turn, "usage": {"prompt_tokens": 1000, "completion_tokens": 0}} for turn in SOLVE]
+    replay = tmp_path / "turns.jsonl"
+    replay.write_text("".join(json.dumps({"instance_id": i, "turns": turns}) + "\n" for i in IDS))
+    config = tmp_path / "replay.toml"
+    config.write_text(f'[llm.rec]\nkind = "replay"\npath = "{replay}"\nprice_input_per_1k = 10.0\n'
+                      'price_output_per_1k = 10.0\n')
+    out = out_dir(tmp_path)
+    proc = harness("run", "--dataset", tmp_path / "GAIA", "--split", "test", "--model", "rec", "--config", config,
+                   "--max-cost", "1", "--workers", "1", "--output-dir", out)
+    assert proc.returncode == 3, explain(proc)
+    assert len(rows(out)) == 1, explain(proc)
+    report = json.loads((out / "report.json").read_text())
+    assert (report["n_judged"], report["n_unscored"], report["n_missing"]) == (0, 3, 2), report
+    assert report["per_level"]["1"]["unscored"] == 3
+    table = " ".join(proc.stdout.replace("│", " ").split())
+    assert "none judged (3 of 3 unscored: no target)" in table and "0/2" not in table, proc.stdout
+    assert "0.0%" not in table
+    exported = harness("export", out, "--format", "jsonl", "--out", tmp_path / "rows.jsonl")
+    assert exported.returncode == 0, explain(exported)
+    assert all("label.unscored" not in line for line in rows_of(tmp_path / "rows.jsonl"))
+
+
+def rows_of(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]

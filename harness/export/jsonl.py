@@ -20,7 +20,7 @@ COLUMNS = ("instance_id", "epoch", "level", "status", "answer", "answer_source",
            "error_kind", "error", "limit", "prompt_tokens", "completion_tokens", "total_tokens", "llm_calls",
            "cost", "steps", "tool_calls", "user_replies", "duration_s", "started_at", "finished_at", "attempt",
            "trace")
-EXPECTATIONS = ("expected_tool_calls", "max_steps", "max_tokens", "evidence")  # tasks.json keys that are no labels
+EXPECTATIONS = ("expected_tool_calls", "max_steps", "max_tokens", "evidence", "unscored")  # tasks.json: no labels
 
 
 def _scalar(value: Any) -> Any:

@@ -287,8 +287,8 @@ def build_report(
         if row.status == "limit":
             limits[row.limit or "unknown"] += 1
 
-    outcome_of, judged, verdicts, epoch_report = _headline(latest, selected, epochs, reducers, normalize)
-    unscored = _unscored_ids(latest, selected, epochs)
+    outcome_of, judged, verdicts, epoch_report = _headline(latest, selected, epochs, reducers, normalize, tasks)
+    unscored = _unscored_ids(latest, selected, epochs, tasks)
     ids: dict[str, list[str]] = {k: [] for k in OUTCOMES}
     per_level: dict[str, list[int]] = {}  # key -> [n, passed, no verdict, unscored]
     level_value: Counter[str] = Counter()  # key -> sum of the judged ids' values
@@ -416,10 +416,10 @@ def headline_verdicts(rows: list[ResultRow], selected_ids: list[str], *, epochs:
             for iid in selected}
 
 
-def _headline(latest, selected, epochs, reducers, normalize):
+def _headline(latest, selected, epochs, reducers, normalize, tasks=None):
     """(outcome per id, the judged ids, (value, passed) per judged id, the EpochReport or None)."""
     outcome_of = {iid: _outcome([latest.get((iid, e)) for e in range(1, epochs + 1)]) for iid in selected}
-    unscored = _unscored_ids(latest, selected, epochs)
+    unscored = _unscored_ids(latest, selected, epochs, tasks)
     judged = [iid for iid in selected if outcome_of[iid] not in ("no_verdict", "unscored") and iid not in unscored]
     if epochs > 1:
         verdicts, epoch_report = _reduce_epochs(latest, selected, judged, epochs, list(reducers) or ["mean"], normalize)
@@ -440,9 +440,17 @@ def _unscored(row: ResultRow | None) -> bool:
     return row.unscored is not None or (row.target is not None and unscored_reason(row.target) is not None)
 
 
-def _unscored_ids(latest, selected, epochs) -> set[str]:
-    """The selected ids whose rows (any epoch, errored ones too) have no target: never judged."""
-    return {iid for iid in selected if any(_unscored(latest.get((iid, e))) for e in range(1, epochs + 1))}
+def _unscored_ids(latest, selected, epochs, tasks: Mapping[str, dict] | None = None) -> set[str]:
+    """The selected ids whose rows (any epoch, errored ones too) have no target, or that tasks.json says
+    are unscored (`unscored_task`: an id never run has no row to say it): never judged."""
+    return {iid for iid in selected if (tasks or {}).get(iid, {}).get("unscored")
+            or any(_unscored(latest.get((iid, e))) for e in range(1, epochs + 1))}
+
+
+def unscored_task(target: str | None) -> dict[str, str]:
+    """What tasks.json keeps of an instance's target: why it is unscored, when it is."""
+    reason = unscored_reason(target)
+    return {"unscored": reason} if reason is not None else {}
 
 
 def _unjudged(row: ResultRow | None, name: str | None = None) -> bool:

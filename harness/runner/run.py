@@ -45,6 +45,7 @@ from harness.fsutil import slug, write_atomic
 from harness.models.probe import probe_all
 from harness.report import Report, append_summary, build_report, render, write_report
 from harness.report.breakdown import task_labels
+from harness.report.build import unscored_task
 from harness.report.output import end_lines
 from harness.results.integrity import refuse_foreign, settle
 from harness.results.layout import RunDir
@@ -111,7 +112,8 @@ def _run(cfg: RunConfiguration, provider, console: Console, loaded) -> int:
             website=site_info(website) if website is not None else None,
             prompt_template=prepared.prompt.fingerprint, run_id=run_id,
             dataset_revision=getattr(instances, "revision", None)), force=force)
-        tasks = {i.instance_id: t for i in selected if (t := {**i.expectations(), **task_labels(i.metadata)})}
+        tasks = {i.instance_id: t for i in selected
+                 if (t := {**i.expectations(), **task_labels(i.metadata), **unscored_task(i.answer)})}
         tasks_json = json.dumps(tasks)
         basis = _report_basis(fingerprint, tasks_json, cfg)
         # selected.json, questions.json and metadata.json follow from the dataset and the selection:
