@@ -209,6 +209,39 @@ def test_fetch_url_keeps_to_the_leakage_guard_and_names_a_refused_connection(med
     assert read_facts(trace_path).env_outcomes["fetch"] == {"blocked": 2, "ok": 1, "error": 1}
 
 
+@pytest.mark.docker
+def test_download_file_keeps_to_the_leakage_guard_after_a_redirect(media_sandbox, tmp_path):
+    """download_file of a URL that redirects onto a blocked one keeps nothing (before: the file was kept and
+    its path shown; only the URL asked for was checked), as fetch_url does; a redirect elsewhere downloads."""
+    import asyncio
+
+    from harness.environments.web import WebEnv
+
+    sb, trace_path = media_sandbox, tmp_path / "t.jsonl"
+    sb.shell(f"cat > /tmp/site.py <<'EOF'\n{LOOPBACK_SITE}\nEOF\n"
+             "setsid python3 /tmp/site.py >/dev/null 2>&1 < /dev/null &")
+    probe = "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 47123), 1)' 2>/dev/null"
+    assert sb.shell(f"for i in $(seq 200); do {probe} && exit 0; sleep 0.1; done; exit 1", timeout=60).ok
+
+    async def downloads():
+        web = WebEnv(sb, Tracer(trace_path), action_timeout=30)
+        web.guard = Guard(("127.0.0.1/answers",))
+        try:
+            return await web.download("http://127.0.0.1:47123/go"), await web.download("http://127.0.0.1:47123/hop")
+        finally:
+            await web.close()
+
+    redirected, hop = asyncio.run(downloads())
+    kept = sb.shell("ls /workspace/downloads").stdout.split()
+    assert redirected.startswith("Error: http://127.0.0.1:47123/answers is blocked by the leakage guard"), redirected
+    assert hop.startswith("Downloaded http://127.0.0.1:47123/hop to /workspace/downloads/"), hop
+    assert kept == ["hop"], kept
+    events = read_trace(trace_path)
+    assert [(e.args["url"], e.args["source"]) for e in events if e.env == "guard"] == [
+        ("http://127.0.0.1:47123/answers", "browser")]
+    assert [e.outcome for e in events if e.env == "web"] == ["blocked", "ok"]
+
+
 @pytest.fixture
 def media_sandbox(provider, image, run_id, tmp_path):
     (tmp_path / "tone.wav").write_bytes(tone_wav())

@@ -47,7 +47,7 @@ with urllib.request.urlopen(url, timeout=30) as resp:
     path = os.path.join(folder, name)
     with open(path, "wb") as fh:
         fh.write(resp.read())
-print(path, os.path.getsize(path))
+print(path, os.path.getsize(path), resp.geturl())
 """
 
 
@@ -347,7 +347,10 @@ class WebEnv:
             if result.exit_code != 0:
                 why = (result.stderr.strip().splitlines() or [result.stdout.strip() or f"exit {result.exit_code}"])[-1]
                 raise ActionFailed(f"download of {url} failed: {why}")
-            path, size = result.stdout.split()
+            path, size, final = result.stdout.split()
+            if final != url and (pattern := self._blocked(final)) is not None:  # redirected onto a blocked URL
+                await asyncio.to_thread(self.sandbox.exec, ["rm", "-f", "--", path], timeout=30)
+                raise ActionFailed(blocked_message(final, pattern), "blocked")
             return f"Downloaded {url} to {path} ({size} bytes)"
         return await self._act("download", {"target": target}, body)
 
