@@ -150,3 +150,19 @@ def test_bad_format_and_inspect_suffix_exit_2(tmp_path):
     assert suffix.returncode == 2 and ".json" in suffix.stderr
     nodir = harness("export", tmp_path / "nothing", "--format", "jsonl", "--out", tmp_path / "x.jsonl")
     assert nodir.returncode == 2 and "not a run output directory" in nodir.stderr
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("name", ["output.jsonl", "run.json", "report.json", "tasks.json", "../summary.csv"])
+def test_export_never_writes_over_the_runs_own_files(run_dir, tmp_path, name):
+    copy = tmp_path / "runs" / "run"
+    shutil.copytree(run_dir, copy)
+    (copy.parent / "summary.csv").write_text("kept\n")
+    target = copy / name
+    before = target.read_bytes()
+    proc = harness("export", copy, "--format", "jsonl", "--out", target)
+    assert proc.returncode == 2, explain(proc)
+    assert "--out" in proc.stderr and "the run's own" in proc.stderr, explain(proc)
+    assert target.read_bytes() == before
+    beside = harness("export", copy, "--format", "jsonl", "--out", copy / "rows.jsonl")  # a file of its own there
+    assert beside.returncode == 0, explain(beside)

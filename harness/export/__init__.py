@@ -15,6 +15,7 @@ from harness.errors import InputError
 from harness.export import gaia, inspect_log, jsonl
 from harness.export.source import open_run
 from harness.fsutil import write_atomic
+from harness.results.layout import RunDir
 
 FORMATS = ("gaia", "inspect", "jsonl")
 
@@ -28,6 +29,8 @@ def export(run_dir: Path, fmt: str, out: Path, *, allow_missing: bool = False) -
                          "(Inspect reads a log by its suffix)")
     if allow_missing and fmt != "gaia":
         raise InputError("--allow-missing applies to --format gaia only")
+    if (own := _runs_own(Path(run_dir), out)) is not None:
+        raise InputError(f"--out {out}: that is the run's own {own}; name a file of the export's own")
     run = open_run(run_dir)
     if fmt == "gaia":
         text, warnings = gaia.render(run, allow_missing=allow_missing)
@@ -37,3 +40,16 @@ def export(run_dir: Path, fmt: str, out: Path, *, allow_missing: bool = False) -
         raise InputError(f"--out {out}: the folder {out.parent} does not exist")
     write_atomic(out, text)
     return warnings
+
+
+def _runs_own(run_dir: Path, out: Path) -> str | None:
+    """What of the run's own files (its layout, its folders, the summary.csv beside it) `out` is, if any."""
+    layout = RunDir(run_dir.resolve())
+    target = out.resolve()
+    files = (layout.output, layout.run_json, layout.run_json_prev, layout.selected, layout.questions,
+             layout.metadata, layout.tasks, layout.report, layout.lock, layout.rescue, layout.set_aside,
+             layout.root / "report.html", layout.root.parent / "summary.csv")
+    if target in files:
+        return target.name
+    folders = (layout.scratch, layout.traces, layout.root / "web")
+    return next((f"{folder.name}/ folder" for folder in folders if target.is_relative_to(folder)), None)
