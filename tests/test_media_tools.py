@@ -162,6 +162,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         with open("/tmp/hits", "a") as log:
             log.write(self.path + "\n")
+        if self.path == "/page":  # a link the browser downloads (served as an attachment)
+            return self._send(b'<html><body><a href="/answers/file.csv">the file</a></body></html>', "text/html")
+        if self.path.startswith("/answers/"):
+            return self._send(b"q,a\n1,42\n", "text/csv", {"Content-Disposition": 'attachment; filename="file.csv"'})
         moves = {"/go": "/answers", "/hop": "/ok"}
         if self.path in moves:
             self.send_response(302)
@@ -169,10 +173,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
-        body = b"the answer is 42"
+        self._send(b"the answer is 42", "text/plain")
+    def _send(self, body, ctype, headers={}):
         self.send_response(200)
-        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
+        for name, value in headers.items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(body)
 http.server.HTTPServer(("127.0.0.1", 47123), Handler).serve_forever()
@@ -212,7 +219,8 @@ def test_fetch_url_keeps_to_the_leakage_guard_and_names_a_refused_connection(med
 @pytest.mark.docker
 def test_download_file_keeps_to_the_leakage_guard_after_a_redirect(media_sandbox, tmp_path):
     """download_file of a URL that redirects onto a blocked one keeps nothing (before: the file was kept and
-    its path shown; only the URL asked for was checked), as fetch_url does; a redirect elsewhere downloads."""
+    its path shown; only the URL asked for was checked), as fetch_url does; a redirect elsewhere downloads;
+    nor does a click that the browser turns into a download of a blocked URL (before: kept, unchecked)."""
     import asyncio
 
     from harness.environments.web import WebEnv
@@ -227,19 +235,22 @@ def test_download_file_keeps_to_the_leakage_guard_after_a_redirect(media_sandbox
         web = WebEnv(sb, Tracer(trace_path), action_timeout=30)
         web.guard = Guard(("127.0.0.1/answers",))
         try:
-            return await web.download("http://127.0.0.1:47123/go"), await web.download("http://127.0.0.1:47123/hop")
+            return (await web.download("http://127.0.0.1:47123/go"), await web.download("http://127.0.0.1:47123/hop"),
+                    await web.visit("http://127.0.0.1:47123/page"), await web.click("the file"))
         finally:
             await web.close()
 
-    redirected, hop = asyncio.run(downloads())
+    redirected, hop, _, clicked = asyncio.run(downloads())
     kept = sb.shell("ls /workspace/downloads").stdout.split()
     assert redirected.startswith("Error: http://127.0.0.1:47123/answers is blocked by the leakage guard"), redirected
     assert hop.startswith("Downloaded http://127.0.0.1:47123/hop to /workspace/downloads/"), hop
+    # a click the browser turns into a download of a blocked URL keeps nothing either
+    assert clicked.startswith("Error: http://127.0.0.1:47123/answers/file.csv is blocked by the leakage"), clicked
     assert kept == ["hop"], kept
     events = read_trace(trace_path)
     assert [(e.args["url"], e.args["source"]) for e in events if e.env == "guard"] == [
-        ("http://127.0.0.1:47123/answers", "browser")]
-    assert [e.outcome for e in events if e.env == "web"] == ["blocked", "ok"]
+        ("http://127.0.0.1:47123/answers", "browser"), ("http://127.0.0.1:47123/answers/file.csv", "browser")]
+    assert [e.outcome for e in events if e.env == "web"] == ["blocked", "ok", "ok", "blocked"]
 
 
 @pytest.fixture

@@ -67,8 +67,9 @@ def blocked_message(url: str, pattern: str) -> str:
 
 class WebEnv:
     # The leakage guard (environments/websearch/guard.py), set by the agent's process: a URL it blocks is
-    # never requested by visit_url or download_file, and a page that lands on one (a click, a redirect) is
-    # left for about:blank before its text is read: the agent sees neither. Each is a `guard` event.
+    # never requested by visit_url or download_file, a page that lands on one (a click, a redirect) is
+    # left for about:blank before its text is read, and a download that ends on one (download_file
+    # redirected, a click the browser saves) is deleted unread: the agent sees none. Each is a `guard` event.
     guard: Guard | None = None
 
     def __init__(self, sandbox: Sandbox, tracer: Tracer, *, screenshots: Path | None = None, page_size: int = 6000,
@@ -330,6 +331,10 @@ class WebEnv:
         item = self._downloads[guid]
         if item["state"] != "completed":
             raise ActionFailed(f"download of {item.get('url')} was canceled")
+        if (pattern := self._blocked(item.get("url") or "")) is not None:  # a click that downloads a blocked URL
+            await asyncio.to_thread(self.sandbox.exec, ["rm", "-f", "--", f"{DOWNLOADS}/{item.get('name')}"],
+                                    timeout=30)
+            raise ActionFailed(blocked_message(item["url"], pattern), "blocked")
         return f"Downloaded {item.get('url')} to {DOWNLOADS}/{item.get('name')}"
 
     async def download(self, target: str) -> str:
