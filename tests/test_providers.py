@@ -225,3 +225,12 @@ def test_image_parts_become_anthropic_image_blocks():
     assert conversation([{"role": "user", "content": parts}]) == [{"role": "user", "content": [
         {"type": "text", "text": "see"},
         {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}}]}]
+
+
+@pytest.mark.parametrize("value", [0, -5])
+def test_a_max_tokens_below_one_is_refused_at_load_naming_it(value):
+    """0 was sent as is by the AutoGen runner and silently became DEFAULT_MAX_TOKENS in the plain one."""
+    config = {"llm": {"c": {"provider": "anthropic", "model": "claude-3-5-sonnet-20241022", "max_tokens": value}}}
+    with pytest.raises(InputError) as refused:
+        parse_section(config, "c")
+    assert "[llm.c]" in str(refused.value) and "max_tokens" in str(refused.value)

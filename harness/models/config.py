@@ -161,7 +161,7 @@ class ModelSection(BaseModel):
     deployment: str | None = None  # azure: default, the model
     api_key_env: str | None = None
     temperature: float | None = None
-    max_tokens: int | None = None  # per completion
+    max_tokens: int | None = Field(None, ge=1)  # per completion
     model_info: dict | None = None
     price_input_per_1k: FiniteFloat = Field(0.0, ge=0)
     price_output_per_1k: FiniteFloat = Field(0.0, ge=0)  # reasoning tokens are output tokens, priced as such
