@@ -288,3 +288,16 @@ def test_a_block_pattern_with_nothing_to_match_is_refused_naming_it(flag, toml, 
     assert proc.returncode == 2, explain(proc)
     assert named in proc.stderr and "nothing to match" in proc.stderr, proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_the_outage_backoff_doubles_up_to_the_retry_after_cap(tmp_path, monkeypatch):
+    """Before, it doubled without end: max_retries = 12 waited 2048 s before its last try."""
+    from harness.environments.websearch import env
+
+    waits: list[float] = []
+    with FakeSearch("tavily", script=[("status", 503)] * 8) as server:
+        search, _ = _search("tavily", server, tmp_path, monkeypatch, max_retries=8)
+        search.settings = search.settings.model_copy(update={"backoff": 1.0})
+        monkeypatch.setattr(env.time, "sleep", waits.append)
+        assert "Teak Bench" in search.search("teak bench")
+    assert waits == [1, 2, 4, 8, 16, 32, env.MAX_RETRY_AFTER_S, env.MAX_RETRY_AFTER_S], waits

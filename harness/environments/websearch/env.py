@@ -11,7 +11,7 @@ retries, Brave's SUBSCRIPTION_TOKEN_INVALID) is `SearchRefused`, a `model` error
 own provider refusing its key, the run's configuration toward a hosted service, not the agent's
 doing and not worth another attempt; the instance stops (no answer without the tool it was given).
 An outage (connection errors, timeouts, 5xx, 429) is retried `max_retries` times with backoff
-(`backoff` s doubling, a Retry-After of at most 60 s obeyed); one left after that is
+(`backoff` s doubling, at most 60 s; a Retry-After of at most 60 s obeyed); one left after that is
 `SearchUnavailable`, an infra error: the attempt ends and the runner retries it on a fresh sandbox.
 A query the provider refuses (another 4xx) or an empty one is a tool result the agent reads
 (outcome `error`). A key variable that is not set is refused before any container (`check_key`; a
@@ -189,7 +189,7 @@ class WebSearch:
                     problem = said
             if attempt < s.max_retries:
                 time.sleep(_retry_after(response, wait))
-                wait *= 2
+                wait = min(wait * 2, MAX_RETRY_AFTER_S)
         if response is not None and response.status_code == 429:
             raise SearchRefused(f"{s.provider}: still rate-limited after {s.max_retries} retries ({problem})")
         raise SearchUnavailable(f"{s.provider} did not answer after {s.max_retries} retries: {problem}")
