@@ -6,6 +6,8 @@ Also the configuration's checks and the schema-carrying tools (no Docker)."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import io
 import json
 import os
 import socket
@@ -14,9 +16,13 @@ import sys
 import time
 from pathlib import Path
 
+import PIL.Image
 import pytest
 
 from harness import exit_codes
+from harness.agents.contract import Limits
+from harness.agents.dry import dry_environments
+from harness.environments.images import png_size
 from harness.environments.mcp_config import McpServer, combine, from_flag, from_toml
 from harness.environments.tools import SchemaTool, arguments_model, schema
 from harness.errors import InputError
@@ -60,7 +66,8 @@ def test_a_stdio_server_runs_in_the_sandbox_and_both_runners_call_its_tools(tmp_
                             "--mcp", "calc=python3 /workspace/calc_server.py")
     assert proc.returncode == 0, explain(proc)
     # The preflight started it in a sandbox of its own and listed its tools, one line for the server.
-    assert "MCP server 'calc': 4 tool(s): calc__add, calc__where_am-i, calc__fail, calc__big" in proc.stderr
+    assert ("MCP server 'calc': 5 tool(s): calc__add, calc__where_am-i, calc__fail, calc__big, calc__picture"
+            in proc.stderr)
     (row,) = rows(out)
     assert row["status"] == "ok" and row["correct"] is True, row
     first, second = server.chat_requests
@@ -92,7 +99,7 @@ def test_a_server_that_exits_at_once_fails_the_preflight_naming_it(tmp_path, ima
     assert "MCP server 'broken' did not start" in said and "cannot-serve-today" in said, explain(proc)
     assert "before any instance" in said
     assert not (out / "output.jsonl").exists() and not (out / "run.json").exists()
-    assert "MCP server 'calc': 4 tool(s)" in said  # checked before the broken one
+    assert "MCP server 'calc': 5 tool(s)" in said  # checked before the broken one
     assert server.chat_requests == [] and len(server.probes) == 1  # no agent ran
     assert containers_of(out) == []
 
@@ -125,6 +132,50 @@ def test_a_limit_reached_while_servers_are_connected_stays_a_limit(tmp_path, ima
     assert proc.returncode == 0, explain(proc)
     (row,) = rows(out)
     assert row["status"] == "limit" and row["limit"] == "max_steps", row
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("agent", ["plain", "assistant"])
+def test_an_mcp_tools_image_is_shown_to_a_vision_model(tmp_path, image, out, agent):
+    """calc__picture returns a caption and a 12x6 PNG: bounded in the sandbox, kept beside the trace, its
+    caption in the tool result and the picture an image part of the next request, as view_image's are."""
+    script = [tool_calls(("calc__picture", {})), text("<solution>42</solution>")]
+    with FakeOpenAI(script) as server:
+        config = fake_config(tmp_path / "m.toml", server.base_url)
+        config.write_text(config.read_text().replace("vision = false", "vision = true"))
+        proc = harness("run", "--dataset", _dataset(tmp_path), "--model", "fake", "--config", config,
+                       "--output-dir", out, "--agent", agent, "--workers", 1, "--instance-timeout", 300,
+                       "--mcp", "calc=python3 /workspace/calc_server.py")
+    assert proc.returncode == 0, explain(proc)
+    (row,) = rows(out)
+    assert row["status"] == "ok", row
+    messages = server.chat_requests[1]["json"]["messages"]
+    (result,) = [m["content"] for m in messages if m["role"] == "tool"]
+    assert "a 12x6 green rectangle" in result and "[image #1: " in result and "-shots/given-1-" in result
+    parts = [p for m in messages if m["role"] == "user" and isinstance(m["content"], list) for p in m["content"]
+             if p.get("type") == "image_url"]
+    assert len(parts) == 1 and parts[0]["image_url"]["url"].startswith("data:image/png;base64,")
+    sent = PIL.Image.open(io.BytesIO(base64.b64decode(parts[0]["image_url"]["url"].split(",", 1)[1])))
+    assert sent.size == (12, 6) and sent.getpixel((3, 3))[:3] == (10, 160, 40)  # AutoGen re-encodes it
+    events = trace(out, row)
+    (shown,) = [e for e in events if e["type"] == "env" and e["env"] == "image"]
+    assert shown["action"] == "mcp_image" and shown["args"] == {"label": "calc__picture image 1"}
+    assert png_size((out / Path(row["trace"]).parent / shown["file"]).read_bytes()) == (12, 6)
+    assert "base64" not in (out / row["trace"]).read_text()
+
+
+def test_a_model_without_vision_reads_an_image_part_as_its_placeholder():
+    from mcp import types as mcp_types
+
+    from harness.environments.mcp_tools import _shower, result_text
+
+    result = mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text="a chart"),
+                                               mcp_types.ImageContent(type="image", data="iVBORw0K",
+                                                                      mime_type="image/png")])
+    assert result_text(result) == "a chart\n[image content: image/png]"
+    assert result_text(result, {1: "[image #3: shots/given-3.png, 1x1, shown below]"}) == (
+        "a chart\n[image #3: shots/given-3.png, 1x1, shown below]")
+    assert _shower(dry_environments(Limits())) is None  # no ImageEnv (a model that cannot see): nothing shown
 
 
 @pytest.fixture
@@ -166,7 +217,7 @@ def test_a_remote_server_is_reached_from_the_host_and_its_key_never_enters_the_s
                        "--output-dir", out, "--agent", "plain", "--workers", 1, "--instance-timeout", 300,
                        env={"CALC_TEST_KEY": key})
     assert proc.returncode == 0, explain(proc)
-    assert "MCP server 'remote': 4 tool(s): remote__add," in proc.stderr  # the preflight, from the host
+    assert "MCP server 'remote': 5 tool(s): remote__add," in proc.stderr  # the preflight, from the host
     (row,) = rows(out)
     assert row["status"] == "ok", row
     results = [m["content"] for m in server.chat_requests[1]["json"]["messages"] if m["role"] == "tool"]

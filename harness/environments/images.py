@@ -1,4 +1,4 @@
-"""Pictures for vision models: image attachments, workspace images and browser screenshots.
+"""Pictures for vision models: image attachments, workspace images, browser screenshots and MCP tools' images.
 
 Only a model whose section says `model_info.vision = true` gets an `ImageEnv` (harness/models/config.py,
 `ModelSection.vision`); without one, images stay what they were: markitdown's metadata text.
@@ -10,14 +10,16 @@ Only a model whose section says `model_info.vision = true` gets an `ImageEnv` (h
 - Inside the sandbox. A workspace image is opened, resized and re-encoded by Pillow in the sandbox's
   toolbox (RESIZE), as PNG (JPEG for a JPEG, or when the PNG would exceed MAX_BYTES); the result is read out
   through `Sandbox.read_file`. The host never parses the original file: it gets a PNG or JPEG the
-  sandbox made, within the bounds. A screenshot is Chromium's own PNG of its viewport.
+  sandbox made, within the bounds. A screenshot is Chromium's own PNG of its viewport. A picture
+  handed over as bytes (an MCP tool result's image part: environments/mcp_tools.py) is sent into
+  the sandbox on stdin (at most MAX_GIVEN_BYTES) and bounded there the same way (GIVEN).
 - In the conversation. A tool that shows a picture returns its caption, `[image #N: WHERE, WxH,
   shown below]`; the picture is kept here under N. Each runner puts the pictures its tool results
   name into the request as an image part of a user message following those results (OpenAI tool
   messages take text only): the plain runner as `image_url` parts (`openai_parts`), AutoGen as an
   `Image` (harness/agents/autogen/models.py). The task's attachments go into the task message.
-- In the trace. WHERE is the picture's file: its /workspace path, or the screenshot's file in the
-  instance's trace folder. Every picture is an `env` event (env "image") with that reference and
+- In the trace. WHERE is the picture's file: its /workspace path, or the screenshot's (or given
+  picture's) file in the instance's trace folder. Every picture is an `env` event (env "image") with that reference and
   its sizes; requests are traced with `[image]` for each image part, never its bytes.
 """
 
@@ -30,6 +32,7 @@ import struct
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from harness.environments.files import CONFINE
 from harness.sandbox.contract import WORKSPACE, Sandbox
@@ -41,13 +44,12 @@ MAX_PIXELS = 1_200_000  # pixels in all (about 1.2 megapixels: what hosted visio
 MAX_BYTES = 1 << 20  # a PNG larger than this is sent as JPEG instead
 MAX_TASK_IMAGES = 8  # attachments shown in the task message; the rest are named for view_image
 MAX_SHOWN_IMAGES = 8  # tool pictures in one request, the latest
+MAX_GIVEN_BYTES = 16 << 20  # of a picture handed over as bytes (an MCP tool's image part), before bounding
 CAPTION = re.compile(r"\[image #(\d+): ")
 
-RESIZE = CONFINE + r"""
+BOUND = r"""
 import hashlib
 max_side, max_pixels, max_bytes = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-if not os.path.isfile(real):
-    out(error=f"no such file: {sys.argv[1]!r}")
 try:
     from PIL import Image
 except ImportError:
@@ -78,6 +80,20 @@ if alpha:
 frame.save(dest + ".jpg", "JPEG", quality=85)
 out(path=real, file=dest + ".jpg", mime="image/jpeg", width=size[0], height=size[1], original=[width, height])
 """
+RESIZE = CONFINE + r"""
+if not os.path.isfile(real):
+    out(error=f"no such file: {sys.argv[1]!r}")
+""" + BOUND
+# A picture handed over as bytes (on stdin; argv[1] names it in messages), bounded the same way.
+GIVEN = r"""
+import hashlib, json, os, sys
+def out(**kw):
+    print(json.dumps(kw)); sys.exit(0)
+data = sys.stdin.buffer.read()
+real = "/tmp/harness-given-" + hashlib.sha256(data).hexdigest()[:16]
+with open(real, "wb") as fh:
+    fh.write(data)
+""" + BOUND
 
 
 def is_image(name: str) -> bool:
@@ -117,10 +133,12 @@ def png_size(data: bytes) -> tuple[int, int]:
 
 
 class ImageEnv:
-    """One instance's pictures: loaded from the sandbox or given (screenshots), numbered, kept for the runners."""
+    """One instance's pictures: loaded from the sandbox or given (screenshots, MCP tools' image parts),
+    numbered, kept for the runners. `folder`: where given pictures are kept on the host, beside the
+    instance's trace (None: not kept; the trace then names them by their label)."""
 
-    def __init__(self, sandbox: Sandbox, tracer: Tracer):
-        self.sandbox, self.tracer = sandbox, tracer
+    def __init__(self, sandbox: Sandbox, tracer: Tracer, folder: Path | None = None):
+        self.sandbox, self.tracer, self.folder = sandbox, tracer, folder
         self.pictures: dict[int, Picture] = {}
 
     def _trace(self, action: str, args: dict, started: float, **result) -> None:
@@ -136,25 +154,52 @@ class ImageEnv:
 
     def load(self, path: str, action: str = "view_image") -> Picture:
         """A workspace image, bounded and re-encoded inside the sandbox; ValueError naming the problem."""
-        started = time.monotonic()
         rel = path[len(WORKSPACE) + 1:] if path.startswith(WORKSPACE + "/") else path
-        result = self.sandbox.exec(["python3", "-c", RESIZE, rel, str(MAX_SIDE), str(MAX_PIXELS), str(MAX_BYTES)],
-                                   timeout=60)
+        return self._bounded(RESIZE, rel, {"path": path}, action)
+
+    def given(self, data: bytes, label: str, action: str) -> Picture:
+        """A picture handed over as bytes (an MCP tool's image part, `label` naming it): bounded and
+        re-encoded inside the sandbox like a workspace image (the host never parses it) and kept in
+        `folder`; ValueError naming the problem."""
+        if len(data) > MAX_GIVEN_BYTES:
+            error = f"{label} is {len(data)} bytes, more than the {MAX_GIVEN_BYTES} an image may have"
+            self._trace(action, {"label": label}, time.monotonic(), error=error)
+            raise ValueError(error)
+        return self._bounded(GIVEN, label, {"label": label}, action, stdin=data)
+
+    def _bounded(self, script: str, name: str, args: dict, action: str, stdin: bytes | None = None) -> Picture:
+        """`script` (RESIZE or GIVEN) run in the sandbox on `name`; the picture it made, kept and traced."""
+        started = time.monotonic()
+        result = self.sandbox.exec(["python3", "-c", script, name, str(MAX_SIDE), str(MAX_PIXELS), str(MAX_BYTES)],
+                                   timeout=60, stdin=stdin)
         try:
             data = json.loads(result.stdout.strip().splitlines()[-1])
         except (json.JSONDecodeError, IndexError):
             why = result.stderr.strip()[-1000:] or f"the resizer exited {result.exit_code} without a message"
-            data = {"error": f"cannot read {path!r} as an image: {why}"}
+            data = {"error": f"cannot read {name!r} as an image: {why}"}
         if "error" in data:
-            self._trace(action, {"path": path}, started, error=data["error"])
+            self._trace(action, args, started, error=data["error"])
             raise ValueError(data["error"])
         original = tuple(data["original"])
-        picture = self._keep(data["path"], self.sandbox.read_file(data["file"], max_bytes=4 * MAX_BYTES),
-                             data["mime"], data["width"], data["height"],
+        image = self.sandbox.read_file(data["file"], max_bytes=4 * MAX_BYTES)
+        where = data["path"] if stdin is None else self._kept(image, data["mime"], name)
+        picture = self._keep(where, image, data["mime"], data["width"], data["height"],
                              None if original == (data["width"], data["height"]) else (original[0], original[1]))
-        self._trace(action, {"path": path}, started, image=picture.number, file=picture.where,
+        self._trace(action, args, started, image=picture.number, file=picture.where,
                     width=picture.width, height=picture.height, bytes=len(picture.data))
         return picture
+
+    def _kept(self, image: bytes, mime: str, label: str) -> str:
+        """A given picture written into `folder`; its name as traces give it (the label when not kept)."""
+        if self.folder is None:
+            return label
+        path = self.folder / f"given-{len(self.pictures) + 1}-{int(time.time() * 1000)}.{mime.split('/')[-1]}"
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(image)
+        except OSError as exc:  # the run directory refusing it costs the trace its copy, not the model its picture
+            return f"{label} (not kept: {exc.strerror or exc})"
+        return f"{self.folder.name}/{path.name}"
 
     def view(self, path: str) -> str:
         """The view_image tool: the picture's caption (the runner shows the picture), or the error."""

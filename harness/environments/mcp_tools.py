@@ -11,13 +11,17 @@ Each MCP tool becomes a `SchemaTool` named `SERVER__TOOL` (characters a model AP
 by `_`, at most 64), carrying the server's own JSON schema and description, so the plain runner
 sends it as is and AutoGen wraps it as a tool of that schema (agents/autogen/tools.py). A call is
 one `env` trace event (env "mcp", action the tool's full name; args: server, tool, arguments;
-outcome ok / error / timeout) and its text result is cut at MAX_RESULT_CHARS. A result the server
+outcome ok / error / timeout) and its text result is cut at MAX_RESULT_CHARS. An image part of a
+result is shown to a vision model as view_image's pictures are (bounded in the sandbox, kept beside
+the trace, its caption in the result: environments/images.py `ImageEnv.given`); a model that cannot
+see reads `[image content: MIME]` in its place. A result the server
 marks as an error, a timeout (the server's `timeout`, 120 s by default) or a server that has exited
 is told to the model as the tool's error; the agent goes on without it.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -40,6 +44,7 @@ if TYPE_CHECKING:  # the SDK takes a second to import: only an agent process wit
 MAX_RESULT_CHARS = 20_000  # of one tool result shown to the model; the rest is cut, and said so
 SEPARATOR = "__"
 T = TypeVar("T")
+Shower = Callable[["mcp_types.ImageContent", str], Awaitable[str]]  # an image part, its label -> its caption
 
 
 class McpToolError(Exception):
@@ -55,7 +60,8 @@ async def serving_mcp(servers: tuple[McpServer, ...] | list[McpServer], envs: En
         async with AsyncExitStack() as stack:
             for server in servers:
                 session = await _connect(stack, server, envs.code.sandbox, envs.on_fatal)
-                envs.mcp.extend(await _tools(server, session, envs.code.tracer, taken={t.__name__ for t in envs.mcp}))
+                envs.mcp.extend(await _tools(server, session, envs.code.tracer, taken={t.__name__ for t in envs.mcp},
+                                             show=_shower(envs)))
             return await work()
     except BaseExceptionGroup as group:  # the transports' task groups wrap what the agent (or a server) raised
         raise _sole(group) from None
@@ -134,7 +140,8 @@ def headers(server: McpServer) -> dict[str, str]:
     return out
 
 
-async def _tools(server: McpServer, session: ClientSession, tracer: Tracer, taken: set[str]) -> list[Tool]:
+async def _tools(server: McpServer, session: ClientSession, tracer: Tracer, taken: set[str],
+                 show: Shower | None = None) -> list[Tool]:
     from mcp import types as mcp_types
 
     from harness.environments.mcp_bridge import McpServerFailed
@@ -155,7 +162,7 @@ async def _tools(server: McpServer, session: ClientSession, tracer: Tracer, take
         name = _unique(tool_name(server.name, tool.name), taken)
         taken.add(name)
         tools.append(SchemaTool(name, tool.description or tool.title or tool.name, _object_schema(tool.input_schema),
-                                _caller(server, session, tool.name, name, tracer)))
+                                _caller(server, session, tool.name, name, tracer, show)))
     return tools
 
 
@@ -177,23 +184,21 @@ def _object_schema(schema: dict[str, Any] | None) -> dict[str, Any]:
     return {"type": "object", "properties": {}, **(schema or {})}
 
 
-def _caller(server: McpServer, session: ClientSession, tool: str, name: str, tracer: Tracer):
-    from mcp import types as mcp_types
-
+def _caller(server: McpServer, session: ClientSession, tool: str, name: str, tracer: Tracer, show: Shower | None):
     async def call(arguments: dict[str, Any]) -> str:
         started = time.monotonic()
         args = {"server": server.name, "tool": tool, "arguments": arguments}
-        outcome, error = "ok", None
+        outcome, error, result = "ok", None, None
         try:
             result = await session.call_tool(tool, arguments, read_timeout_seconds=server.timeout)
-            assert isinstance(result, mcp_types.CallToolResult)
-            text = result_text(result)
-            if result.is_error:
-                outcome, error = "error", text
         except Exception as exc:  # noqa: BLE001 - a timeout, a server gone: the model is told
             timed_out = time.monotonic() - started >= server.timeout
             outcome, error = ("timeout" if timed_out else "error"), _reason(exc)
             text = f"{server.where()} could not answer: {error}"
+        if result is not None:
+            text = result_text(result, await _captions(result, show, name) if show is not None else {})
+            if result.is_error:
+                outcome, error = "error", text
         seconds = round(time.monotonic() - started, 4)
         extra: dict[str, Any] = {"result": text[:4000], **({"error": error[:1000]} if error else {})}
         tracer.emit(EnvAction(env="mcp", action=name, args=args, outcome=outcome, seconds=seconds, **extra))
@@ -204,13 +209,42 @@ def _caller(server: McpServer, session: ClientSession, tool: str, name: str, tra
     return call
 
 
-def result_text(result: mcp_types.CallToolResult) -> str:
-    """A tool result as the model reads it: its text parts; other parts named; cut at MAX_RESULT_CHARS."""
+def _shower(envs: Environments) -> Shower | None:
+    """How a vision model is shown an MCP tool's image part (None: the model sees text only): bounded in
+    the sandbox and kept like view_image's pictures (environments/images.py `ImageEnv.given`), its
+    caption in the tool's result so the runner sends the picture after it."""
+    images = envs.images
+    if images is None:
+        return None
+
+    async def show(block: mcp_types.ImageContent, label: str) -> str:
+        try:
+            data = base64.b64decode(block.data, validate=True)
+            return (await envs.call(images.given, data, label, "mcp_image")).caption
+        except ValueError as exc:  # not base64, not an image, too large: said in its place
+            return f"[image content not shown: {exc}]"
+
+    return show
+
+
+async def _captions(result: mcp_types.CallToolResult, show: Shower, name: str) -> dict[int, str]:
+    """The caption of each of the result's image parts once shown, by the part's place in the result."""
+    from mcp import types as mcp_types
+
+    images = [(index, block) for index, block in enumerate(result.content) if isinstance(block, mcp_types.ImageContent)]
+    return {index: await show(block, f"{name} image {number}") for number, (index, block) in enumerate(images, 1)}
+
+
+def result_text(result: mcp_types.CallToolResult, captions: dict[int, str] | None = None) -> str:
+    """A tool result as the model reads it: its text parts, the `captions` of the image parts shown
+    (by place), other parts named; cut at MAX_RESULT_CHARS."""
     from mcp import types as mcp_types
 
     parts = []
-    for block in result.content:
-        if isinstance(block, mcp_types.TextContent):
+    for index, block in enumerate(result.content):
+        if captions and index in captions:
+            parts.append(captions[index])
+        elif isinstance(block, mcp_types.TextContent):
             parts.append(block.text)
         elif isinstance(block, mcp_types.EmbeddedResource):
             resource = block.resource

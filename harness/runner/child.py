@@ -92,10 +92,11 @@ def run(request: AgentRequest, result_path: Path) -> int:
         os._exit(finish(EXIT_SANDBOX_DIED))
 
     sandbox = attach(request.sandbox)
-    images = ImageEnv(sandbox, tracer) if section.vision else None  # pictures only for a vision model
+    shots = trace_path.with_name(trace_path.stem + "-shots")  # screenshots and given pictures, beside the trace
+    images = ImageEnv(sandbox, tracer, shots) if section.vision else None  # pictures only for a vision model
     envs = Environments(code=CodeEnv(sandbox, tracer, timeout=limits.command_timeout),
                         file=FileEnv(sandbox, tracer, page_size=limits.page_size),
-                        web=WebEnv(sandbox, tracer, screenshots=trace_path.with_name(trace_path.stem + "-shots"),
+                        web=WebEnv(sandbox, tracer, screenshots=shots,
                                    page_size=limits.page_size, images=images),
                         images=images, on_fatal=sandbox_died)
     envs.audio = audio_env(envs.file, section, request.replay_turns)

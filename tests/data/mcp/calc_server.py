@@ -7,9 +7,11 @@ With http, a request whose X-Test-Key header differs from $CALC_KEY (when that i
 """
 
 import os
+import struct
 import sys
+import zlib
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Image, MCPServer
 
 server = MCPServer("calc")
 
@@ -36,6 +38,18 @@ def fail(reason: str = "asked to") -> str:
 def big(chars: int) -> str:
     """Return that many characters."""
     return "x" * chars
+
+
+@server.tool()
+def picture(width: int = 12, height: int = 6) -> list:
+    """Draw a green rectangle of that size: a caption, then the PNG as an image part."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = b"".join(b"\x00" + bytes((10, 160, 40)) * width for _ in range(height))
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+    return [f"a {width}x{height} green rectangle", Image(data=png, format="png")]
 
 
 if __name__ == "__main__":
