@@ -31,13 +31,13 @@ from harness.errors import InfraError
 from harness.sandbox.contract import ExecResult, Sandbox
 
 ROOT = "/tmp/harness-agent"
-PYTHON = "python3"
+PYTHON = ("python3", "-S")  # no site: each exchange is a fresh interpreter, its start-up is the relay's cost
 EXCHANGE_WAIT_S = 5.0  # one exchange's wait for the next request; then it asks again
 EXCHANGE_GRACE_S = 30.0  # beyond the wait: the exec's own timeout
 MAX_REQUEST_BYTES = 64 * 1024 * 1024  # one request body the relay accepts (413 beyond)
 
 RELAY = r"""
-import base64, http.server, json, os, signal, subprocess, sys, threading, time
+import os, sys, time
 mode, spool = sys.argv[1], sys.argv[2]
 STOP, DONE = os.path.join(spool, "stop"), os.path.join(spool, "done")
 
@@ -61,6 +61,7 @@ def answer_now():
         put("res-%s.json" % int(sys.argv[3]), sys.stdin.buffer.read())
 
 if mode == "run":
+    import base64, http.server, json, signal, subprocess, threading
     os.makedirs(spool, exist_ok=True)
     with open(os.path.join(spool, "task.txt"), "wb") as fh:
         fh.write(sys.stdin.buffer.read())
@@ -168,7 +169,7 @@ class Relay:
 
     def run(self, argv: list[str], task: str, env: Mapping[str, str], timeout: float | None) -> ExecResult:
         """The agent's whole run (blocking): its exit code, stdout and stderr."""
-        return self.sandbox.exec([PYTHON, "-c", _script(), "run", self.spool, "", *argv], stdin=task,
+        return self.sandbox.exec([*PYTHON, "-c", _script(), "run", self.spool, "", *argv], stdin=task,
                                  env=env, timeout=timeout)
 
     def exchange(self, answer: tuple[int, dict] | None) -> dict[str, Any]:
@@ -186,7 +187,7 @@ class Relay:
 
     def _with(self, answer: tuple[int, dict] | None, mode: str, *rest: str) -> tuple[list[str], str | None]:
         """The argv of a relay command delivering `answer`, and its stdin (the response)."""
-        argv = [PYTHON, "-c", _script(), mode, self.spool, str(answer[0]) if answer else "", *rest]
+        argv = [*PYTHON, "-c", _script(), mode, self.spool, str(answer[0]) if answer else "", *rest]
         return argv, json.dumps(answer[1]) if answer else None
 
 
