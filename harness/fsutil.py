@@ -8,6 +8,7 @@ import hashlib
 import os
 import re
 import tempfile
+import threading
 from pathlib import Path
 
 
@@ -18,7 +19,8 @@ def write_atomic(path: Path, data: str | bytes, *, durable: bool = True) -> None
     one process hands another): still atomic, without the wait on the disk. A write that fails
     (a full disk) removes its temporary file, so it takes no space."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    # one temporary file per process and thread: threads of one process may write the same path at once
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         with open(tmp, "wb") as fh:
             fh.write(data.encode("utf-8") if isinstance(data, str) else data)

@@ -301,3 +301,30 @@ def test_the_outage_backoff_doubles_up_to_the_retry_after_cap(tmp_path, monkeypa
         monkeypatch.setattr(env.time, "sleep", waits.append)
         assert "Teak Bench" in search.search("teak bench")
     assert waits == [1, 2, 4, 8, 16, 32, env.MAX_RETRY_AFTER_S, env.MAX_RETRY_AFTER_S], waits
+
+
+def test_two_threads_caching_the_same_search_at_once_both_succeed(tmp_path):
+    """AutoGen runs a turn's tool calls in threads of one process: two identical searches wrote the same
+    temporary file (named by the process alone), and one's os.replace found it gone (FileNotFoundError
+    out of web_search)."""
+    import threading
+
+    from harness.environments.websearch.cache import SearchCache
+    from harness.environments.websearch.providers import Hit
+
+    cache, hits, errors = SearchCache(tmp_path / "cache"), [Hit("t", "http://x.test/", "s" * 1000)] * 20, []
+
+    def put_many():
+        for _ in range(300):
+            try:
+                cache.put("same-key", hits)
+            except OSError as exc:
+                errors.append(exc)
+
+    threads = [threading.Thread(target=put_many) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and cache.get("same-key") == hits
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == ["same-key.json"]  # no temporary file left
