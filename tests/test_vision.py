@@ -21,6 +21,7 @@ from harness.agents.dry import dry_environments
 from harness.datasets.model import Instance
 from harness.environments.images import MAX_PIXELS, MAX_SIDE, ImageEnv, Picture, latest, png_size
 from harness.environments.tools import sandbox_tools
+from harness.exit_codes import INSTANCE_ERRORS
 from harness.models.chat import _plain
 from harness.models.config import ModelSection
 from harness.runner.preflight import unseen_images
@@ -233,3 +234,29 @@ def test_a_model_without_vision_gets_text_and_the_preflight_warns(tmp_path, imag
     assert "view_image" not in {t["function"]["name"] for t in requests[0]["tools"]}
     tool_result = requests[1]["messages"][-1]
     assert tool_result["role"] == "tool" and not tool_result["content"].startswith("[image #")
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.parametrize("agent", ["plain", "assistant"])
+def test_a_replay_turn_that_needs_an_image_answers_only_a_request_with_one(agent, tmp_path, image):
+    """A replay model sees by default: the task's image part reaches its turn, which answers; the same
+    recording replayed with vision off gets no image part and ends as the model's error."""
+    data = chart_task(tmp_path, f"replay-sight-{agent}")
+    recording = tmp_path / "replay.jsonl"
+    recording.write_text(json.dumps({"instance_id": f"replay-sight-{agent}", "turns": [
+        {"content": "Green. <solution>green</solution>", "needs_image": True}]}) + "\n")
+    config = tmp_path / "m.toml"
+    config.write_text(f'[llm.seeing]\nkind = "replay"\npath = "{recording}"\n\n'
+                      f'[llm.blind]\nkind = "replay"\npath = "{recording}"\n[llm.blind.model_info]\nvision = false\n')
+    outcomes = {}
+    for model in ("seeing", "blind"):
+        out = tmp_path / model
+        proc = harness("run", "--dataset", data, "--model", model, "--config", config, "--output-dir", out,
+                       "--agent", agent, "--workers", 1, "--instance-timeout", 120)
+        assert proc.returncode == (0 if model == "seeing" else INSTANCE_ERRORS), explain(proc)
+        (row,) = rows(out)
+        outcomes[model] = (row["status"], row["error_kind"], row["correct"], row.get("error") or "")
+    assert outcomes["seeing"][:3] == ("ok", None, True), outcomes
+    status, kind, _, message = outcomes["blind"]
+    assert (status, kind) == ("error", "model") and "answers a request with an image" in message, outcomes
