@@ -186,17 +186,22 @@ http.server.HTTPServer(("127.0.0.1", 47123), Handler).serve_forever()
 """
 
 
+def start_loopback_site(sb) -> None:
+    """LOOPBACK_SITE served on the sandbox's own 127.0.0.1:47123 (its network is none), once it answers."""
+    sb.shell(f"cat > /tmp/site.py <<'EOF'\n{LOOPBACK_SITE}\nEOF\n"
+             "setsid python3 /tmp/site.py >/dev/null 2>&1 < /dev/null &")
+    probe = "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 47123), 1)' 2>/dev/null"
+    up = sb.shell(f"for i in $(seq 200); do {probe} && exit 0; sleep 0.1; done; exit 1", timeout=60)
+    assert up.ok, "the loopback site did not start within 20 s"
+
+
 @pytest.mark.docker
 def test_fetch_url_keeps_to_the_leakage_guard_and_names_a_refused_connection(media_sandbox, tmp_path):
     """A blocked URL is never requested; a redirect onto one is deleted unread (outcome blocked, a guard
     event each); a redirect elsewhere is named; a closed port is 'connection refused'. The site is a
     server on the sandbox's own loopback (its network is none)."""
     sb, trace_path = media_sandbox, tmp_path / "t.jsonl"
-    sb.shell(f"cat > /tmp/site.py <<'EOF'\n{LOOPBACK_SITE}\nEOF\n"
-             "setsid python3 /tmp/site.py >/dev/null 2>&1 < /dev/null &")
-    probe = "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 47123), 1)' 2>/dev/null"
-    up = sb.shell(f"for i in $(seq 200); do {probe} && exit 0; sleep 0.1; done; exit 1", timeout=60)
-    assert up.ok, "the loopback site did not start within 20 s"
+    start_loopback_site(sb)
     fetch = FetchEnv(FileEnv(sb, Tracer(trace_path)), guard=Guard(("127.0.0.1/answers",)))
     direct = fetch.fetch("http://127.0.0.1:47123/answers")
     redirected = fetch.fetch("http://127.0.0.1:47123/go")
@@ -226,10 +231,7 @@ def test_download_file_keeps_to_the_leakage_guard_after_a_redirect(media_sandbox
     from harness.environments.web import WebEnv
 
     sb, trace_path = media_sandbox, tmp_path / "t.jsonl"
-    sb.shell(f"cat > /tmp/site.py <<'EOF'\n{LOOPBACK_SITE}\nEOF\n"
-             "setsid python3 /tmp/site.py >/dev/null 2>&1 < /dev/null &")
-    probe = "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 47123), 1)' 2>/dev/null"
-    assert sb.shell(f"for i in $(seq 200); do {probe} && exit 0; sleep 0.1; done; exit 1", timeout=60).ok
+    start_loopback_site(sb)
 
     async def downloads():
         web = WebEnv(sb, Tracer(trace_path), action_timeout=30)
