@@ -70,7 +70,8 @@ def test_smoke_set_on_a_remote_tls_engine(remote, image, tmp_path):
     assert len(browsing) == 4 and all(r["correct"] for r in browsing)
     # Every sandbox ran on the remote engine, none on the local one; nothing is left there.
     remote_ids = created_on(eng, out.name[:12], since)
-    assert sorted(remote_ids) == sorted([r["instance_id"] for r in got] + ["website"])  # the site's container too
+    # the site's container and the sandbox the site search's crawl ran in, too
+    assert sorted(remote_ids) == sorted([r["instance_id"] for r in got] + ["website", "site-crawl"])
     assert created_on(None, out.name[:12], since) == []
     left = eng.docker("ps", "-aq", "--filter", "label=harness.managed=1").stdout.split()
     assert left == []
