@@ -6,6 +6,7 @@ offline (the replay model needs nothing of the provider)."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -63,3 +64,27 @@ timeout = 30
     assert proc.returncode == 0, explain(proc)
     [replayed] = rows(again)
     assert replayed["correct"] is True and replayed["tool_calls"] == ["run_python"], replayed
+
+
+def test_an_anthropic_key_never_visible_in_the_sandbox(tmp_path, image):
+    """Secret canary for provider = "anthropic": ANTHROPIC_API_KEY reaches the Messages API server only,
+    never the sandbox (its environment, /workspace, /tmp, any process's environ), the trace or run.json."""
+    canary = "sk-ant-canary-" + os.urandom(8).hex()
+    look = "grep -rsl " + canary[:18] + " /workspace /tmp /proc/*/environ 2>/dev/null; env; echo done"
+    dataset = tmp_path / "tasks.jsonl"
+    dataset.write_text(json.dumps({"instance_id": "anth-canary", "question": "Look around.", "answer": "0"}) + "\n")
+    out = out_dir(tmp_path)
+    with FakeAnthropic([tool_calls(("run_shell", {"command": look})), text("<solution>0</solution>")],
+                       key=canary) as server:
+        (tmp_path / "models.toml").write_text(f'[llm.claude]\nprovider = "anthropic"\nmodel = "{server.model}"\n'
+                                              f'base_url = "{server.base_url}"\ntimeout = 30\n')
+        proc = harness("run", "--dataset", dataset, "--model", "claude", "--config", tmp_path / "models.toml",
+                       "--output-dir", out, "--agent", "plain", env={"ANTHROPIC_API_KEY": canary})
+        served = server.served
+    assert proc.returncode == 0, explain(proc)
+    (row,) = rows(out)
+    shown = "\n".join(e["content"] for e in trace(out, row) if e["type"] == "tool_result")
+    assert "done" in shown  # the probe really ran in the sandbox
+    assert canary not in shown and canary not in (out / row["trace"]).read_text()
+    assert canary not in (out / "run.json").read_text()
+    assert served >= 2  # the key was accepted: the fake refuses a call without it

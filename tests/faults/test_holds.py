@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.openai_server import FakeOpenAI, text, tool_calls
-from tests.fakes.providers import FakeAnthropic
 from tests.helpers.e2e import (
     REPO,
     containers_of,
@@ -119,7 +118,7 @@ def test_sigint_removes_the_runs_sandboxes_within_15s(tmp_path, image, reliabili
     # it, and the next command must start (the kill answers once the bomb's pids are free again).
     ("fork bomb in the sandbox", ":(){ :|:& };: ; sleep 60", ("timed out",)),
     ("endless output", "yes hello", ("output truncated",)),
-    ("sleep forever", "sleep infinity", ("timed out",)),
+    pytest.param("sleep forever", "sleep infinity", ("timed out",), marks=pytest.mark.slow),  # timeouts: elsewhere
 ])
 def test_hostile_commands_end_and_the_instance_still_answers(tmp_path, image, reliability, fault, command, expect):
     turns = [{"tool_calls": [{"name": "run_shell", "arguments": {"command": command}}]},
@@ -253,26 +252,3 @@ def test_malformed_input_exits_2_before_any_container(tmp_path, reliability, fau
     assert proc.returncode == 2, explain(proc)
     assert not out.exists() and containers_of(out) == []
 
-
-def test_an_anthropic_key_never_visible_in_the_sandbox(tmp_path, image, reliability):
-    """Secret canary for provider = "anthropic": ANTHROPIC_API_KEY reaches the Messages API server only."""
-    canary = "sk-ant-canary-" + os.urandom(8).hex()
-    look = "grep -rsl " + canary[:18] + " /workspace /tmp /proc/*/environ 2>/dev/null; env; echo done"
-    script = [tool_calls(("run_shell", {"command": look})), text("<solution>0</solution>")]
-    data, _ = _dataset(tmp_path / "data", 1, lambda i: [])
-    out = out_dir(tmp_path)
-    t0 = time.monotonic()
-    with FakeAnthropic(script, key=canary) as server:
-        (tmp_path / "models.toml").write_text(f'[llm.claude]\nprovider = "anthropic"\nmodel = "{server.model}"\n'
-                                              f'base_url = "{server.base_url}"\ntimeout = 30\n')
-        proc = harness("run", "--dataset", data, "--model", "claude", "--config", tmp_path / "models.toml",
-                       "--output-dir", out, "--agent", "plain", env={"ANTHROPIC_API_KEY": canary})
-        served = server.served
-    assert proc.returncode == 0, explain(proc)
-    (row,) = rows(out)
-    shown = "\n".join(e["content"] for e in trace(out, row) if e["type"] == "tool_result")
-    leaked = canary in shown or canary in (out / row["trace"]).read_text() or canary in (out / "run.json").read_text()
-    reliability.record("secret canary (anthropic key) looked for inside the sandbox",
-                       "not visible" if not leaked else "VISIBLE", leaked=len(containers_of(out)), started=t0)
-    assert "done" in shown and not leaked
-    assert served >= 2  # the key was accepted: the fake refuses calls without it

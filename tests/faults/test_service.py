@@ -250,6 +250,7 @@ def _sparse_with_marks(path: Path, size: int) -> None:
             fh.write(secrets.token_bytes(4096))
 
 
+@pytest.mark.slow  # ~7 s: kept out of the default fault run (under 5 minutes)
 def test_copying_in_a_300mb_attachment_keeps_memory_far_below_its_size(provider, image, run_id, tmp_path,
                                                                        reliability):
     size = 300 * 1024 * 1024
