@@ -142,6 +142,30 @@ def test_epochs_submit_the_modal_answer_whatever_the_first_reducer(tmp_path, red
     assert [(line["task_id"], line["model_answer"]) for line in _lines(out)] == [("q", "7")]
 
 
+def test_jsonl_export_has_the_token_classes_the_judges_usage_and_why_a_row_is_unscored(tmp_path):
+    """Before, a line had the prompt and completion tokens and the agent's cost only: cached, cache-write
+    and reasoning tokens, cache hits and the LLM judge's calls and cost were in the row but not exported."""
+    run = _hand_run(tmp_path, ["7", "8"])
+    lines = [json.loads(line) for line in (run / "output.jsonl").read_text().splitlines()]
+    lines[0].update(usage={"prompt_tokens": 900, "completion_tokens": 100, "cached_prompt_tokens": 600,
+                           "cache_write_tokens": 50, "reasoning_tokens": 40, "llm_calls": 3, "cache_hits": 1,
+                           "cost": 0.25},
+                    judge_usage={"prompt_tokens": 70, "completion_tokens": 5, "llm_calls": 1, "cost": 0.01})
+    lines[1].update(correct=None, scores={}, unscored="no target")
+    (run / "output.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out = tmp_path / "rows.jsonl"
+    proc = harness("export", run, "--format", "jsonl", "--out", out)
+    assert proc.returncode == 0, explain(proc)
+    first, second = _lines(out)
+    assert {k: first[k] for k in ("prompt_tokens", "cached_prompt_tokens", "cache_write_tokens", "reasoning_tokens",
+                                  "total_tokens", "llm_calls", "cache_hits", "cost")} == {
+        "prompt_tokens": 900, "cached_prompt_tokens": 600, "cache_write_tokens": 50, "reasoning_tokens": 40,
+        "total_tokens": 1000, "llm_calls": 3, "cache_hits": 1, "cost": 0.25}
+    assert (first["judge_calls"], first["judge_tokens"], first["judge_cost"]) == (1, 75, 0.01)
+    assert first["unscored"] is None and second["unscored"] == "no target" and second["correct"] is None
+    assert (second["judge_calls"], second["cached_prompt_tokens"]) == (0, 0) and set(first) == set(second)
+
+
 def test_bad_format_and_inspect_suffix_exit_2(tmp_path):
     run = _hand_run(tmp_path, ["7"])
     bad = harness("export", run, "--format", "csv", "--out", tmp_path / "x")

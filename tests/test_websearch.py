@@ -256,6 +256,19 @@ def test_the_guard_reads_a_percent_encoded_or_doubled_path_as_the_server_does():
     assert guard.blocks("https://example.org/answers%20sheet") is None
 
 
+def test_the_guard_reads_a_unicode_host_and_its_idna_form_as_one_host():
+    """A browser navigates `bücher.example` as `xn--bcher-kva.example`; before, a pattern in one form let
+    the other through (the hosts were compared as written)."""
+    unicode, ascii_form = Guard(("bücher.example",)), Guard(("xn--bcher-kva.example/gaia",))
+    for url in ("http://xn--bcher-kva.example/x", "https://WWW.BÜCHER.example/", "http://a.xn--bcher-kva.example"):
+        assert unicode.blocks(url) == "bücher.example", url
+    for url in ("https://bücher.example/gaia/1", "https://bücher\u3002example/gaia", "http://xn--bcher-kva.example/gaia"):
+        assert ascii_form.blocks(url) == "xn--bcher-kva.example/gaia", url
+    assert unicode.blocks("http://buecher.example/") is None
+    assert ascii_form.blocks("https://bücher.example/other") is None
+    assert Guard(("*.bücher.example/*",)).blocks("https://a.xn--bcher-kva.example/q") is not None
+
+
 def test_a_providers_answer_and_its_results_are_bounded(tmp_path, monkeypatch):
     """A result's title and snippet are cut (the model reads at most 20 of them); an answer larger than
     MAX_ANSWER_BYTES is read no further: an outage, retried, then infra (before: read whole, unbounded)."""

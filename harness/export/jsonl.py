@@ -5,7 +5,9 @@ One line per selected (instance, epoch), in selection order: its latest row, or 
 "missing" when it has none. Every line has the same keys (COLUMNS, then per scorer of the run
 ``score.NAME.correct`` / ``score.NAME.value``, then the breakdown labels tasks.json holds as
 ``label.NAME``, a list joined by "; ": ``label.steps`` is GAIA's steps bucket, ``steps`` the row's model
-calls), a value absent where it does not apply (null). `level` is the report's level key
+calls), a value absent where it does not apply (null). Tokens are by class as the row holds them (USAGE),
+and the LLM judge's calls, tokens and cost are ``judge_*``, apart from the agent's; `unscored` is why a
+row is not judged (no target), null when it is. `level` is the report's level key
 (the dataset's level, "unknown" without one), `correct` the headline scorer's verdict.
 """
 
@@ -17,9 +19,14 @@ from typing import Any
 from harness.export.source import ExportRun
 
 COLUMNS = ("instance_id", "epoch", "level", "status", "answer", "answer_source", "target", "correct",
-           "error_kind", "error", "limit", "prompt_tokens", "completion_tokens", "total_tokens", "llm_calls",
-           "cost", "steps", "tool_calls", "user_replies", "duration_s", "started_at", "finished_at", "attempt",
-           "trace")
+           "unscored", "error_kind", "error", "limit", "prompt_tokens", "completion_tokens", "total_tokens",
+           "cached_prompt_tokens", "cache_write_tokens", "reasoning_tokens", "llm_calls", "cache_hits", "cost",
+           "judge_calls", "judge_tokens", "judge_cost", "steps", "tool_calls", "user_replies", "duration_s",
+           "started_at", "finished_at", "attempt", "trace")
+# the agent's usage (results/model.py Usage: cached, cache-write and reasoning tokens are within the
+# prompt and completion tokens) and the LLM judge's, each row's own
+USAGE = ("prompt_tokens", "completion_tokens", "total_tokens", "cached_prompt_tokens", "cache_write_tokens",
+         "reasoning_tokens", "llm_calls", "cache_hits", "cost")
 EXPECTATIONS = ("expected_tool_calls", "max_steps", "max_tokens", "evidence", "unscored")  # tasks.json: no labels
 
 
@@ -43,9 +50,9 @@ def rows(run: ExportRun) -> list[dict[str, Any]]:
             if row is not None:
                 line.update({k: getattr(row, k) for k in COLUMNS if k not in ("level", "tool_calls") and
                              hasattr(row, k)})
-                line.update(prompt_tokens=row.usage.prompt_tokens, completion_tokens=row.usage.completion_tokens,
-                            total_tokens=row.usage.total_tokens, llm_calls=row.usage.llm_calls, cost=row.usage.cost,
-                            tool_calls=len(row.tool_calls))
+                line.update({k: getattr(row.usage, k) for k in USAGE})
+                line.update(judge_calls=row.judge_usage.llm_calls, judge_tokens=row.judge_usage.total_tokens,
+                            judge_cost=row.judge_usage.cost, tool_calls=len(row.tool_calls))
             for name in scorers:
                 score = row.scores.get(name) if row is not None else None
                 line[f"score.{name}.correct"] = score.get("correct") if score else None

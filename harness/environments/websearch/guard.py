@@ -1,7 +1,9 @@
 """The leakage guard: URLs where GAIA's questions and answers are published, kept from the agent.
 
 A pattern is matched against a URL's `host/path?query`, lower-cased, with any `www.` and a trailing
-dot of the host dropped, the path percent-decoded and its repeated slashes collapsed:
+dot of the host dropped, the host in its ASCII (IDNA) form, the path percent-decoded and its repeated
+slashes collapsed; a pattern's host is read in the same ASCII form, so `bücher.example` and
+`xn--bcher-kva.example` block each other's URLs (a browser navigates the second for the first):
 
 - with a `*`: a glob over the whole of it (`huggingface.co/datasets/*/gaia*`);
 - with a `/`: the host, then a path prefix (`huggingface.co/datasets/gaia-benchmark` blocks the
@@ -19,6 +21,7 @@ outcome "blocked"), counted in the row's and the report's env_outcomes.
 
 from __future__ import annotations
 
+import encodings.idna
 import fnmatch
 import re
 import urllib.parse
@@ -32,19 +35,38 @@ DEFAULT_BLOCK: tuple[str, ...] = (
 )
 
 
+DOTS = re.compile("[.\u3002\uff0e\uff61]")  # the dots IDNA reads as label separators
+
+
+def _ascii(host: str) -> str:
+    """A host in its ASCII form: each non-ASCII label as its `xn--` IDNA label (a label IDNA refuses, or
+    one with a glob's `*`, stays as it is)."""
+    labels = []
+    for label in DOTS.split(host):
+        if not label.isascii() and "*" not in label:
+            try:
+                label = encodings.idna.ToASCII(label).decode()
+            except UnicodeError:
+                pass
+        labels.append(label)
+    return ".".join(labels)
+
+
 def _key(url: str) -> str:
     """`host/path?query` of a URL (a bare `host/path` is read as http), its path read as a server reads it:
     percent-escapes decoded (`gaia%2Dbenchmark` is `gaia-benchmark`) and repeated slashes collapsed."""
     parts = urllib.parse.urlsplit(url if "://" in url else f"http://{url}")
-    host = (parts.hostname or "").rstrip(".").removeprefix("www.")
+    host = _ascii(parts.hostname or "").rstrip(".").removeprefix("www.")
     path = re.sub(r"/{2,}", "/", urllib.parse.unquote(parts.path)) or "/"
     query = f"?{parts.query}" if parts.query else ""
     return f"{host}{path}{query}".lower()
 
 
 def _bare(pattern: str) -> str:
-    """A pattern as it is matched: lower-cased, without a scheme or `www.`."""
-    return pattern.lower().strip().removeprefix("https://").removeprefix("http://").removeprefix("www.")
+    """A pattern as it is matched: lower-cased, without a scheme or `www.`, its host in ASCII form."""
+    bare = pattern.lower().strip().removeprefix("https://").removeprefix("http://")
+    host, slash, rest = bare.partition("/")
+    return (_ascii(host).removeprefix("www.") + slash + rest).lower()
 
 
 def pattern_problem(pattern: str) -> str | None:
