@@ -118,7 +118,8 @@ def test_a_recorded_runs_searches_replay_without_the_provider_or_its_key(tmp_pat
         proc = harness("run", "--dataset", data, "--model", "rec", "--config", config, "--website", SMOKE / "website",
                        "--web-record", "--search", "tavily", "--output-dir", recorded, env={"TEST_TAVILY_KEY": canary})
         assert proc.returncode == 0, explain(proc)
-        assert len(server.requests) == 1
+        assert len(server.requests) == 2  # the run's preflight search (not recorded), then the agent's
+        assert [r["headers"].get("x-harness-preflight") for r in server.requests] == ["1", None]
     (row,) = rows(recorded)
     assert row["correct"] is True and row["env_outcomes"]["websearch"] == {"ok": 1}, row
     assert (recorded / "web" / "search.warc.gz").is_file()

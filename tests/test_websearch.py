@@ -223,7 +223,9 @@ def test_both_runners_search_end_to_end_and_the_key_never_enters_the_sandbox(age
     (row,) = rows(out)
     assert row["status"] == "ok" and row["correct"] is True, row
     assert row["env_outcomes"]["websearch"] == {"ok": 1} and row["env_outcomes"]["guard"] == {"blocked": 1}
-    assert [r["headers"]["authorization"] for r in search.requests] == [f"Bearer {canary}"]
+    # the run's preflight search (environments/websearch/probe.py), then the agent's: the key only there
+    assert [(r["headers"]["authorization"], r["headers"].get("x-harness-preflight")) for r in search.requests] == [
+        (f"Bearer {canary}", "1"), (f"Bearer {canary}", None)]
     assert "http://shop.gaia.test/product/FUR-101" in sent_to_model  # the results reached the model
     assert "gaia-benchmark/GAIA" not in sent_to_model  # the guard withheld the benchmark's own page
     events = trace(out, row)

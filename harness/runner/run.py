@@ -2,7 +2,8 @@
 
 All checks that can fail for every instance happen before any container starts: the
 dataset, selection, config, agent, replay coverage, the output dir (it must take files),
-one preflight call to each model the run uses (models/probe.py), the sandboxes'
+one preflight call to each model the run uses (models/probe.py), one search to its hosted
+search provider (environments/websearch/probe.py), the sandboxes'
 resources against the engine's capacity, and every MCP server started (a stdio one in one
 sandbox) and its tools listed (mcp_preflight.py). Results are appended one row per instance to
 DIR/output.jsonl; a re-run into the same DIR resumes (rows rescued by a failed run are
@@ -38,6 +39,7 @@ from harness import exit_codes
 from harness.bulk import collector_paused
 from harness.config import SITE_INDEX, RunConfiguration, recorded_site_index, web_archives
 from harness.datasets import dataset_fingerprint, hub
+from harness.environments.websearch.probe import probe_search
 from harness.environments.websearch.settings import SearchSettings
 from harness.environments.websearch.site import index_site
 from harness.errors import InputError
@@ -83,6 +85,8 @@ def _run(cfg: RunConfiguration, provider, console: Console, loaded) -> int:
     prepared = prepare(cfg)
     for warning in probe_all(prepared.models):
         say(console, warning, style="yellow")
+    if (busy := probe_search(cfg.search)) is not None:
+        say(console, busy, style="yellow")
     if (unserved := unserved_website(cfg)) is not None:
         say(console, unserved, style="yellow")
     if (no_web := unreachable_web(cfg, prepared.selected)) is not None:

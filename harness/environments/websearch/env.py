@@ -74,22 +74,22 @@ class SearchHTTP:
 
     def __init__(self, timeout: float, recorder: SearchRecorder | None = None, replay: SearchReplay | None = None):
         self.client = httpx.Client(timeout=timeout, follow_redirects=False)
-        self.recorder, self.replay = recorder, replay
+        self.timeout, self.recorder, self.replay = timeout, recorder, replay
 
     def send(self, request: httpx.Request) -> httpx.Response:
         if self.replay is not None:
             return self.replay.answer(request)
-        start = time.time()
-        response = self._bounded(self.client.send(request, stream=True), request)
+        start, ends = time.time(), time.monotonic() + self.timeout
+        response = self._bounded(self.client.send(request, stream=True), request, ends)
         if self.recorder is not None:
             self.recorder.record(request, response, start, time.time())
         return response
 
-
-    @staticmethod
-    def _bounded(streamed: httpx.Response, request: httpx.Request) -> httpx.Response:
-        """The answer read whole (decoded) up to MAX_ANSWER_BYTES; beyond, an httpx.ReadError (an outage:
-        retried, then SearchUnavailable), so a provider that sends without end cannot grow the process."""
+    def _bounded(self, streamed: httpx.Response, request: httpx.Request, ends: float) -> httpx.Response:
+        """The answer read whole (decoded) up to MAX_ANSWER_BYTES and until `ends` (the request's `timeout`
+        in all; a read in progress then may take one more `timeout`); beyond either, an httpx error (an
+        outage: retried, then SearchUnavailable), so a provider that sends without end, or trickles bytes
+        (each read within the timeout), can neither grow the process nor hold the search."""
         body = bytearray()
         try:
             for chunk in streamed.iter_bytes():
@@ -97,6 +97,9 @@ class SearchHTTP:
                 if len(body) > MAX_ANSWER_BYTES:
                     raise httpx.ReadError(f"the answer is larger than {MAX_ANSWER_BYTES} bytes (read no further)",
                                           request=request)
+                if time.monotonic() > ends:
+                    raise httpx.ReadTimeout(f"the answer was still coming after {self.timeout:g} s (read no further)",
+                                            request=request)
         finally:
             streamed.close()
         headers = [(k, v) for k, v in streamed.headers.multi_items() if k.lower() not in DECODED]
