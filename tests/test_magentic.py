@@ -164,6 +164,23 @@ def test_magentic_gives_web_search_to_its_web_surfer_and_mcp_tools_to_its_coder(
     assert not any("web_search" in names for member, names in tools.items() if member != "web_surfer")
 
 
+def test_every_sandbox_tool_has_a_member_of_the_magentic_team():
+    """Before, the team's members held neither transcribe_audio nor video_frames: a Magentic run could not
+    hear a recording or see a video that the plain and assistant agents could (tools.py offers them)."""
+    from harness.agents.autogen.builtin import magentic
+    from harness.agents.contract import Limits
+    from harness.agents.dry import dry_environments
+    from harness.environments.tools import sandbox_tools
+    from harness.models.config import ModelSection
+
+    section = ModelSection(name="m", model="x", transcription_model="whisper-1", model_info={"vision": True})
+    envs = dry_environments(Limits(), section)
+    offered = {t.__name__ for t in sandbox_tools(envs)}
+    assert {"transcribe_audio", "video_frames", "view_image", "fetch_url"} <= offered
+    held = {name for names in _team_tools(magentic(_replay_client(), envs, None, Limits())).values() for name in names}
+    assert offered - held == {"run_python", "run_shell"}  # the executor runs the coder's code blocks instead
+
+
 def test_the_websurfer_teams_assistant_holds_web_search_and_the_mcp_tools():
     """MultimodalWebSurfer's tools are AutoGen's own: the team's assistant holds the run's search and MCP
     tools. The sandbox's browser is stood in for (no Playwright context: the surfer opens none while built)."""

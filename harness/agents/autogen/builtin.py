@@ -46,7 +46,8 @@ WEB_SURFER = (
 )
 FILE_SURFER = (
     "You read the task's files in the sandbox's /workspace (pdf, docx, xlsx, pptx, csv, json, html, zip, "
-    "text...) as markdown with your tools, and report exactly what they say. You cannot run code."
+    "text...) as markdown with your tools, and report exactly what they say; a video's frames, a picture or "
+    "a recording with the tools you have for them. You cannot run code."
 )
 CODER = (
     "You write code that the team's `executor` runs in a sandbox, whose working directory /workspace holds "
@@ -80,13 +81,19 @@ def magentic(model_client, envs, instance, limits):
     The web surfer holds the browser, fetch_url and, when the run has a search provider, web_search; the
     coder holds the run's MCP tools, if any."""
     tools = {t.name: t for t in sandbox_tools(envs, instance)}
-    reading = [n for n in ("list_files", "read_file", "find_in_file", "view_image", "search_corpus") if n in tools]
+    # every sandbox tool has a member: the file surfer those that read files, the web surfer web_search
+    # and fetch_url, the executor runs the coder's code (run_python, run_shell), the coder the MCP tools
+    reading = [n for n in ("list_files", "read_file", "find_in_file", "view_image", "transcribe_audio",
+                           "video_frames", "search_corpus") if n in tools]
     served = [tools[t.__name__] for t in envs.mcp]  # the MCP servers' tools (environments/mcp_tools.py)
     file_surfer = AssistantAgent(
         "file_surfer", model_client, tools=[tools[n] for n in reading],
         system_message=FILE_SURFER, max_tool_iterations=10, reflect_on_tool_use=False,
         description="Lists, reads and searches the task's files in /workspace (pdf, docx, xlsx, pptx, csv, "
-                    "json, html, zip, text) as markdown, page by page. Cannot run code or browse the web.")
+                    "json, html, zip, text) as markdown, page by page; extracts a video's frames"
+                    + (", looks at pictures" if "view_image" in tools else "")
+                    + (", transcribes audio" if "transcribe_audio" in tools else "")
+                    + ". Cannot run code or browse the web.")
     coder = AssistantAgent(
         "coder", model_client, system_message=CODER, tools=served or None, max_tool_iterations=10,
         reflect_on_tool_use=False,
