@@ -5,6 +5,11 @@ SIGHUP). Inside `interrupts()` either raises `Terminated` (a KeyboardInterrupt) 
 main thread, so the one interrupt path runs: agents are killed, this run's sandboxes
 removed, finished rows kept. A second SIGTERM/SIGHUP is ignored so that clean-up can
 finish; Ctrl-C keeps Python's own meaning. The exit code is 128 + the signal's number.
+
+A run started with SIGINT ignored (a script's `harness run &` without job control, some CI
+runners and schedulers: Python then leaves it ignored) still takes SIGINT as Ctrl-C inside the
+block, as Go programs such as the docker CLI do: a `kill -INT` must not leave a run going, its
+sandboxes with it, while the sender waits for the clean-up it asked for.
 """
 
 from __future__ import annotations
@@ -50,6 +55,8 @@ def interrupts() -> Iterator[None]:
         raise Terminated(signum)
 
     previous = {each: signal.signal(each, handle) for each in CAUGHT}
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield
     finally:

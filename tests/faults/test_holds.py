@@ -39,8 +39,8 @@ def _dataset(folder: Path, count: int, turns_for) -> tuple[Path, Path]:
                           lambda iid: turns_for(int(iid[1:])))
 
 
-def _start(*args) -> subprocess.Popen:
-    return start(*args, stdout=subprocess.DEVNULL)
+def _start(*args, sigint_ignored: bool = False) -> subprocess.Popen:
+    return start(*args, stdout=subprocess.DEVNULL, sigint_ignored=sigint_ignored)
 
 
 def _one_row_each(out: Path, count: int) -> int:
@@ -90,13 +90,16 @@ def test_kill9_five_times_on_thirty_instances_then_resume(tmp_path, image, relia
                        fault="kill -9 of the harness at random points, 5 times, 30 instances")
 
 
-def test_sigint_removes_the_runs_sandboxes_within_15s(tmp_path, image, reliability):
+@pytest.mark.parametrize("ignored", [False, True], ids=["sigint", "sigint-ignored-at-start"])
+def test_sigint_removes_the_runs_sandboxes_within_15s(tmp_path, image, reliability, ignored):
+    """Also when the harness was started with SIGINT ignored (a script's `harness run &`; a fresh-clone
+    suite run launched so): before, Python left it ignored and the run went on to its end, 4 x 120 s."""
     long = lambda i: [{"tool_calls": [{"name": "run_shell", "arguments": {"command": "sleep 120"}}]},  # noqa: E731
                       {"content": "<solution>0</solution>"}]
     data, config = _dataset(tmp_path / "data", 4, long)
     out = out_dir(tmp_path)
-    proc = _start("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out,
-                  "--workers", 2)
+    args = ("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out, "--workers", 2)
+    proc = _start(*args, sigint_ignored=ignored)
     deadline = time.monotonic() + 60
     while len(containers_of(out)) < 2 and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -107,8 +110,8 @@ def test_sigint_removes_the_runs_sandboxes_within_15s(tmp_path, image, reliabili
     while containers_of(out) and time.monotonic() - t0 < 15:
         time.sleep(0.2)
     leaked = len(containers_of(out))
-    reliability.record("SIGINT (Ctrl-C) mid-run", f"exit {proc.returncode}, sandboxes removed", leaked=leaked,
-                       started=t0)
+    reliability.record("SIGINT (Ctrl-C) mid-run" + (", SIGINT ignored at start" if ignored else ""),
+                       f"exit {proc.returncode}, sandboxes removed", leaked=leaked, started=t0)
     assert leaked == 0
     assert proc.returncode != 0
 

@@ -35,11 +35,15 @@ def harness(*args, env: dict | None = None, timeout: float = 600, script: bool =
                           env=_cli_env(env))
 
 
-def start(*args, env: dict | None = None, stdout=subprocess.PIPE) -> subprocess.Popen:
+def start(*args, env: dict | None = None, stdout=subprocess.PIPE, sigint_ignored: bool = False) -> subprocess.Popen:
     """`python -m harness ARGS` started, not waited for, in a session of its own (the test may signal
-    its whole group); text stdout (or `stdout`) and stderr are pipes."""
-    return subprocess.Popen([sys.executable, "-m", "harness", *map(str, args)], cwd=REPO, env=_cli_env(env),
-                            stdout=stdout, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    its whole group); text stdout (or `stdout`) and stderr are pipes. `sigint_ignored`: started with
+    SIGINT ignored, as a script's `harness run &` is (bash's `trap "" INT` is inherited through exec)."""
+    argv = [sys.executable, "-m", "harness", *map(str, args)]
+    if sigint_ignored:
+        argv = ["bash", "-c", 'trap "" INT; exec "$@"', "bash", *argv]
+    return subprocess.Popen(argv, cwd=REPO, env=_cli_env(env), stdout=stdout, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
 
 
 def no_traceback(proc: subprocess.CompletedProcess) -> None:
