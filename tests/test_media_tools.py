@@ -8,6 +8,7 @@ runners (plain and AutoGen) offer the tools, in their preflight request and in a
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import math
@@ -157,11 +158,21 @@ def test_fetch_url_reads_the_offline_site_inside_the_sandbox(provider, image, ru
 
 
 LOOPBACK_SITE = r"""
-import http.server
+import http.server, time
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         with open("/tmp/hits", "a") as log:
             log.write(self.path + "\n")
+        if self.path == "/stream":  # a body sent slowly (about 2 s), so that parallel fetches of it overlap
+            body = b"".join(b"line %06d\n" % i for i in range(40000))
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            for start in range(0, len(body), 12000):
+                self.wfile.write(body[start:start + 12000])
+                time.sleep(0.05)
+            return
         if self.path == "/page":  # a link the browser downloads (served as an attachment)
             return self._send(b'<html><body><a href="/answers/file.csv">the file</a></body></html>', "text/html")
         if self.path.startswith("/answers/"):
@@ -182,7 +193,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(body)
-http.server.HTTPServer(("127.0.0.1", 47123), Handler).serve_forever()
+http.server.ThreadingHTTPServer(("127.0.0.1", 47123), Handler).serve_forever()
 """
 
 
@@ -219,6 +230,26 @@ def test_fetch_url_keeps_to_the_leakage_guard_and_names_a_refused_connection(med
     events = read_trace(trace_path)
     assert [e.args["source"] for e in events if e.env == "guard"] == ["fetch", "fetch"]
     assert read_facts(trace_path).env_outcomes["fetch"] == {"blocked": 2, "ok": 1, "error": 1}
+
+
+@pytest.mark.docker
+def test_parallel_fetches_of_one_url_each_get_the_whole_file(media_sandbox, tmp_path):
+    """Two fetch_url calls of the same URL at once (an AutoGen reply's parallel tool calls run in threads)
+    both succeed with the whole body. Before, both wrote the same `.part` file: the second's rename found
+    it gone (a traceback, read as an error) and the first could read a file the second was still writing."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    sb = media_sandbox
+    start_loopback_site(sb)
+    fetch = FetchEnv(FileEnv(sb, Tracer(tmp_path / "t.jsonl")))
+    with ThreadPoolExecutor(2) as pool:
+        replies = list(pool.map(fetch.fetch, ["http://127.0.0.1:47123/stream"] * 2))
+    assert all(r.startswith("Fetched http://127.0.0.1:47123/stream: HTTP 200, text/plain, 480000 bytes")
+               for r in replies), [r[:300] for r in replies]
+    assert all("line 000000" in r for r in replies)
+    kept = sb.shell("ls -a /workspace/fetched; md5sum /workspace/fetched/*").stdout.split()
+    expected = hashlib.md5(b"".join(b"line %06d\n" % i for i in range(40000))).hexdigest()
+    assert [name for name in kept if name.endswith(".part")] == [] and kept.count(expected) == 1, kept
 
 
 @pytest.mark.docker

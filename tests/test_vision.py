@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -142,6 +143,31 @@ def test_images_are_bounded_and_reencoded_inside_the_sandbox(provider, image, ru
         ("task_image", "error"), ("view_image", "error"), ("view_image", "error")]
     assert events[0]["file"] == "/workspace/big.png" and events[0]["width"] == big.width
     assert "base64" not in trace_path.read_text()
+
+
+@pytest.mark.docker
+def test_parallel_views_of_one_image_each_get_a_whole_picture_and_a_number_of_their_own(provider, image, run_id,
+                                                                                           tmp_path):
+    """view_image of one file 12 times at once (parallel tool calls run in threads), twice. Before, every
+    call wrote the same /tmp file in the sandbox, so one read (or sized) a picture another was still
+    writing: 13 of 48 pictures were truncated or unreadable. Noise keeps the PNG over MAX_BYTES, so each
+    call writes a PNG and then a JPEG."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    Image.frombytes("RGB", (2000, 1500), os.urandom(2000 * 1500 * 3)).save(tmp_path / "noise.png", "PNG")
+    with provider.open(SandboxSpec(image=image, run_id=run_id, instance_id="sights")) as sb:
+        sb.copy_in(tmp_path, ["noise.png"])
+        rounds = []
+        for _ in range(2):
+            load = ImageEnv(sb, Tracer(tmp_path / "t.jsonl")).load
+            with ThreadPoolExecutor(12) as pool:
+                rounds.append(list(pool.map(load, ["noise.png"] * 12)))
+    for pictures in rounds:
+        assert sorted(p.number for p in pictures) == list(range(1, 13))
+        for picture in pictures:
+            made = Image.open(io.BytesIO(picture.data))
+            made.load()  # a truncated file fails here
+            assert made.size == (picture.width, picture.height) == bounded(2000, 1500)
 
 
 # -- end to end, both runners ------------------------------------------------------------------------

@@ -94,7 +94,7 @@ class AudioEnv:
         """{"transcript", "path", "bytes", "sha256", "chars"} (and "model" when it was not self.model's),
         or {"error", ...} (and "outcome" "timeout" when it timed out)."""
         located = script_reply(self.files.sandbox.exec(["python3", "-c", LOCATE, path], timeout=30),
-                               f"find {path!r}", 30)
+                               f"finding {path!r}", 30)
         if "error" in located:
             return located
         if located["bytes"] > self.max_bytes:

@@ -67,9 +67,10 @@ if mimetypes.guess_type(name)[0] is None and ctype not in ("", "application/octe
     name += mimetypes.guess_extension(ctype) or ""
 os.makedirs(folder, exist_ok=True)
 path = os.path.join(folder, hashlib.sha256(final.encode()).hexdigest()[:8] + "-" + name)
+part = f"{path}.{os.getpid()}.part"  # a fetch of its own: parallel fetches of one URL never share it
 size = 0
 try:
-    with open(path + ".part", "wb") as fh:
+    with open(part, "wb") as fh:
         while chunk := resp.read(1 << 16):
             size += len(chunk)
             if size > limit:
@@ -78,12 +79,12 @@ try:
                 raise TimeoutError
             fh.write(chunk)
 except OverflowError:
-    os.unlink(path + ".part")
+    os.unlink(part)
     out(error=f"too big: {url} sent more than the {limit} bytes fetch_url takes")
 except (http.client.HTTPException, OSError) as exc:
-    os.unlink(path + ".part")
+    os.unlink(part)
     failed(exc)
-os.replace(path + ".part", path)
+os.replace(part, path)
 out(path=path, url=final, status=resp.status, content_type=ctype, bytes=size)
 """
 

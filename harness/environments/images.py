@@ -29,6 +29,7 @@ import base64
 import json
 import re
 import struct
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -69,15 +70,23 @@ try:
 except Exception as exc:
     out(error=f"cannot open {sys.argv[1]!r} as an image: {type(exc).__name__}: {exc}"[:2000])
 dest = "/tmp/harness-image-" + hashlib.sha256(real.encode()).hexdigest()[:16]
+def saved(suffix, fmt, **options):
+    # made under a name of its own, then moved into place whole: a parallel view of the same file
+    # never reads (or sizes) a picture another one is still writing
+    mine = f"{dest}.{os.getpid()}{suffix}"
+    frame.save(mine, fmt, **options)
+    return mine
 if kind != "JPEG":  # a photograph stays a JPEG; anything else is tried as PNG first
-    frame.save(dest + ".png", "PNG", compress_level=3)
-if kind != "JPEG" and os.path.getsize(dest + ".png") <= max_bytes:
-    out(path=real, file=dest + ".png", mime="image/png", width=size[0], height=size[1], original=[width, height])
+    mine = saved(".png", "PNG", compress_level=3)
+    if os.path.getsize(mine) <= max_bytes:
+        os.replace(mine, dest + ".png")
+        out(path=real, file=dest + ".png", mime="image/png", width=size[0], height=size[1], original=[width, height])
+    os.unlink(mine)
 if alpha:
     background = Image.new("RGB", frame.size, "white")
     background.paste(frame, mask=frame.getchannel("A"))
     frame = background
-frame.save(dest + ".jpg", "JPEG", quality=85)
+os.replace(saved(".jpg", "JPEG", quality=85), dest + ".jpg")
 out(path=real, file=dest + ".jpg", mime="image/jpeg", width=size[0], height=size[1], original=[width, height])
 """
 RESIZE = CONFINE + r"""
@@ -91,8 +100,9 @@ def out(**kw):
     print(json.dumps(kw)); sys.exit(0)
 data = sys.stdin.buffer.read()
 real = "/tmp/harness-given-" + hashlib.sha256(data).hexdigest()[:16]
-with open(real, "wb") as fh:
+with open(f"{real}.{os.getpid()}", "wb") as fh:  # then moved into place whole, as BOUND's pictures are
     fh.write(data)
+os.replace(f"{real}.{os.getpid()}", real)
 """ + BOUND
 
 
@@ -140,6 +150,7 @@ class ImageEnv:
     def __init__(self, sandbox: Sandbox, tracer: Tracer, folder: Path | None = None):
         self.sandbox, self.tracer, self.folder = sandbox, tracer, folder
         self.pictures: dict[int, Picture] = {}
+        self._numbering = threading.Lock()  # parallel tool calls run in threads (Environments.call)
 
     def _trace(self, action: str, args: dict, started: float, **result) -> None:
         outcome = "error" if "error" in result else "ok"
@@ -148,8 +159,9 @@ class ImageEnv:
 
     def _keep(self, where: str, data: bytes, mime: str, width: int, height: int,
               original: tuple[int, int] | None = None) -> Picture:
-        picture = Picture(len(self.pictures) + 1, where, data, mime, width, height, original)
-        self.pictures[picture.number] = picture
+        with self._numbering:
+            picture = Picture(len(self.pictures) + 1, where, data, mime, width, height, original)
+            self.pictures[picture.number] = picture
         return picture
 
     def load(self, path: str, action: str = "view_image") -> Picture:

@@ -2,7 +2,8 @@
 
 `script_reply(result, doing, timeout)`: that object; or, when the script was killed at its
 timeout, `{"error": "timeout: <doing> took longer than <timeout> s", "outcome": "timeout"}`; or,
-when it printed no JSON, `{"error": "cannot <doing>: <its stderr or exit code>"}`. An object
+when it printed no JSON, `{"error": "<doing> failed: <its stderr or exit code>"}` (`doing` is
+a gerund phrase: "fetching URL"). An object
 with "error" is a failure the model reads; "outcome" (popped by the caller) overrides the
 trace outcome `error`.
 """
@@ -23,7 +24,7 @@ def script_reply(result: ExecResult, doing: str, timeout: float) -> dict:
         data = None
     if not isinstance(data, dict):
         reason = result.stderr.strip()[-1000:] or f"the script exited {result.exit_code} without a message"
-        return {"error": f"cannot {doing}: {reason}"}
+        return {"error": f"{doing} failed: {reason}"}
     return data
 
 
