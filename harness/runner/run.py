@@ -85,7 +85,7 @@ def _run(cfg: RunConfiguration, provider, console: Console, loaded) -> int:
     prepared = prepare(cfg)
     for warning in probe_all(prepared.models):
         say(console, warning, style="yellow")
-    if (busy := probe_search(cfg.search)) is not None:
+    if not cfg.sandbox.web_replay and (busy := probe_search(cfg.search)) is not None:  # a replay asks no provider
         say(console, busy, style="yellow")
     if (unserved := unserved_website(cfg)) is not None:
         say(console, unserved, style="yellow")
