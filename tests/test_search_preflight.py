@@ -1,13 +1,10 @@
 """The search provider's preflight (environments/websearch/probe.py): one real search before any container,
-against each provider's fake server (tests/fakes/search_servers.py) and small servers that trickle or
-answer something else; and a provider that trickles its answer is cut at the request's timeout."""
+against each provider's fake server (tests/fakes/search_servers.py), also when it trickles or answers
+something else; and a provider that trickles its answer is cut at the request's timeout."""
 
 from __future__ import annotations
 
 import socket
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -18,6 +15,7 @@ from harness.errors import InputError
 from harness.traces import Tracer
 from tests.fakes.search_servers import FakeSearch
 from tests.helpers.e2e import explain, harness, replay_dataset
+from tests.helpers.wait import ends_within
 
 PROVIDERS = ("tavily", "serper", "brave", "searxng")
 
@@ -26,70 +24,6 @@ def settings(provider: str, base_url: str, monkeypatch, key: str = "test-key", *
     monkeypatch.setenv("TEST_SEARCH_KEY", key)
     return SearchSettings(provider=provider, base_url=base_url,
                           api_key_env=None if provider == "searxng" else "TEST_SEARCH_KEY", **extra)
-
-
-class Odd:
-    """A server on 127.0.0.1 answering every request with 200: `trickle` sends a byte every 0.2 s without
-    end (each read well within any timeout); else `body` as text/html."""
-
-    def __init__(self, *, trickle: bool = False, body: bytes = b"<html>a login page</html>"):
-        odd = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args) -> None:
-                pass
-
-            def _serve(self) -> None:
-                self.rfile.read(int(self.headers.get("content-length") or 0))
-                odd.requests += 1
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json" if trickle else "text/html")
-                self.send_header("Content-Length", str(10_000_000 if trickle else len(body)))
-                self.end_headers()
-                if not trickle:
-                    self.wfile.write(body)
-                    return
-                while not odd.stopped.is_set():
-                    try:
-                        self.wfile.write(b" ")
-                        self.wfile.flush()
-                    except OSError:
-                        return
-                    odd.stopped.wait(0.2)
-
-            do_GET = do_POST = _serve  # noqa: N815
-
-        self.requests, self.stopped = 0, threading.Event()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self) -> Odd:
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stopped.set()
-        self.server.shutdown()
-        self.server.server_close()
-
-
-def within(seconds: float, fn):
-    """fn() run in a thread; what it returned or raised, or a failure when it has not ended in `seconds`."""
-    done: dict = {}
-
-    def work():
-        try:
-            done["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - handed back
-            done["error"] = exc
-
-    worker = threading.Thread(target=work, daemon=True)
-    worker.start()
-    worker.join(seconds)
-    assert not worker.is_alive(), f"still running after {seconds} s"
-    if "error" in done:
-        raise done["error"]
-    return done["value"]
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -136,10 +70,13 @@ def test_no_answer_an_answer_that_is_not_json_or_one_without_end_is_exit_2(monke
     with pytest.raises(InputError, match=r"^--search searxng \(http://127.0.0.1:\d+\): the search preflight got no "
                                          r"answer: ConnectError"):
         probe_search(settings("searxng", f"http://127.0.0.1:{port}", monkeypatch))
-    with Odd() as page, pytest.raises(InputError, match="the preflight's answer is not searxng's JSON: '<html>a login"):
+    with FakeSearch("searxng", script=[("text", "text/html", b"<html>a login page</html>")]) as page, \
+            pytest.raises(InputError, match="the preflight's answer is not searxng's JSON: '<html>a login"):
         probe_search(settings("searxng", page.base_url, monkeypatch))
-    with Odd(trickle=True) as trickling, pytest.raises(InputError, match="was still coming after 1 s"):
-        within(15, lambda: probe_search(settings("searxng", trickling.base_url, monkeypatch, timeout=1.0)))
+    with FakeSearch("searxng", script=[("trickle",)]) as trickling, \
+            pytest.raises(InputError, match="was still coming after 1 s"):
+        ends_within(lambda: probe_search(settings("searxng", trickling.base_url, monkeypatch, timeout=1.0)), 15,
+                    "the preflight of a trickling provider")
 
 
 def test_nothing_is_asked_of_an_offline_none_or_replayed_search(monkeypatch):
@@ -153,13 +90,12 @@ def test_nothing_is_asked_of_an_offline_none_or_replayed_search(monkeypatch):
 def test_a_search_whose_answer_trickles_is_cut_at_its_timeout_an_outage(tmp_path, monkeypatch):
     """Before, each byte arriving within the read timeout kept the search reading up to MAX_ANSWER_BYTES
     (8 MB at a byte per 0.2 s: about 19 days); now a request takes its timeout in all, then is retried."""
-    with Odd(trickle=True) as trickling:
+    with FakeSearch("searxng", script=[("trickle",), ("trickle",)]) as trickling:
         search = WebSearch(settings("searxng", trickling.base_url, monkeypatch, timeout=1.0, max_retries=1,
                                     backoff=0.01), Tracer(tmp_path / "t.jsonl"))
-        started = time.monotonic()
         with pytest.raises(SearchUnavailable, match="was still coming after 1 s"):
-            within(20, lambda: search.search("teak"))
-        assert trickling.requests == 2 and time.monotonic() - started < 20
+            ends_within(lambda: search.search("teak"), 20, "a search of a trickling provider")
+    assert len(trickling.requests) == 2  # retried once, then an outage
 
 
 def test_a_run_with_a_refused_search_key_ends_at_the_preflight_before_any_container(tmp_path):

@@ -12,8 +12,11 @@ searxng: none, but `format=json`). A wrong key is answered as the real API answe
 `results` (title, url, snippet, date) in the provider's own response layout (`body`).
 
 `script`: answers taken in order before the results, each ("status", CODE, headers) for a bare error
-(e.g. 503, 429 with Retry-After) or ("query", ) for the provider's refusal of the query (tavily 400,
-serper 400, brave 422 VALIDATION, searxng 400). `delay`: seconds each answer is held.
+(e.g. 503, 429 with Retry-After), ("query", ) for the provider's refusal of the query (tavily 400,
+serper 400, brave 422 VALIDATION, searxng 400), ("text", CONTENT_TYPE, BYTES) for a 200 that is not
+the provider's JSON (a proxy's login page), or ("trickle", ) for a 200 whose body comes a byte every
+0.2 s without end (each read well within any timeout) until the client leaves or the server closes.
+`delay`: seconds each answer is held.
 """
 
 from __future__ import annotations
@@ -79,7 +82,7 @@ class FakeSearch:
         self.results = RESULTS if results is None else results
         self.script = list(script or [])
         self.requests: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
+        self._lock, self.closed = threading.Lock(), threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -92,6 +95,7 @@ class FakeSearch:
         return self
 
     def __exit__(self, *exc) -> None:
+        self.closed.set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -100,7 +104,8 @@ class FakeSearch:
             return headers.get("authorization", "").removeprefix("Bearer ") or None
         return headers.get({"serper": "x-api-key", "brave": "x-subscription-token"}.get(self.provider, ""))
 
-    def answer(self, method: str, path: str, query: dict, headers: dict, payload: Any) -> tuple[int, dict, dict]:
+    def answer(self, method: str, path: str, query: dict, headers: dict, payload: Any) -> tuple[int, Any, dict]:
+        """(status, body, headers): a body that is a dict is sent as JSON, bytes as they are, None trickles."""
         with self._lock:
             self.requests.append({"method": method, "path": path, "query": query, "headers": headers, "json": payload})
             item = self.script.pop(0) if self.script else None
@@ -116,6 +121,10 @@ class FakeSearch:
             return item[1], {"error": f"status {item[1]}"}, item[2] if len(item) > 2 else {}
         if item is not None and item[0] == "query":
             return (*refusal(self.provider, "query"), {})
+        if item is not None and item[0] == "text":
+            return 200, item[2], {"Content-Type": item[1]}
+        if item is not None and item[0] == "trickle":
+            return 200, None, {}
         text = (payload or {}).get("query") or (payload or {}).get("q") or query.get("q", "")
         n = int((payload or {}).get("max_results") or (payload or {}).get("num") or query.get("count") or 10)
         return 200, body(self.provider, text, self.results[:n]), {}
@@ -137,14 +146,23 @@ def _handler(fake: FakeSearch) -> type[BaseHTTPRequestHandler]:
             headers = {k.lower(): v for k, v in self.headers.items()}
             status, answer, extra = fake.answer(method, url.path, dict(urllib.parse.parse_qsl(url.query)), headers,
                                                 payload)
-            data = json.dumps(answer).encode()
+            data = answer if isinstance(answer, bytes) else json.dumps(answer).encode()
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Content-Type", extra.pop("Content-Type", "application/json"))
+            self.send_header("Content-Length", str(10_000_000 if answer is None else len(data)))
             for name, value in extra.items():
                 self.send_header(name, value)
             self.end_headers()
-            self.wfile.write(data)
+            if answer is not None:
+                self.wfile.write(data)
+                return
+            while not fake.closed.is_set():  # ("trickle", ): a byte every 0.2 s
+                try:
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                except OSError:
+                    return
+                fake.closed.wait(0.2)
 
         def do_GET(self) -> None:  # noqa: N802
             self._serve("GET")

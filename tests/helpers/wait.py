@@ -13,12 +13,15 @@ thing happened can pass without testing anything. So:
   AssertionError at the first time it is not. Use it where the behaviour is "still waiting".
 - `steady(read, quiet, timeout, what)`: the value of `read()` once it has not changed for `quiet`
   seconds (a log still being written, containers a killed process's requests may still make).
+- `ends_within(fn, seconds, what)`: a blocking call that must end: what `fn()` returned or raised,
+  or AssertionError naming `what` when it has not ended in `seconds` (it is left in a daemon thread).
 A sleep that makes time pass on purpose (a timeout under test, a stimulus) is not synchronisation
 and stays a sleep, with a comment saying so.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -63,3 +66,22 @@ def steady(read: Callable[[], T], quiet: float, timeout: float, what: str, *, ev
 
     wait_for(unchanged_for_quiet, timeout, f"{what} to stay the same for {quiet:g} s", every=every)
     return value
+
+
+def ends_within(fn: Callable[[], T], seconds: float, what: str) -> T:
+    done: dict[str, object] = {}
+
+    def work() -> None:
+        try:
+            done["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed back to the test
+            done["error"] = exc
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise AssertionError(f"{what} has not ended after {seconds:g} s")
+    if "error" in done:
+        raise done["error"]  # type: ignore[misc]
+    return done["value"]  # type: ignore[return-value]

@@ -66,7 +66,7 @@ def _bare(pattern: str) -> str:
     """A pattern as it is matched: lower-cased, without a scheme or `www.`, its host in ASCII form."""
     bare = pattern.lower().strip().removeprefix("https://").removeprefix("http://")
     host, slash, rest = bare.partition("/")
-    return (_ascii(host).removeprefix("www.") + slash + rest).lower()
+    return _ascii(host).removeprefix("www.") + slash + rest  # IDNA's labels are lower-case too
 
 
 def pattern_problem(pattern: str) -> str | None:
