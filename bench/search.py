@@ -64,8 +64,8 @@ def site_section(rounds: int) -> None:
     run_id = f"bench-search-{int(time.time())}"
     folder = Path(tempfile.mkdtemp()) / "index"
     with provider.website(REPO / "datasets" / "gaia-smoke" / "website", image, run_id) as network:
-        pages, passages = index_site(provider, SandboxSpec(image=image, run_id=run_id, instance_id="crawl",
-                                                           network=network), "shop.gaia.test", folder)
+        pages, passages, _ = index_site(provider, SandboxSpec(image=image, run_id=run_id, instance_id="crawl",
+                                                              network=network), "shop.gaia.test", folder, ())
     search = WebSearch(SearchSettings(provider="site", site_index=str(folder), cache=False), Tracer(None))
     bare = SiteIndex(folder).retriever
     queries = iter(QUERIES * (rounds + 10))

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-import typer
+# pydantic looks for plug-ins in every installed distribution's entry points at its first model (~20 ms
+# of every command); the harness uses none. A user who sets the variable keeps their choice.
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+
+import typer  # noqa: E402 - after the variable above: typer imports pydantic
 from rich.console import Console
 from rich.table import Table
 
@@ -58,6 +63,14 @@ def _provider(name: str, docker_host: str | None = None):
         fail(exc)
 
 
+def _images(name: str, docker_host: str | None, operation: str):
+    """The provider for `harness images ...`; one without images of its own (`capabilities.images`) declines."""
+    provider = _provider(name, docker_host)
+    if not provider.capabilities.images:
+        fail(provider.no_images(operation))
+    return provider
+
+
 def _use_docker_host(url: str) -> None:
     """--docker-host: the engine of this process and of the agent processes it starts (they inherit
     HARNESS_DOCKER_HOST), read through the settings like every other HARNESS_* value."""
@@ -89,7 +102,7 @@ def images_build(force: bool = typer.Option(False, help="Rebuild even when the t
     """Make the sandbox image present on the engine: copied from this machine's engine when it has
     it, else built there (and an offline Debian base when none can be pulled)."""
     try:
-        tag = _provider(sandbox, docker_host).build_image(force=force, log=log)
+        tag = _images(sandbox, docker_host, "build_image").build_image(force=force, log=log)
     except HarnessError as exc:
         fail(exc)
     print(tag)
@@ -98,15 +111,23 @@ def images_build(force: bool = typer.Option(False, help="Rebuild even when the t
 @images_app.command("list")
 def images_list(sandbox: str = typer.Option("docker", help=SANDBOX_HELP),
                 docker_host: str | None = _docker_host_option()) -> None:
-    """Show the harness images on the engine."""
+    """Show the harness images on the engine: a table on a terminal, else tab-separated lines (whole tags)."""
     try:
-        found = _provider(sandbox, docker_host).list_images()
+        found = _images(sandbox, docker_host, "list_images").list_images()
     except HarnessError as exc:
         fail(exc)
-    table = Table("tag", "id", "size (MB)", "created", "current")
-    for info in found:
-        table.add_row(info.tag, info.id, f"{info.size_mb:.0f}", info.created, "*" if info.current else "")
-    Console().print(table)
+    header = ("tag", "id", "size (MB)", "created", "current")
+    lines = [(info.tag, info.id, f"{info.size_mb:.0f}", info.created, "*" if info.current else "") for info in found]
+    stdout = Console()
+    if not stdout.is_terminal:  # a pipe or a file: nothing cut to a width no one has
+        print("\n".join("\t".join(line) for line in [header, *lines]))
+        return
+    table = Table()
+    for name in header:  # a narrow terminal wraps a tag, never cuts it
+        table.add_column(name, overflow="fold", no_wrap=name in ("id", "created"))
+    for line in lines:
+        table.add_row(*line)
+    stdout.print(table)
 
 
 @images_app.command("prune")
@@ -114,7 +135,7 @@ def images_prune(sandbox: str = typer.Option("docker", help=SANDBOX_HELP),
                  docker_host: str | None = _docker_host_option()) -> None:
     """Remove sandbox images of older build contexts (the current one and the base stay)."""
     try:
-        removed = _provider(sandbox, docker_host).prune_images(log=log)
+        removed = _images(sandbox, docker_host, "prune_images").prune_images(log=log)
     except HarnessError as exc:
         fail(exc)
     for tag in removed:
@@ -193,7 +214,10 @@ def run_cmd(
     shuffle: bool = typer.Option(False, help="Shuffle before offset/stride/limit."),
     seed: int = typer.Option(0, help="Seed for --shuffle."),
     scorer: list[str] = typer.Option(["gaia"], help="Scorers; the first decides 'correct'."),
-    network: str = typer.Option("none", help="none, internet, or internal:NAME."),
+    network: str = typer.Option("none", help="none, internet, or internal:NAME. With internet, agent code can read a "
+                                              "blocked page directly (the leakage guard filters the tools only) and "
+                                              "reach any host service on 0.0.0.0, such as a keyless model server, "
+                                              "unmetered (docs/tools.md#networks)."),
     memory: str = typer.Option("2g", help="Memory per sandbox."),
     cpus: float = typer.Option(1.0, help="CPUs per sandbox."),
     disk: str = typer.Option("2g", help="Writable space per sandbox (files anywhere; beyond it: no space left). "
@@ -215,14 +239,15 @@ def run_cmd(
     web_replay: list[Path] = typer.Option([], help="Serve only the web recorded by this earlier --web-record run "
                                                    "(repeatable); unrecorded pages get an error page (web_miss)."),
     search: str | None = typer.Option(None, help="web_search's provider: tavily, serper, brave, searxng, site (the "
-                                                 "--website, crawled once), none (default: [search] provider, "
+                                                 "--website, crawled once), none (default: \\[search] provider, "
                                                  "else site with --website, else none)."),
     search_block: list[str] = typer.Option([], help="Block a domain or URL pattern in search results and the "
                                                     "browser, beside the defaults (GAIA's published copies); "
                                                     "'none' drops the defaults."),
-    no_search_cache: bool = typer.Option(False, help="Ask the search provider every time (no per-run cache)."),
+    no_search_cache: bool = typer.Option(False, "--no-search-cache",
+                                         help="Ask the search provider every time (no per-run cache)."),
     mcp: list[str] = typer.Option([], help="NAME=COMMAND: a stdio MCP server started in each sandbox, its tools "
-                                           "offered as NAME__TOOL (repeatable; also [mcp.NAME] in --config)."),
+                                           "offered as NAME__TOOL (repeatable; also \\[mcp.NAME] in --config)."),
     prompt_template: Path | None = typer.Option(None, help="The task's instruction, a text file with {question}, "
                                                               "{files}, {conventions}, {instance_id} (default: the "
                                                               "question, its files, the benchmark's answer rules)."),
@@ -298,6 +323,34 @@ def run_cmd(
     raise typer.Exit(code)
 
 
+# `harness run -h` shows its flags in these groups, in the order their first flag is declared above;
+# docs/reference.md lists them under the same headings (tests/test_docs.py holds the two together).
+RUN_FLAG_GROUPS: dict[str, tuple[str, ...]] = {
+    "Dataset and selection": ("dataset", "split", "limit", "ids", "skip", "level", "offset", "stride", "shuffle",
+                              "seed"),
+    "Model": ("model", "model_base_url", "model_key_env", "config", "record", "cache", "cache_judge"),
+    "Run control and output": ("output_dir", "workers", "max_retries", "force", "fail_on_error", "fail_on_divergence"),
+    "Agent and prompt": ("agent", "prompt_template", "mcp", "user_reply", "user_function", "max_user_replies"),
+    "Limits and budgets": ("instance_timeout", "max_steps", "max_tokens", "max_instance_cost", "max_cost",
+                           "command_timeout", "page_size"),
+    "Scoring and epochs": ("scorer", "judge_model", "epochs", "reducer"),
+    "Sandbox": ("sandbox", "docker_host", "network", "memory", "cpus", "disk", "warm_pool"),
+    "Web and search": ("website", "web_record", "web_replay", "search", "search_block", "no_search_cache"),
+}
+
+
+def _group_run_flags() -> None:
+    import inspect
+
+    options = inspect.signature(run_cmd).parameters
+    for group, names in RUN_FLAG_GROUPS.items():
+        for name in names:
+            options[name].default.rich_help_panel = group
+
+
+_group_run_flags()
+
+
 @app.command("score")
 def score_cmd(
     output_dir: Path = typer.Argument(..., help="A run's output directory."),
@@ -369,12 +422,14 @@ def export_cmd(
     out: Path = typer.Option(..., "--out", help="The file to write (replaced atomically)."),
     allow_missing: bool = typer.Option(False, "--allow-missing", help="gaia: write the submission even though "
                                                                       "some selected tasks have no row."),
+    allow_partial: bool = typer.Option(False, "--allow-partial", help="gaia: write the submission of a run of part "
+                                                                      "of its split (--limit, --level, ...)."),
 ) -> None:
     """Write a run in another tool's format. Exit 2 (nothing written) when the file would not be valid."""
     from harness.export import export
 
     try:
-        warnings = export(output_dir, fmt, out, allow_missing=allow_missing)
+        warnings = export(output_dir, fmt, out, allow_missing=allow_missing, allow_partial=allow_partial)
     except HarnessError as exc:
         fail(exc)
     for warning in warnings:

@@ -3,7 +3,7 @@
 `RunConfiguration.from_flags` reads the TOML (`--config`) once, resolves the model sections the run
 calls (the agent's, the judge's) and builds one frozen model of typed sections. Every check that
 needs only the flags and the TOML is a validator here, the checks between flags included, so the
-CLI, `harness run`, resume and the run.json fingerprint (harness/results/run_config.py `RunConfig.of`)
+CLI, `harness run`, resume and the run.json fingerprint (harness/runner/run_config.py `RunConfig.of`)
 all read one object that cannot disagree with itself. What needs the world (the dataset's rows,
 the replay file's turns, environment variables, importing the agent, the engine's capacity) is
 checked in harness/runner/preflight.py, after the dataset is read.
@@ -34,10 +34,11 @@ from harness.environments import mcp_config
 from harness.environments.mcp_config import McpServer
 from harness.environments.websearch.settings import SearchSettings, resolve
 from harness.errors import InputError, validation_problems
-from harness.models.config import ModelSection, flag_section, load_config, parse_section
+from harness.models.config import QUICK_PREFIX, ModelSection, flag_section, load_config, parse_section
 from harness.sandbox.contract import DEFAULT_DISK, SandboxSpec, parse_size
 from harness.sandbox.registry import DEFAULT as DEFAULT_PROVIDER
 from harness.scoring.reducers import parse_reducer
+from harness.web.recorded import recorded_site_index, web_archives
 
 MIN_MEMORY = "64m"  # below this the sandbox's own service and Python do not start reliably
 # Fields whose flag is not `--` + the field's name, by their place in the model.
@@ -50,7 +51,7 @@ FLAGS = {("dataset", "path"): "--dataset", ("sandbox", "provider"): "--sandbox",
 
 class Section(BaseModel):
     """A frozen, typed part of the configuration. Unknown keys are ignored (run.json of another
-    version still reads; its fingerprint counts what it holds: results/run_config.py)."""
+    version still reads; its fingerprint counts what it holds: runner/run_config.py)."""
 
     model_config = ConfigDict(frozen=True, protected_namespaces=())
 
@@ -94,20 +95,6 @@ class Selection(Section):
     shuffle: bool = False
     seed: int = 0
     limit: int | None = Field(None, ge=0)
-
-
-SITE_INDEX = "search-site-index"  # the `site` provider's index in a run folder (web/ when recorded)
-
-
-def web_archives(run_dir: Path) -> list[Path]:
-    """The WARC files a --web-record run left in its folder."""
-    return sorted((Path(run_dir) / "web").glob("*.warc.gz"))
-
-
-def recorded_site_index(run_dir: Path) -> Path | None:
-    """The `site` search index a --web-record run of a --website left in its web/ folder, if any."""
-    index = Path(run_dir) / "web" / SITE_INDEX
-    return index if index.is_dir() else None
 
 
 class Sandbox(Section):
@@ -248,7 +235,7 @@ class Scoring(Section):
         raw: dict[str, object] = {"names": tuple(names), "judge_model": judge_model, "rubric": toml.judge_rubric}
         judge = judge_model or toml.judge_model
         if judge and any(n.partition(":")[0].partition("@")[0] == "llm_judge" for n in names):
-            raw["judge"] = toml.section(judge)
+            raw["judge"] = toml.section(judge, flag="--judge-model")
         return build(cls, raw)
 
 
@@ -264,7 +251,13 @@ class TomlConfig:
         self.search: object = self._data.get("search")  # [search] (environments/websearch/settings.py)
         self.mcp = mcp_config.from_toml(self._data, f"--config {path}")  # [mcp.NAME] (environments/mcp_config.py)
 
-    def section(self, name: str, dataset_root: Path | None = None) -> ModelSection:
+    def section(self, name: str, dataset_root: Path | None = None, flag: str = "--model") -> ModelSection:
+        """[llm.NAME]; without a --config, an InputError saying so (and, for --model, the flags that need no TOML)."""
+        if self.path is None and name != "replay":
+            fix = (f", or for an OpenAI-compatible server without a TOML file: --model {QUICK_PREFIX}{name} "
+                   "--model-base-url URL" if flag == "--model" else "")
+            raise InputError(f"{flag} {name}: no --config was given, so there is no [llm.{name}] section; "
+                             f"give --config FILE holding one{fix}")
         return parse_section(self._data, name, dataset_root=dataset_root)
 
 

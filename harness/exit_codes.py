@@ -1,4 +1,4 @@
-"""The exit codes of `harness run` (and the other commands), documented in the README.
+"""The exit codes of `harness run` (and the other commands), documented in docs/reference.md.
 
 Rules: 0 only when every selected instance ended without an error and nothing was left
 behind; a bad input never gets as far as a container; a signal ends the run the way the

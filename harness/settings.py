@@ -2,7 +2,7 @@
 
 Read once per process on first use (`settings()`), never at import, so a test or a
 caller can set variables before the first sandbox starts (`settings.cache_clear()`
-re-reads them). The README's table of variables is checked against this class by
+re-reads them). The table of variables in docs/reference.md is checked against this class by
 tests/test_settings.py: add a field here and a row there.
 """
 
@@ -38,6 +38,8 @@ class Settings(BaseSettings):
 
     # --- sandboxes (harness/sandbox/docker/)
     sandbox_ready_timeout: float = Field(60, gt=0, description="seconds for sandboxd to answer after start")
+    browser_start_timeout: float = Field(90, gt=0, le=600, description="seconds for Chromium in a sandbox to answer "
+                                                                      "after its start (a loaded host needs more)")
     swarm_task_timeout: float = Field(300, gt=0, description="swarm provider: seconds for a sandbox's task to be "
                                                              "running (waiting for a node with room counts), and for "
                                                              "preflight's check of every node")
@@ -65,7 +67,7 @@ class Settings(BaseSettings):
 
     # --- the run (harness/runner/, harness/environments/)
     agent_fork: bool = Field(True, description="1: fork agent processes from a preloaded server "
-                                               "(harness/runner/forkserver.py); 0: start each fresh")
+                                               "(harness/runner/agent_process/forkserver.py); 0: start each fresh")
     retry_backoff: float = Field(2.0, ge=0, description="seconds between infra retries (times the attempt)")
     browser_action_timeout: float = Field(20, gt=0, description="seconds for one browser action")
     web_upstream_ca: str | None = Field(None, description="extra CA (PEM file) the --web-record proxy trusts "
@@ -76,8 +78,9 @@ class Settings(BaseSettings):
     # --- model servers (harness/models/)
     model_max_reply_mib: float = Field(16, gt=0, description="MiB one model reply may have (decoded); a longer "
                                                              "one is a model error")
-    preflight_timeout: float = Field(60, gt=0, description="seconds the model preflight may take in all (every "
-                                                           "section's request, retries included); beyond: exit 2")
+    preflight_timeout: float | None = Field(None, gt=0, description="seconds the model preflight may take in all "
+                                            "(every section's request, retries included; default: the probed "
+                                            "sections' timeouts added up, plus 30, at least 60); beyond: exit 2")
     max_tool_calls_per_reply: int = Field(32, ge=1, description="tool calls of one model reply that run; the rest "
                                                                 "are dropped (a `tool_calls_dropped` trace event)")
 
@@ -108,6 +111,10 @@ ELSEWHERE = {
     "HARNESS_CHROMIUM": "inside the sandbox: the Chromium binary sandboxd starts",
     "HARNESS_BROWSER_FLAGS": "inside the sandbox: Chromium flags a --web-record/--web-replay run adds (its proxy, "
                              "its CA's key hash; set by the provider)",
+    "HARNESS_WEB_PROXY": "inside the sandbox: the web proxy's address a --web-record/--web-replay run's tools fetch "
+                         "through (set by the provider)",
+    "HARNESS_WEB_CA": "inside the sandbox: the certificate of a --web-record/--web-replay run's CA, which the tools' "
+                      "fetches trust (set by the provider; never its key)",
     "HARNESS_WEB_MODE": "inside the web proxy's container: record or replay (set by the provider)",
     "HARNESS_TASK_FILE": "inside the sandbox: an --agent sandbox:COMMAND program's task file (set by its runner)",
     "HARNESS_ANSWER_FILE": "inside the sandbox: where an --agent sandbox:COMMAND program may write its answer",
@@ -119,6 +126,7 @@ ELSEWHERE = {
     "HARNESS_DEBIAN_MIRROR": "images/base/build.sh: Debian mirror for the offline base "
                              "(default: the one apt already uses)",
     "HARNESS_DEBIAN_SUITE": "images/base/build.sh: Debian suite of the offline base (bookworm)",
+    "HARNESS_TEST_WORKERS": "scripts/test.sh: pytest-xdist workers of the suite (4; 2 with --fast)",
 }
 
 

@@ -4,7 +4,8 @@ Messages carry user data (paths, section names like `[llm.NAME]`, server replies
 they are printed as `rich.text.Text`, which rich does not parse for markup, and with
 `soft_wrap` so a log or CI capture gets each message on one line, whatever its width.
 Text from elsewhere (an exception's message, an instance id) is made one line first
-(`flat`, `first_line`): no message may span lines or carry the terminal's escape sequences.
+(`flat`, `first_line`): no message may span lines or carry the terminal's escape sequences, and
+a lone surrogate (which the terminal's UTF-8 cannot encode) is shown as U+FFFD.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from collections.abc import Sequence
 
 from rich.console import Console
 from rich.text import Text
+
+from harness.text import scrub
 
 
 def stderr_console() -> Console:
@@ -32,7 +35,7 @@ _UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # control character
 def printable(text: object) -> str:
     """`text` without terminal escape sequences and control characters (tabs and newlines stay): what
     `say` prints, since a message may quote a model server, a page or an agent."""
-    return _UNPRINTABLE.sub("", _SEQUENCES.sub("", str(text)))
+    return _UNPRINTABLE.sub("", _SEQUENCES.sub("", scrub(str(text))))
 
 
 _CONTROL = re.compile(r" *[\x00-\x1f\x7f-\x9f]+ *")
@@ -41,13 +44,13 @@ _CONTROL = re.compile(r" *[\x00-\x1f\x7f-\x9f]+ *")
 def flat(text: object) -> str:
     """`text` on one line: terminal escape sequences dropped, newlines and other control characters
     each run turned into one space. What every error message goes through before it is printed."""
-    return _CONTROL.sub(" ", _SEQUENCES.sub("", str(text))).strip()
+    return _CONTROL.sub(" ", _SEQUENCES.sub("", scrub(str(text)))).strip()
 
 
 def first_line(text: object, limit: int = 200) -> str:
     """The first non-blank line of `text`, flattened (see `flat`), cut to `limit` characters ("…"
     marks a cut). What a per-instance line shows of an error message, which may be a traceback."""
-    lines = [line for line in _SEQUENCES.sub("", str(text)).splitlines() if line.strip()]
+    lines = [line for line in _SEQUENCES.sub("", scrub(str(text))).splitlines() if line.strip()]
     line = flat(lines[0]) if lines else ""
     return line if len(line) <= limit else line[: limit - 1] + "…"
 

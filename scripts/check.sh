@@ -3,8 +3,9 @@
 # run, each says what it found, and any finding fails the script. Configured in pyproject.toml:
 #   ruff          pyflakes, pycodestyle, isort, bugbear, pyupgrade at the code's line length (120)
 #   mypy          with the pydantic plugin over harness/; strict on the contracts, errors and results
-#   lint-imports  the layers' import contracts (the runner on top, the docker SDK and AutoGen each
-#                 in their one package, providers reached through the registry)
+#   lint-imports  the import contracts: one layer order (docs/architecture.md), no circles, the providers, scorers,
+#                 agent runners and standalone environment families independent, the docker SDK,
+#                 AutoGen and huggingface_hub each in their one package, providers reached through the registry
 # They come with the dev extra (scripts/setup.sh installs it). Together they take well under a minute.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -28,7 +29,8 @@ check() {
   fi
 }
 check ruff .venv/bin/ruff check --output-format concise
-check mypy .venv/bin/mypy
+# One cache per checkout path, outside it (pyproject.toml says why).
+check mypy .venv/bin/mypy --cache-dir "$HOME/.cache/harness/mypy/$(printf %s "$ROOT" | sha1sum | cut -c1-12)"
 check import-linter .venv/bin/lint-imports --no-logo
 if (( ${#failed[@]} )); then
   echo "check.sh: failed: ${failed[*]}" >&2

@@ -32,18 +32,21 @@ if ! command -v dockerd >/dev/null 2>&1; then
   apt-get update -qq
   apt-get install -y -qq docker.io >/dev/null
 fi
-# A killed dockerd leaves its pid file behind; a new one refuses to start while
-# that PID is alive. Remove the file only if the PID is gone or is not a dockerd.
+# The host engine is the dockerd of the default pid file (a test's second engine, also a
+# dockerd, has its own). A killed dockerd leaves its pid file behind; a new one refuses to
+# start while that PID is alive. Remove the file only if the PID is gone or is not a dockerd.
 PIDFILE=/var/run/docker.pid
+running=0
 if [[ -f "$PIDFILE" ]]; then
   old="$(cat "$PIDFILE" 2>/dev/null || true)"
   if [[ -n "$old" ]] && [[ "$(cat /proc/"$old"/comm 2>/dev/null || true)" == dockerd ]]; then
     echo "ensure-docker: a dockerd (pid $old) runs but does not answer yet; waiting for it." >&2
+    running=1
   else
     rm -f "$PIDFILE"
   fi
 fi
-if ! pgrep -x dockerd >/dev/null 2>&1; then
+if (( ! running )); then
   LOG="${HARNESS_DOCKERD_LOG:-/var/log/harness-dockerd.log}"
   echo "ensure-docker: starting dockerd in the background (log: $LOG)" >&2
   # setsid: the engine must outlive this script and the shell that ran it.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # All set-up on a fresh Debian machine: venv at .venv with the project, a Docker
 # engine that answers, and the sandbox image. Safe to run again (it skips what is done).
+# --no-docker: the venv and Chromium only (scripts/test.sh --fast: no engine, no image build).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -35,6 +36,9 @@ if [[ ! -x /usr/bin/chromium ]]; then
   else
     echo "setup: /usr/bin/chromium is missing; install Debian's chromium package (as root)" >&2
   fi
+fi
+if [[ "${1:-}" == "--no-docker" ]]; then
+  exit 0
 fi
 # Debian's docker-compose (1.29): the local docker-compose session (scripts/compose.sh) and
 # tests/test_compose.py. Without recommends: the engine is ensure-docker.sh's business.

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,8 +19,8 @@ from harness.agents.contract import AgentRequest, Limits
 from harness.datasets.model import Instance
 from harness.errors import InfraError
 from harness.models.config import ModelSection
-from harness.runner import forkserver
 from harness.runner.agent_process.process import AgentFiles, ForkedAgent, FreshAgent, start
+from harness.runner.agent_process.servers import Server
 from harness.sandbox.contract import SandboxSpec
 from harness.traces import EnvAction, Message, ModelCall, ToolCall, Tracer
 from harness.traces.forensics import read_facts
@@ -63,8 +64,8 @@ def sandbox(provider, image):
     provider.cleanup(run_id=run_id)
 
 
-def new_server() -> forkserver.Server:
-    server = forkserver.Server.fresh(AGENT, "docker")
+def new_server() -> Server:
+    server = Server.fresh(AGENT, "docker")
     server.ready.result(120)
     return server
 
@@ -140,13 +141,11 @@ def test_an_agent_that_dies_without_a_result_is_the_agents_error(tmp_path, sandb
 
 
 @pytest.mark.docker
-def test_one_start_path_forks_when_the_server_is_up_else_starts_fresh(tmp_path, sandbox, server, monkeypatch):
+def test_one_start_path_forks_when_the_server_is_up_else_starts_fresh(tmp_path, sandbox, server):
     """And the agents a dying server takes along are the harness's machinery failing: infra, retried."""
-    monkeypatch.setattr(forkserver, "server_for", lambda agent: server)
-    forked = start(AGENT, files_for(tmp_path, sandbox, "answer"))
+    forked = start(files_for(tmp_path, sandbox, "answer"), server)
     assert isinstance(forked, ForkedAgent) and forked.wait(120) and forked.result().final_message
-    monkeypatch.setattr(forkserver, "server_for", lambda agent: None)  # disabled, failed or dead
-    fresh = start(AGENT, files_for(tmp_path, sandbox, "answer"))
+    fresh = start(files_for(tmp_path, sandbox, "answer"), None)  # no server: disabled, failed or never started
     assert isinstance(fresh, FreshAgent) and fresh.wait(120) and fresh.result().final_message
 
     dying = new_server()
@@ -159,8 +158,7 @@ def test_one_start_path_forks_when_the_server_is_up_else_starts_fresh(tmp_path, 
         lost.result()
     wait_for(lambda: not alive(helper), 10, "the agent's `sleep` killed with its server")
     wait_for(lambda: dying.dead, 10, "the harness saw its server die")
-    monkeypatch.setattr(forkserver, "server_for", lambda agent: dying)  # dead: start falls back
-    fallback = start(AGENT, files_for(tmp_path, sandbox, "exit"))
+    fallback = start(files_for(tmp_path, sandbox, "exit"), dying)  # dead: start falls back
     assert isinstance(fallback, FreshAgent) and fallback.wait(120) and fallback.returncode == 3
 
 
@@ -226,7 +224,7 @@ def test_a_killed_agents_trace_is_read_once(tmp_path, image, provider, run_id, m
     monkeypatch.chdir(REPO)
     inst, settings_ = make_settings(tmp_path, run_id, image, provider, agent=AGENT, max_retries=0)
     inst = inst.model_copy(update={"metadata": {"do": "sleep"}})
-    settings_.limits = Limits(max_steps=5, instance_timeout=3)
+    settings_ = replace(settings_, limits=Limits(max_steps=5, instance_timeout=3))
     reads: list[Path] = []
     read_text = Path.read_text
 
@@ -236,7 +234,7 @@ def test_a_killed_agents_trace_is_read_once(tmp_path, image, provider, run_id, m
         return read_text(self, *args, **kwargs)
 
     monkeypatch.setattr(Path, "read_text", counted)
-    row = run_instance(inst, settings_)
+    row = run_instance(inst, settings_).row
     assert (row.status, row.limit) == ("limit", "wall_time"), row
     assert row.answer is not None and row.answer.startswith("sleeping helper="), row  # salvaged from the trace
     assert len(reads) == 1 and reads[0] == settings_.output_dir / row.trace, reads

@@ -61,7 +61,8 @@ class PerInstance(FakeAnthropic):
 @pytest.mark.docker
 @pytest.mark.slow  # twenty sandboxes and the site, two workers (~1-2 min)
 def test_an_anthropic_section_runs_the_smoke_set_from_the_recorded_replies(tmp_path, image):
-    instances = {i.instance_id: i for i in load_dataset(SMOKE, "validation") if not i.instance_id.startswith(AUDIO)}
+    instances = {i.instance_id: i for i in load_dataset(SMOKE, "validation").instances
+                 if not i.instance_id.startswith(AUDIO)}
     recorded = {r["instance_id"]: r["turns"] for r in map(json.loads, (SMOKE / "replay.jsonl").open())
                 if r["instance_id"] in instances and r.get("epoch") in (None, 1)}
     assert sorted(recorded) == sorted(instances) and len(instances) == 20

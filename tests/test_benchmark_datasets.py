@@ -36,21 +36,21 @@ def write_jsonl(path: Path, rows: list) -> Path:
 
 
 def test_math500_sample_loads_with_ids_levels_and_metadata():
-    instances = load_dataset(MATH)
+    instances = load_dataset(MATH).instances
     assert len(instances) >= 24
     first = {i.instance_id: i for i in instances}["test/prealgebra/2.json"]
     assert first.question == "What is $2 + 3$?" and first.answer == "5" and first.level == 1  # "Level 1"
     assert first.metadata["subject"] == "Prealgebra" and "boxed" in first.metadata["solution"]
     assert first.files == [] and "problem" not in first.metadata
-    assert load_dataset(MATH / "test.jsonl") == instances  # the file itself, as HF ships it
+    assert load_dataset(MATH / "test.jsonl").instances == instances  # the file itself, as HF ships it
 
 
 def test_math500_layout_is_detected_by_its_fields_whatever_the_file_name(tmp_path):
     data = write_jsonl(tmp_path / "math.jsonl", [math_row("test/a/1.json", level="Level 5")])
-    [instance] = load_dataset(data)
+    [instance] = load_dataset(data).instances
     assert (instance.instance_id, instance.level, instance.answer) == ("test/a/1.json", 5, "2")
     plain = write_jsonl(tmp_path / "plain.jsonl", [{"instance_id": "p", "question": "q", "answer": "a"}])
-    assert load_dataset(plain)[0].metadata == {}  # not MATH-500: the plain form
+    assert load_dataset(plain).instances[0].metadata == {}  # not MATH-500: the plain form
 
 
 @pytest.mark.parametrize(("value", "level"), [(3, 3), ("3", 3), ("Level 3", 3), ("level 12", 12), (None, None),
@@ -74,7 +74,7 @@ def test_math500_bad_rows_are_each_named(tmp_path):
 
 
 def test_multihoprag_sample_loads_queries_with_the_corpus_attached():
-    instances = load_dataset(RAG)
+    instances = load_dataset(RAG).instances
     queries = json.loads((RAG / "MultiHopRAG.json").read_text())
     assert [i.instance_id for i in instances] == [query_id(q["query"]) for q in queries]
     assert all(i.files == ["corpus.json"] and i.root == RAG.resolve() for i in instances)
@@ -84,7 +84,7 @@ def test_multihoprag_sample_loads_queries_with_the_corpus_attached():
     assert [e["url"] for e in first.metadata["evidence"]] == [e["url"] for e in queries[0]["evidence_list"]]
     assert {i.metadata["question_type"] for i in instances} == {
         "inference_query", "comparison_query", "temporal_query", "null_query"}
-    assert load_dataset(RAG / "MultiHopRAG.json") == instances
+    assert load_dataset(RAG / "MultiHopRAG.json").instances == instances
 
 
 def rag_folder(tmp_path: Path, queries: list, corpus: list) -> Path:
@@ -96,7 +96,7 @@ def rag_folder(tmp_path: Path, queries: list, corpus: list) -> Path:
 def test_multihoprag_repeated_queries_get_distinct_stable_ids(tmp_path):
     item = {"query": "Who?", "answer": "Ann", "question_type": "inference_query", "evidence_list": []}
     folder = rag_folder(tmp_path, [item, item], [{"title": "t", "body": "b"}])
-    assert [i.instance_id for i in load_dataset(folder)] == [query_id("Who?"), query_id("Who?") + "-2"]
+    assert [i.instance_id for i in load_dataset(folder).instances] == [query_id("Who?"), query_id("Who?") + "-2"]
 
 
 def test_multihoprag_bad_items_and_articles_are_each_named(tmp_path):
@@ -148,7 +148,7 @@ HITS = [{"title": "Orion-7", "url": "https://t.example/orion", "source": "T", "p
 def test_search_corpus_is_offered_only_for_an_instance_with_a_corpus(tmp_path):
     tracer = Tracer(tmp_path / "trace.jsonl")
     sandbox = CannedSandbox(json.dumps({"results": HITS}))
-    envs = Environments(code=CodeStub(sandbox, tracer), file=None)
+    envs = Environments({"code": CodeStub(sandbox, tracer), "files": None})
     plain = Instance(instance_id="a", question="q", root=tmp_path)
     rag = Instance(instance_id="b", question="q", root=tmp_path, files=["corpus.json"],
                    metadata={"corpus": "corpus.json"})

@@ -28,7 +28,7 @@ def test_a_shared_attachment_is_checked_once(tmp_path, monkeypatch):
 
     monkeypatch.setattr(attachments, "attachment_problems", attachment)
     monkeypatch.setattr(attachments, "size_problem", size)
-    assert len(load.load_dataset(tmp_path / "data.jsonl")) == 500
+    assert len(load.load_dataset(tmp_path / "data.jsonl").instances) == 500
     assert calls == {"attachment": 1, "size": 1}
 
 
@@ -68,6 +68,26 @@ def test_a_resume_with_nothing_to_do_reads_only_row_keys_and_reuses_the_report(t
     assert other.returncode == 2 and "corrupt result row" in other.stderr
 
 
+def test_a_resume_with_nothing_to_do_makes_no_network(tmp_path):
+    """The sandboxes' network and firewall rules (the provider's `prepare`: a network list and seven
+    iptables commands, ~45 ms) are made only when an instance will run."""
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps({"instance_id": "a", "question": "Say 1.", "answer": "1"}) + "\n")
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text(json.dumps({"instance_id": "a", "turns": [{"content": "<solution>1</solution>"}]}) + "\n")
+    config = tmp_path / "config.toml"
+    config.write_text(f'[llm.rec]\nkind = "replay"\npath = "{replay}"\n')
+    mark, out = tmp_path / "prepared", tmp_path / "out"
+    args = [mark, "run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out,
+            "--agent", "plain"]
+    first = harness(*args, module="tests.helpers.counted_prepare")
+    assert first.returncode == 0 and len(rows(out)) == 1, explain(first)
+    assert mark.read_text() == "none\n"
+    again = harness(*args, module="tests.helpers.counted_prepare")
+    assert again.returncode == 0 and "1 instance(s) already finished, 0 to run" in again.stderr, explain(again)
+    assert mark.read_text() == "none\n"  # not prepared again
+
+
 def test_a_validated_dataset_is_reused_until_its_file_or_an_attachment_changes(tmp_path, monkeypatch):
     from harness.datasets import dataset_fingerprint
 
@@ -89,9 +109,9 @@ def test_a_validated_dataset_is_reused_until_its_file_or_an_attachment_changes(t
         (tmp_path / "notes" / "a.txt").write_text("two!")  # a nested attachment's bytes change
         changed = load.load_dataset(data)
         assert validated == [1] and changed.fingerprint != first.fingerprint
-        assert changed.fingerprint == dataset_fingerprint(list(changed))
+        assert changed.fingerprint == dataset_fingerprint(changed.instances)
         data.write_text(json.dumps({"instance_id": "x", "question": "q2", "answer": "1", "files": ["notes"]}) + "\n")
-        assert load.load_dataset(data)[0].question == "q2" and validated == [1, 1]
+        assert load.load_dataset(data).instances[0].question == "q2" and validated == [1, 1]
     finally:
         settings.cache_clear()
 

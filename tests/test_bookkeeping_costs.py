@@ -51,7 +51,7 @@ def test_loading_a_large_dataset_runs_the_collector_at_most_once_after(tmp_path,
     gc.callbacks.append(collected := lambda phase, info: runs.append(info) if phase == "start" else None)
     try:
         for _ in range(2):  # validated, then from the cache
-            assert len(load_dataset(data)) == 20_000
+            assert len(load_dataset(data).instances) == 20_000
     finally:
         gc.callbacks.remove(collected)
         settings.cache_clear()

@@ -30,9 +30,10 @@ def test_by_field_groups_rows_by_row_field_then_metadata():
             {"instance_id": "zz", "correct": True}]
     groups = by_field(rows, "question_type", META)
     assert list(groups) == ["comparison_query", "inference_query", "null_query", "unknown"]
+    # two epochs of one instance: one cluster, not two independent rows (issue 29 item 16)
     assert groups["inference_query"] == {"n": 2, "correct": 1, "no_verdict": 0, "accuracy": 0.5,
-                                         "ci95": list(wilson_interval(1, 2))}
-    assert groups["comparison_query"] == {"n": 1, "correct": 0, "no_verdict": 1, "accuracy": 0.0,
+                                         "ci95": [0.0, 1.0]}
+    assert groups["comparison_query"] == {"n": 1, "correct": 0, "no_verdict": 1, "accuracy": None,
                                           "ci95": list(wilson_interval(0, 0))}
     assert groups["unknown"]["correct"] == 1
     by_level = by_field([{"instance_id": "a", "level": 2, "correct": True}, {"instance_id": "b", "level": 2,

@@ -19,8 +19,8 @@ from harness.errors import InputError, LimitExceeded
 from harness.models.budget import BudgetSpec, RunBudget
 from harness.models.config import parse_section
 from harness.models.meter import Meter
-from harness.models.usage import Price, counts
 from harness.results.model import ResultRow
+from harness.usage import Price, counts
 from tests.fakes.openai_server import FakeOpenAI, text, tool_calls
 from tests.helpers.e2e import FAKE_KEY, FAKE_KEY_ENV, dataset_42, explain, fake_config, harness, out_dir, rows
 
@@ -77,7 +77,7 @@ def _section(server):
 
 
 def test_plain_runner_counts_cached_and_reasoning_tokens(fake_key):
-    from harness.models.chat import chat_model
+    from harness.models.factory import chat_model
 
     with FakeOpenAI([text("<solution>1</solution>", usage=DETAILED)]) as server:
         meter = Meter(max_tokens=None, max_steps=None, price=PRICE)

@@ -23,6 +23,7 @@ import pytest
 from harness.sandbox.docker import engine
 from harness.sandbox.registry import get_provider
 from tests.helpers.e2e import explain
+from tests.helpers.locks import machine_lock
 from tests.helpers.wait import steady
 
 pytestmark = pytest.mark.docker
@@ -71,7 +72,8 @@ def built():
     """The service's image, built through scripts/compose.sh (cold: minutes; warm: the layer cache)."""
     assert shutil.which("docker-compose"), "docker-compose is missing: scripts/setup.sh installs it"
     started = time.monotonic()
-    proc = compose(f"hcb{secrets.token_hex(3)}", "build")
+    with machine_lock("disk"):  # a cold build writes its layers (tests/helpers/locks.py)
+        proc = compose(f"hcb{secrets.token_hex(3)}", "build")
     assert proc.returncode == 0, explain(proc)
     print(f"compose build: {time.monotonic() - started:.1f}s")
     return "harness-compose:local"
@@ -168,24 +170,25 @@ def test_host_cleanup_spares_a_live_containerised_harness_and_reaps_a_killed_one
         owners = {c["Labels"]["harness.owner"] for c in sandboxes_of(prefix)}
         assert all(o.startswith("ctr:") and o.split(":")[2] == owner_container for o in owners), owners
 
-        live = host_cleanup()
-        assert live.returncode == 0, live.stderr
-        assert prefix not in live.stdout, live.stdout  # a live owner's containers are never touched
-        website = [c for c in sandboxes_of(prefix) if c["Labels"].get("harness.instance_id") == "website"]
-        assert website and website[0]["State"] == "running"
+        with machine_lock("reap"):  # no other test reaps the killed run's orphans first
+            live = host_cleanup()
+            assert live.returncode == 0, live.stderr
+            assert prefix not in live.stdout, live.stdout  # a live owner's containers are never touched
+            website = [c for c in sandboxes_of(prefix) if c["Labels"].get("harness.instance_id") == "website"]
+            assert website and website[0]["State"] == "running"
 
-        subprocess.run(["docker", "kill", name], capture_output=True, timeout=60, check=True)
-        child.wait(timeout=60)
-        assert engine.container_state(owner_container).get("Running") is False  # exited, kept (no --rm)
-        # Requests the harness had in flight (a create, a start) end in the engine without it.
-        orphans = steady(lambda: sorted(c["Labels"].get("harness.name") or c["Names"][0].lstrip("/")
-                                        for c in sandboxes_of(prefix)), 1.0, 60, "the killed run's containers")
-        assert orphans, "killing the harness left nothing to reap"
+            subprocess.run(["docker", "kill", name], capture_output=True, timeout=60, check=True)
+            child.wait(timeout=60)
+            assert engine.container_state(owner_container).get("Running") is False  # exited, kept (no --rm)
+            # Requests the harness had in flight (a create, a start) end in the engine without it.
+            orphans = steady(lambda: sorted(c["Labels"].get("harness.name") or c["Names"][0].lstrip("/")
+                                            for c in sandboxes_of(prefix)), 1.0, 60, "the killed run's containers")
+            assert orphans, "killing the harness left nothing to reap"
 
-        reaped = host_cleanup()
-        assert reaped.returncode == 0, reaped.stderr
-        assert sandboxes_of(prefix) == [], reaped.stdout
-        assert all(f"removed {name} " in reaped.stdout for name in orphans), reaped.stdout
+            reaped = host_cleanup()
+            assert reaped.returncode == 0, reaped.stderr
+            assert sandboxes_of(prefix) == [], reaped.stdout
+            assert all(f"removed {name} " in reaped.stdout for name in orphans), reaped.stdout
         networks = engine.client().api.networks(filters={"label": "harness.managed=1"})
         assert not [n for n in networks if n["Labels"].get("harness.run_id", "").startswith(prefix)]
     finally:

@@ -22,8 +22,8 @@ from harness.datasets.model import Instance
 from harness.errors import InputError
 from harness.models.config import load_config, model_section
 from harness.results.layout import default_run_dir
-from harness.results.run_config import RunConfig, diff, load_run_config
 from harness.runner.prompt import BENCHMARK_RULES, FORMAT_RULES, check_template, instruction, load_template
+from harness.runner.run_config import RunConfig, diff, load_run_config
 from harness.runner.scorers import build_scorers
 from harness.scoring.apply import context_for, score_one
 from tests.fakes.openai_server import FakeOpenAI, text, tool_calls
@@ -157,24 +157,29 @@ def test_default_run_dir_is_named_after_the_dataset(tmp_path, monkeypatch):
     assert default_run_dir(Path("GAIA"), None, at) == Path("runs/GAIA-20250304-050607-2")
 
 
-# -- the README's examples ----------------------------------------------------------------------------
+# -- the README's and docs' examples ------------------------------------------------------------------
+
+EXAMPLE = re.compile(r"<!-- example: (\S+) -->\n```\w*\n(.*?)```", flags=re.S)
+FENCED = re.compile(r"^```(\w+)\n(.*?)^```", flags=re.S | re.M)
+
+
+def doc_pages() -> list[Path]:
+    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
 
 def readme_examples() -> dict[str, str]:
-    """The fenced blocks of the README's "Your own ..." section, by the file they are."""
-    text = (REPO / "README.md").read_text()
-    section = text.split("## Your own models, tasks, agents and scorers", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```(\w+)\n(.*?)```", section, flags=re.S)
-    by_lang: dict[str, list[str]] = {}
-    for lang, body in blocks:
-        by_lang.setdefault(lang, []).append(body)
-    return {"models.toml": by_lang["toml"][0], "tasks.jsonl": by_lang["json"][0], "my_agents.py": by_lang["python"][0],
-            "my_scorers.py": by_lang["python"][1], "prompt.txt": by_lang["text"][0], "command": by_lang["bash"][0]}
+    """The README's fenced blocks marked `<!-- example: NAME -->`, by the file (or command) they are."""
+    found: dict[str, str] = {}
+    for name, body in EXAMPLE.findall((REPO / "README.md").read_text()):
+        assert name not in found, f"README: two examples named {name}"
+        found[name] = body
+    return found
 
 
 def write_examples(folder: Path) -> dict[str, str]:
     examples = readme_examples()
     for name, body in examples.items():
-        if name != "command":
+        if not name.startswith("command"):
             (folder / name).write_text(body)
     (folder / "nums.csv").write_text("x\n1\n2\n3\n")
     return examples
@@ -190,7 +195,7 @@ def test_readme_examples_load_as_written(tmp_path, monkeypatch):
     qwen, gpt4o = model_section(config, "qwen"), model_section(config, "gpt4o")
     assert (qwen.model, qwen.model_info) == ("Qwen/Qwen2.5-7B-Instruct", None)
     assert (gpt4o.max_connections, gpt4o.model_info["function_calling"]) == (8, True)
-    (task,) = load_dataset(tmp_path / "tasks.jsonl", None)
+    (task,) = load_dataset(tmp_path / "tasks.jsonl", None).instances
     assert (task.instance_id, task.files, task.metadata) == ("sum-1", ["nums.csv"], {"tolerance": 0.01})
     (scorer,) = build_scorers(Scoring(names=("my_scorers:close_enough",)))
     context = context_for(tool_calls=[], total_tokens=0, steps=0, limits=Limits(), question=task.question,
@@ -209,6 +214,86 @@ def test_readme_examples_load_as_written(tmp_path, monkeypatch):
 
 def examples_command() -> str:
     return " ".join(readme_examples()["command"].replace("\\\n", " ").split())
+
+
+def fenced(lang: str) -> list[tuple[str, str]]:
+    """Every fenced `lang` block of the README and docs/, with the page it is on."""
+    return [(page.relative_to(REPO).as_posix(), body) for page in doc_pages()
+            for found, body in FENCED.findall(page.read_text()) if found == lang]
+
+
+def test_the_readme_marks_every_example_the_tests_run():
+    assert set(readme_examples()) == {"command-no-toml", "models.toml", "tasks.jsonl", "prompt.txt", "gaia.toml",
+                                      "my_agents.py", "my_scorers.py", "command"}
+
+
+def check_toml(tmp_path: Path, page: str, body: str) -> None:
+    """A TOML example is a config `--config` takes: every [llm.NAME] a valid section, [search] and
+    [mcp.NAME] valid tables (InputError naming the key otherwise)."""
+    from harness.config import TomlConfig
+    from harness.environments.websearch.settings import resolve
+
+    path = tmp_path / "example.toml"
+    path.write_text(body)
+    config = TomlConfig(path)  # [mcp.NAME] tables are read here
+    data = load_config(path)
+    assert set(data) <= {"llm", "search", "mcp", "scorer"}, (page, sorted(data))
+    for name in data.get("llm", {}):
+        config.section(name)
+    resolve(None, None, False, config.search, website=False)
+
+
+def test_every_toml_example_of_the_readme_and_docs_is_a_valid_config(tmp_path):
+    examples = fenced("toml")
+    assert len(examples) >= 8 and any(page == "README.md" for page, _ in examples)
+    for page, body in examples:
+        try:
+            check_toml(tmp_path, page, body)
+        except InputError as exc:
+            raise AssertionError(f"{page}: a TOML example is refused: {exc}\n{body}") from None
+    with pytest.raises(InputError, match="max_connection"):  # the check sees a mistyped key
+        check_toml(tmp_path, "t", '[llm.m]\nmodel = "m"\nmax_connection = 8\n')
+
+
+def command_lines(body: str) -> list[list[str]]:
+    """A bash block's command lines as words: continuations joined, comments dropped."""
+    import shlex
+
+    joined = body.replace("\\\n", " ")
+    return [words for line in joined.splitlines() if (words := shlex.split(line, comments=True))]
+
+
+def harness_problems(words: list[str]) -> list[str]:
+    """What is wrong with one harness command line: an unknown command or flag, a bundled path that is
+    not there. The words after `harness` (or after the compose service named harness) are checked."""
+    start = next((i for i, w in enumerate(words) if w == "harness" or w.endswith("/harness")), None)
+    if start is None:
+        return [f"{words[0]}: no such file"] if words[:1] == ["bash"] and not (REPO / words[1]).is_file() else []
+    command = typer.main.get_command(app)  # typer's own click: groups are told by their commands
+    args, path = words[start + 1:], ["harness"]
+    while hasattr(command, "commands") and args and args[0] in command.commands:
+        path.append(args[0])
+        command = command.commands[args.pop(0)]
+    if hasattr(command, "commands") and args and not args[0].startswith("-"):
+        return [f"{' '.join(path)} {args[0]}: no such command"]
+    flags = {name for param in command.params for name in (*param.opts, *param.secondary_opts)} | {"--version"}
+    problems = [f"{word.split('=')[0]}: not a flag of {command.name}" for word in args
+                if word.startswith("-") and word.split("=")[0] not in flags]
+    for flag, value in zip(args, args[1:], strict=False):
+        if flag in ("--dataset", "--website") and value.startswith("datasets/") and not (REPO / value).exists():
+            problems.append(f"{flag} {value}: no such path")
+    return problems
+
+
+def test_every_command_example_of_the_readme_and_docs_names_real_commands_flags_and_paths():
+    lines = [(page, words) for page, body in fenced("bash") for words in command_lines(body)]
+    checked = [(page, words) for page, words in lines if "harness" in " ".join(words)]
+    assert len(checked) >= 30 and {page for page, _ in checked} >= {"README.md", "docs/guide.md", "docs/results.md"}
+    problems = [f"{page}: {' '.join(words)}: {problem}" for page, words in lines for problem in harness_problems(words)]
+    assert not problems, "\n".join(problems)
+    assert harness_problems(["harness", "run", "--datset", "x", "--website", "datasets/none"]) == \
+        ["--datset: not a flag of run", "--website datasets/none: no such path"]
+    assert harness_problems(["harness", "images", "burn"]) == ["harness images burn: no such command"]
 
 
 # -- end to end, real sandboxes ------------------------------------------------------------------------
@@ -231,11 +316,28 @@ def test_readme_examples_run_and_the_template_is_the_agents_first_message(tmp_pa
     (row,) = rows(out)
     assert row["status"] == "ok" and row["answer"] == "6.0" and row["scores"]["close_enough"]["correct"] is True
     messages = chats[0]["json"]["messages"]
-    expected = load_template(tmp_path / "prompt.txt").render(load_dataset(tmp_path / "tasks.jsonl", None)[0])
+    expected = load_template(tmp_path / "prompt.txt").render(load_dataset(tmp_path / "tasks.jsonl", None).instances[0])
     users = [m for m in messages if m["role"] == "user"]
     assert users[0]["content"] == expected and "GAIA" not in json.dumps(messages)
     assert "Check every figure with run_python" in json.dumps(messages)  # the factory's agent answered
     assert json.loads((out / "run.json").read_text())["prompt_template"].startswith("sha256:")
+
+
+@pytest.mark.docker
+def test_the_readmes_command_without_a_toml_runs_against_an_openai_compatible_server(tmp_path):
+    """`--model openai-compatible/NAME --model-base-url URL` as the README writes it (one instance of
+    its three), against a local server: the agent calls that model there."""
+    command = " ".join(readme_examples()["command-no-toml"].replace("\\\n", " ").split())
+    assert "--config" not in command and "--model openai-compatible/" in command
+    with FakeOpenAI([], default=text("<solution>42</solution>")) as server:
+        args = command.replace("http://localhost:8000/v1", server.base_url).split()[1:]
+        out = out_dir(tmp_path)
+        proc = harness(*args, "--limit", "1", "--output-dir", out)
+        chats = server.chat_requests
+    assert proc.returncode == 0, explain(proc)
+    (row,) = rows(out)
+    assert row["status"] == "ok" and row["answer"] == "42", row
+    assert chats and {c["json"]["model"] for c in chats} == {"Qwen/Qwen2.5-7B-Instruct"}
 
 
 @pytest.mark.docker

@@ -57,7 +57,7 @@ def test_json_datasets_load_without_pandas_and_csv_with_it(tmp_path):
         from harness.datasets import load_dataset
         for path, split in [({str(tmp_path / 'data.jsonl')!r}, None), ('datasets/gaia-smoke', 'validation'),
                             ('datasets/math500-sample', None), ('datasets/multihoprag-sample', None)]:
-            assert load_dataset(path, split), path
+            assert load_dataset(path, split).instances, path
             assert 'pandas' not in sys.modules, path
         load_dataset({str(tmp_path / 'data.csv')!r})
         print('pandas' in sys.modules)

@@ -51,7 +51,7 @@ def message(excinfo: pytest.ExceptionInfo) -> str:
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
 def test_gaia_folder(tmp_path: Path, fmt: str) -> None:
     folder = gaia_split(tmp_path / "2023" / "validation", fmt=fmt)
-    instances = load_dataset(folder)
+    instances = load_dataset(folder).instances
     assert [i.instance_id for i in instances] == ["t1", "t2", "t3"]
     t1, t2, t3 = instances
     assert (t1.question, t1.answer, t1.level, t1.files) == ("What is 2+2?", "4", 1, [])
@@ -66,7 +66,7 @@ def test_gaia_folder(tmp_path: Path, fmt: str) -> None:
 def test_gaia_parquet_json_safe_metadata(tmp_path: Path) -> None:
     rows = [dict(r, Extra=float("nan") if i else 2.5, Tags=["a", "b"]) for i, r in enumerate(GAIA_ROWS)]
     rows[0]["Final answer"] = None
-    instances = load_dataset(gaia_split(tmp_path / "s", rows, fmt="parquet"))
+    instances = load_dataset(gaia_split(tmp_path / "s", rows, fmt="parquet")).instances
     assert instances[0].answer is None
     assert instances[0].metadata["Extra"] == 2.5 and instances[1].metadata["Extra"] is None
     assert instances[0].metadata["Tags"] == ["a", "b"]
@@ -75,15 +75,15 @@ def test_gaia_parquet_json_safe_metadata(tmp_path: Path) -> None:
 
 def test_gaia_metadata_file_given_directly(tmp_path: Path) -> None:
     folder = gaia_split(tmp_path / "2023" / "validation")
-    assert len(load_dataset(folder / "metadata.jsonl")) == 3
+    assert len(load_dataset(folder / "metadata.jsonl").instances) == 3
 
 
 def test_root_and_split_resolution(tmp_path: Path) -> None:
     gaia_split(tmp_path / "2023" / "validation")
-    assert len(load_dataset(tmp_path)) == 3  # only one split: used
-    assert len(load_dataset(tmp_path, split="validation")) == 3
+    assert len(load_dataset(tmp_path).instances) == 3  # only one split: used
+    assert len(load_dataset(tmp_path, split="validation").instances) == 3
     gaia_split(tmp_path / "2023" / "test", GAIA_ROWS[:1], fmt="parquet")
-    assert len(load_dataset(tmp_path, split="test")) == 1
+    assert len(load_dataset(tmp_path, split="test").instances) == 1
     with pytest.raises(InputError) as excinfo:
         load_dataset(tmp_path)
     assert "test" in message(excinfo) and "validation" in message(excinfo)
@@ -112,7 +112,7 @@ def test_plain_jsonl(tmp_path: Path) -> None:
         {"instance_id": "x3", "question": "q3", "answer": None},
         {"instance_id": "x4", "question": "q4", "answer": "a4", "files": None, "level": None},
     ])
-    x1, x2, x3, x4 = load_dataset(path)
+    x1, x2, x3, x4 = load_dataset(path).instances
     assert (x1.files, x1.level, x1.answer) == (["a.txt", "b.txt"], 2, "a1")
     assert (x2.files, x2.answer, x2.metadata["source"]) == (["dir"], "42", "web")
     assert (x3.files, x3.answer, x3.level) == ([], None, None)
@@ -127,7 +127,7 @@ def test_plain_csv(tmp_path: Path) -> None:
         {"instance_id": "c2", "question": "q2", "answer": "", "files": '["c.txt"]', "level": "", "note": ""},
         {"instance_id": "c3", "question": "q3", "answer": "007", "files": "", "level": "3", "note": "x"},
     ]).to_csv(tmp_path / "ds.csv", index=False)
-    c1, c2, c3 = load_dataset(tmp_path / "ds.csv")
+    c1, c2, c3 = load_dataset(tmp_path / "ds.csv").instances
     assert (c1.files, c1.level, c1.answer, c1.metadata) == (["a.txt", "b.txt"], 1, "1", {"note": "n"})
     assert (c2.files, c2.level, c2.answer) == (["c.txt"], None, None)
     assert (c3.files, c3.answer) == ([], "007")  # answers stay text
@@ -280,7 +280,7 @@ def test_folder_attachment_with_unreadable_entries(tmp_path: Path, monkeypatch: 
 def test_valid_folder_attachment_with_inner_symlink(tmp_path: Path) -> None:
     ds = folder_attachment(tmp_path)
     (ds / "dir" / "sub" / "again.txt").symlink_to(ds / "dir" / "ok.txt")
-    (inst,) = load_dataset(write_jsonl(ds / "x.jsonl", [row("a", files=["dir"])]))
+    (inst,) = load_dataset(write_jsonl(ds / "x.jsonl", [row("a", files=["dir"])])).instances
     assert inst.files == ["dir"]
 
 
@@ -308,7 +308,7 @@ def test_attachments_just_under_the_limit_pass(tmp_path: Path, monkeypatch: pyte
     (tmp_path / "f.bin").write_bytes(b"f" * 5000)
     exact = archive_size(tmp_path, ["f.bin"])
     monkeypatch.setattr("harness.sandbox.files.MAX_ARCHIVE_BYTES", exact)
-    (inst,) = load_dataset(plain(tmp_path, [row("a", files=["f.bin"])]))
+    (inst,) = load_dataset(plain(tmp_path, [row("a", files=["f.bin"])])).instances
     assert inst.files == ["f.bin"]
     monkeypatch.setattr("harness.sandbox.files.MAX_ARCHIVE_BYTES", exact - 1)
     with pytest.raises(InputError, match="'f.bin'"):
@@ -394,21 +394,21 @@ def test_fingerprint_tracks_attachment_bytes(tmp_path: Path) -> None:
     (folder / "dir").mkdir()
     (folder / "dir" / "inner.txt").write_text("one")
     write_jsonl(folder / "metadata.jsonl", GAIA_ROWS + [dict(GAIA_ROWS[0], task_id="t4", file_name="dir")])
-    base = dataset_fingerprint(load_dataset(folder))
-    assert len(base) == 64 and base == dataset_fingerprint(list(reversed(load_dataset(folder))))
+    base = dataset_fingerprint(load_dataset(folder).instances)
+    assert len(base) == 64 and base == dataset_fingerprint(list(reversed(load_dataset(folder).instances)))
     (folder / "data.csv").write_text("x\n1\n17\n")
-    changed = dataset_fingerprint(load_dataset(folder))
+    changed = dataset_fingerprint(load_dataset(folder).instances)
     assert changed != base
     (folder / "dir" / "inner.txt").write_text("two")
-    assert dataset_fingerprint(load_dataset(folder)) != changed
-    instances = load_dataset(folder)
+    assert dataset_fingerprint(load_dataset(folder).instances) != changed
+    instances = load_dataset(folder).instances
     instances[0] = instances[0].model_copy(update={"answer": "5"})
-    assert dataset_fingerprint(instances) != dataset_fingerprint(load_dataset(folder))
+    assert dataset_fingerprint(instances) != dataset_fingerprint(load_dataset(folder).instances)
 
 
 def test_fingerprint_unreadable_file_is_input_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "a.txt").write_text("a")
-    instances = load_dataset(plain(tmp_path, [row("a", files=["a.txt"])]))
+    instances = load_dataset(plain(tmp_path, [row("a", files=["a.txt"])])).instances
 
     def refuse(path: object, *args: object, **kwargs: object) -> None:
         raise PermissionError(13, "Permission denied", str(path))
@@ -442,7 +442,7 @@ def test_package_exports_still_work() -> None:
 
 @pytest.mark.skipif(not (SMOKE / "2023" / "validation" / "metadata.jsonl").exists(), reason="smoke dataset absent")
 def test_smoke_dataset_loads() -> None:
-    instances = load_dataset(SMOKE, split="validation")
+    instances = load_dataset(SMOKE, split="validation").instances
     assert len(instances) >= 12
     assert {i.level for i in instances} <= {1, 2, 3} and all(i.level is not None for i in instances)
     assert all(i.answer for i in instances)

@@ -86,3 +86,35 @@ def test_the_local_socket_client_skips_the_environment_lookups():
         assert client.ping()
     finally:
         client.close()
+
+
+@pytest.mark.docker
+def test_a_sandbox_costs_the_engine_a_create_a_start_an_inspect_and_a_removal(provider, image, run_id, monkeypatch):
+    """The SDK's `containers.create` inspects the container it made; the harness needs its id only, and
+    inspects once after the start (for the published port). Counted at the SDK's HTTP requests."""
+    import re
+
+    from docker.api.client import APIClient
+
+    from harness.sandbox.contract import SandboxSpec
+
+    asked: list[str] = []
+    real = APIClient.request
+
+    def request(self, method, url, *args, **kwargs):
+        asked.append(f"{method} {re.sub(r'^.*?/containers/', '/containers/', url.split('?')[0])}")
+        return real(self, method, url, *args, **kwargs)
+
+    monkeypatch.setattr(APIClient, "request", request)
+    sandbox = provider.start(SandboxSpec(image=image, run_id=run_id, instance_id="calls"))
+    try:
+        assert sandbox.shell("echo hi").stdout == "hi\n"
+    finally:
+        provider.teardown(sandbox)
+    # The container's calls (the process's first start also asks for the engine's info and networks, once);
+    # while sandboxd starts, its state may be asked every check_every seconds: those are not counted.
+    calls = [a.replace(sandbox.id, "ID") for a in asked if a.split()[1].startswith("/containers/")]
+    polls = [i for i, a in enumerate(calls) if a == "GET /containers/ID/json"][1:]
+    made = [a for i, a in enumerate(calls) if i not in polls]
+    assert made == ["POST /containers/create", "POST /containers/ID/start", "GET /containers/ID/json",
+                    "DELETE /containers/ID"], calls

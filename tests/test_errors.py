@@ -122,7 +122,7 @@ def test_a_harness_bug_is_recorded_once_with_its_traceback(tmp_path, image, run_
     monkeypatch.setattr(instance_mod, "_request", broken_request)
     provider = CountingProvider()
     inst, settings_ = make_settings(tmp_path, run_id, image, provider)
-    row = run_instance(inst, settings_)
+    row = run_instance(inst, settings_).row
     assert row.status == "error" and row.error_kind == "harness", row
     assert row.attempt == 1 and provider.starts == [1]  # not retried
     assert "KeyError" in row.error and "request building" in row.error
@@ -137,7 +137,7 @@ def test_a_harness_bug_is_recorded_once_with_its_traceback(tmp_path, image, run_
 def test_a_retryable_infra_error_gets_a_fresh_attempt(tmp_path, image, run_id, no_backoff):
     provider = FlakyProvider(failures=1)
     inst, settings_ = make_settings(tmp_path, run_id, image, provider)
-    row = run_instance(inst, settings_)
+    row = run_instance(inst, settings_).row
     assert row.status == "ok" and row.error_kind is None, row
     assert row.attempt == 2 and provider.starts == [1, 2]
     assert row.correct is True and row.answer == "42" and row.tool_calls == ["run_python"]
@@ -149,7 +149,7 @@ def test_a_retryable_infra_error_gets_a_fresh_attempt(tmp_path, image, run_id, n
 def test_infra_errors_stop_after_max_retries(tmp_path, no_backoff):
     provider = FlakyProvider(failures=99)  # never starts a container
     inst, settings_ = make_settings(tmp_path, "test-never-starts", "no-image", provider, max_retries=2)
-    row = run_instance(inst, settings_)
+    row = run_instance(inst, settings_).row
     assert row.status == "error" and row.error_kind == "infra" and "engine hiccup" in row.error
     assert row.attempt == 3 and provider.starts == [1, 2, 3]
     assert row.correct is False
@@ -159,7 +159,7 @@ def test_infra_errors_stop_after_max_retries(tmp_path, no_backoff):
 def test_an_agent_crash_is_recorded_once(tmp_path, image, run_id, in_repo, no_backoff):
     provider = CountingProvider()
     inst, settings_ = make_settings(tmp_path, run_id, image, provider, agent="tests.helpers.runners:CrashingRunner")
-    row = run_instance(inst, settings_)
+    row = run_instance(inst, settings_).row
     assert row.status == "error" and row.error_kind == "agent", row
     assert "RuntimeError" in row.error and "tripped over its own code" in row.error
     assert row.attempt == 1 and provider.starts == [1]  # not retried, though two retries were allowed
@@ -173,7 +173,7 @@ def test_an_agent_crash_is_recorded_once(tmp_path, image, run_id, in_repo, no_ba
 def test_a_model_error_is_recorded_once(tmp_path, image, run_id, no_backoff):
     provider = CountingProvider()
     inst, settings_ = make_settings(tmp_path, run_id, image, provider, turns=[])  # nothing recorded to play
-    row = run_instance(inst, settings_)
+    row = run_instance(inst, settings_).row
     assert row.status == "error" and row.error_kind == "model", row
     assert "no recorded turns left" in row.error
     assert row.attempt == 1 and provider.starts == [1]

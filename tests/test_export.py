@@ -34,8 +34,9 @@ def _lines(path):
 @pytest.mark.docker
 def test_gaia_submission_has_one_answer_and_trace_per_selected_task(run_dir, tmp_path):
     out = tmp_path / "submission.jsonl"
-    proc = harness("export", run_dir, "--format", "gaia", "--out", out)
+    proc = harness("export", run_dir, "--format", "gaia", "--out", out, "--allow-partial")  # 3 of the smoke set
     assert proc.returncode == 0, explain(proc)
+    assert "partial leaderboard file" in proc.stderr
     lines = _lines(out)
     assert [line["task_id"] for line in lines] == IDS
     for line in lines:  # the leaderboard's format: these keys, all strings
@@ -60,7 +61,7 @@ def test_gaia_export_refuses_missing_ids_and_warns_of_unanswered(run_dir, tmp_pa
     assert refused.returncode == 2, explain(refused)
     assert IDS[2] in refused.stderr and "--allow-missing" in refused.stderr
     assert not out.exists()
-    allowed = harness("export", copy, "--format", "gaia", "--out", out, "--allow-missing")
+    allowed = harness("export", copy, "--format", "gaia", "--out", out, "--allow-missing", "--allow-partial")
     assert allowed.returncode == 0, explain(allowed)
     lines = _lines(out)
     assert [line["task_id"] for line in lines] == IDS[:2]

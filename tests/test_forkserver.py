@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.e2e import REPO, explain, harness, rows
+from tests.helpers.locks import machine_lock
 
 pytestmark = pytest.mark.docker
 
@@ -98,18 +99,21 @@ def test_agents_die_with_the_harness(tmp_path):
     while alive(below) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert alive(below) == set()
-    subprocess.run([sys.executable, "-m", "harness", "cleanup"], cwd=REPO, capture_output=True, timeout=120)
+    with machine_lock("reap"):  # tests/helpers/locks.py
+        subprocess.run([sys.executable, "-m", "harness", "cleanup"], cwd=REPO, capture_output=True, timeout=120)
 
 
 PROBE = """
 import json, os, sys, threading, time
-from harness.runner import forkserver
+from harness.runner.agent_process.servers import ForkServers
 
 held = open(sys.argv[1], "w")  # a file of the harness's that no server may hold
+forks = ForkServers()
 
 
 def probe(agent):
-    server = forkserver.server_for(agent)
+    forks.start(agent)
+    server = forks.server_for(agent)
     fds = [os.readlink(f"/proc/{server.proc.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{server.proc.pid}/fd")]
     return {"kind": type(server.proc).__name__, "holds_file": sys.argv[1] in fds, "pid": server.proc.pid}
 
@@ -118,12 +122,13 @@ seen = {"main": probe("plain")}  # the main thread of a process without other th
 worker = threading.Thread(target=lambda: seen.update(thread=probe("assistant")))
 worker.start()
 worker.join()
-procs = [forkserver.start(a).result().proc for a in ("plain", "assistant")]
-forkserver.close_all()
+procs = [forks.start(a).result().proc for a in ("plain", "assistant")]  # started once: the same servers
+forks.close()
 seen["ended"] = all(p.wait(5) is not None for p in procs)
-loading = forkserver.start("assistant").result()  # closed while it still imports the agent framework
+seen["none_after_close"] = forks.server_for("plain") is None  # never started on first use
+loading = forks.start("assistant").result()  # closed while it still imports the agent framework
 started = time.monotonic()
-forkserver.close_all()
+forks.close()
 seen["closed_while_loading"] = (loading.proc.wait(5), time.monotonic() - started < 5)
 print(json.dumps(seen))
 """
@@ -141,4 +146,4 @@ def test_the_server_is_a_fork_of_a_single_threaded_harness_else_a_fresh_interpre
     assert not seen["main"]["holds_file"] and not seen["thread"]["holds_file"], seen
     # One still loading is killed, not waited for: a resume with nothing to do does not wait for the
     # agent framework's imports (~0.25 s of 1.0 with an AutoGen agent).
-    assert seen["ended"] and seen["closed_while_loading"] == [-signal.SIGKILL, True], seen
+    assert seen["ended"] and seen["none_after_close"] and seen["closed_while_loading"] == [-signal.SIGKILL, True], seen

@@ -70,7 +70,7 @@ def load(tmp_path: Path, reference: str, split: str | None = "validation", **env
             "except InputError as e:\n    print(json.dumps({'error': str(e)})); sys.exit(0)\n"
             "print(json.dumps({'revision': d.revision, 'fingerprint': d.fingerprint, 'instances': "
             "[{'id': i.instance_id, 'answer': i.answer, 'level': i.level, 'files': i.files, 'root': str(i.root)} "
-            "for i in d]}))")
+            "for i in d.instances]}))")
     proc = subprocess.run([sys.executable, "-c", code, reference, split or ""], capture_output=True, text=True,
                           timeout=120, env={**os.environ, **hub_env(tmp_path, **env)},
                           cwd=Path(__file__).resolve().parents[1])

@@ -1,11 +1,16 @@
 """The sandbox image's tag is a hash of its build context: any real change rebuilds, nothing else does."""
 
 import shutil
+import time
 from pathlib import Path
+
+import pytest
+from filelock import FileLock
 
 from harness.fsutil import tree_hash
 from harness.sandbox.docker import images
 from harness.settings import settings
+from tests.helpers.e2e import explain, harness
 
 
 def test_image_tag_changes_with_any_file_of_the_build_context(tmp_path):
@@ -42,3 +47,36 @@ def test_images_dir_is_the_top_level_context_unless_overridden(tmp_path, monkeyp
     finally:
         monkeypatch.undo()
         settings.cache_clear()
+
+
+@pytest.mark.docker
+def test_an_image_present_is_taken_while_another_process_holds_the_engines_build_lock(tmp_path, image):
+    """A build or a copy holds its engine's lock for minutes (~1.6 GB to a remote engine); one machine-wide
+    lock made every run on this machine wait for it, even on an engine that had the image: in the suite, a
+    one-instance run waited 98-151 s behind the remote-engine test's copy. The tag present is taken at
+    once, and the lock is the engine's own (a copy to another engine takes another file)."""
+    env = {"HARNESS_STATE_DIR": str(tmp_path / "state")}
+    (tmp_path / "state").mkdir()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HARNESS_STATE_DIR", env["HARNESS_STATE_DIR"])
+        settings.cache_clear()
+        try:
+            local = images.lock_path()
+            patch.setenv("HARNESS_DOCKER_HOST", "tcp://192.0.2.1:2376")
+            settings.cache_clear()
+            remote = images.lock_path()
+        finally:
+            settings.cache_clear()
+    assert local != remote and local.parent == remote.parent == tmp_path / "state"
+    held = [FileLock(str(path)) for path in (local, remote, tmp_path / "state" / "images.lock")]
+    for lock in held:
+        lock.acquire(timeout=5)
+    try:
+        started = time.monotonic()
+        proc = harness("images", "build", env=env, timeout=120)
+        seconds = time.monotonic() - started
+    finally:
+        for lock in held:
+            lock.release()
+    assert proc.returncode == 0 and proc.stdout.strip() == image, explain(proc)
+    assert seconds < 60, seconds  # it waited for the lock before (until the harness's own timeout)

@@ -99,7 +99,7 @@ def test_sandbox_code_executor_routes_languages_stops_at_failures_and_propagates
     from harness.errors import SandboxDied
 
     code = FakeCode()
-    executor = SandboxCodeExecutor(Environments(code=code, file=None))
+    executor = SandboxCodeExecutor(Environments({"code": code}))
     run = lambda blocks: asyncio.run(executor.execute_code_blocks(blocks, CancellationToken()))  # noqa: E731
 
     result = run([CodeBlock("print(1)", "python"), CodeBlock("ls", "bash")])
@@ -114,7 +114,7 @@ def test_sandbox_code_executor_routes_languages_stops_at_failures_and_propagates
     assert result.exit_code == 1 and "unsupported language 'rust'" in result.output
 
     fatal = []
-    dead = SandboxCodeExecutor(Environments(code=FakeCode(SandboxDied("gone")), file=None, on_fatal=fatal.append))
+    dead = SandboxCodeExecutor(Environments({"code": FakeCode(SandboxDied("gone"))}, on_fatal=fatal.append))
     with pytest.raises(SandboxDied):
         asyncio.run(dead.execute_code_blocks([CodeBlock("print(1)", "python")], CancellationToken()))
     assert len(fatal) == 1 and isinstance(fatal[0], SandboxDied)
@@ -148,7 +148,7 @@ def _dry(search: bool, mcp: bool):
 
     envs = dry_environments(Limits(), search=SearchSettings(provider="tavily") if search else None)
     if mcp:
-        envs.mcp = [SchemaTool("calc__add", "Add two integers.", {"type": "object", "properties": {}}, call)]
+        envs.built["mcp"] = [SchemaTool("calc__add", "Add two integers.", {"type": "object", "properties": {}}, call)]
     return envs
 
 
@@ -192,6 +192,6 @@ def test_the_websurfer_teams_assistant_holds_web_search_and_the_mcp_tools():
     async def playwright():
         return None, None
 
-    envs.web.playwright = playwright
+    envs.built["browser"].playwright = playwright
     tools = _team_tools(asyncio.run(websurfer(_replay_client(), envs, None, Limits())))
     assert {"web_search", "calc__add", "run_python"} <= set(tools["assistant"])

@@ -11,9 +11,6 @@ import io
 import json
 import os
 import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import PIL.Image
@@ -27,6 +24,7 @@ from harness.environments.mcp_config import McpServer, combine, from_flag, from_
 from harness.environments.tools import SchemaTool, arguments_model, schema
 from harness.errors import InputError
 from tests.fakes.openai_server import FakeOpenAI, text, tool_calls
+from tests.helpers.calc_http import calc_over_http
 from tests.helpers.e2e import DATA, containers_of, explain, fake_config, harness, rows, trace
 
 SERVER = DATA / "mcp" / "calc_server.py"
@@ -175,31 +173,15 @@ def test_a_model_without_vision_reads_an_image_part_as_its_placeholder():
     assert result_text(result) == "a chart\n[image content: image/png]"
     assert result_text(result, {1: "[image #3: shots/given-3.png, 1x1, shown below]"}) == (
         "a chart\n[image #3: shots/given-3.png, 1x1, shown below]")
-    assert _shower(dry_environments(Limits())) is None  # no ImageEnv (a model that cannot see): nothing shown
+    assert _shower(None, dry_environments(Limits())) is None  # no ImageEnv (a model that cannot see): nothing shown
 
 
 @pytest.fixture
 def remote_server(tmp_path):
     """calc_server.py over streamable HTTP on the host, answering only requests with the right X-Test-Key."""
     key = "mcp-canary-" + os.urandom(8).hex()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, str(SERVER), "http", str(port)], env={**os.environ, "CALC_KEY": key},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}/mcp", key
-    finally:
-        proc.kill()
-        proc.wait()
+    with calc_over_http({"CALC_KEY": key}) as url:
+        yield url, key
 
 
 @pytest.mark.docker

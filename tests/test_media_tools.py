@@ -24,7 +24,7 @@ from harness.agents.dry import dry_environments
 from harness.environments.audio import AudioEnv
 from harness.environments.fetch import FetchEnv
 from harness.environments.files import FileEnv
-from harness.environments.tools import media_tools
+from harness.environments.tools import sandbox_tools
 from harness.environments.video import MAX_FRAMES, VideoEnv
 from harness.environments.websearch.guard import Guard
 from harness.models.config import ModelSection
@@ -55,13 +55,16 @@ def section(base_url: str, transcription_model: str | None = "whisper-1") -> Mod
                         max_retries=0, timeout=20, transcription_model=transcription_model)
 
 
+def media_tools(envs) -> list[str]:
+    return [t.__name__ for t in sandbox_tools(envs) if t.__name__ in ("fetch_url", "video_frames", "transcribe_audio")]
+
+
 def test_transcribe_audio_is_offered_only_with_a_transcription_model():
     limits = Limits()
-    assert [t.__name__ for t in media_tools(dry_environments(limits))] == ["fetch_url", "video_frames"]
-    without = dry_environments(limits, section("http://127.0.0.1:9/v1", None))
-    assert "transcribe_audio" not in [t.__name__ for t in media_tools(without)]
-    names = [t.__name__ for t in media_tools(dry_environments(limits, section("http://127.0.0.1:9/v1")))]
-    assert names == ["fetch_url", "video_frames", "transcribe_audio"]
+    assert media_tools(dry_environments(limits)) == ["fetch_url", "video_frames"]
+    assert "transcribe_audio" not in media_tools(dry_environments(limits, section("http://127.0.0.1:9/v1", None)))
+    assert media_tools(dry_environments(limits, section("http://127.0.0.1:9/v1"))) == [
+        "fetch_url", "video_frames", "transcribe_audio"]
 
 
 def test_a_transcription_model_is_fingerprinted_only_when_set():
@@ -177,7 +180,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self._send(b'<html><body><a href="/answers/file.csv">the file</a></body></html>', "text/html")
         if self.path.startswith("/answers/"):
             return self._send(b"q,a\n1,42\n", "text/csv", {"Content-Disposition": 'attachment; filename="file.csv"'})
-        moves = {"/go": "/answers", "/hop": "/ok"}
+        moves = {"/go": "/answers", "/hop": "/ok", "/chain": "/secret/hop", "/secret/hop": "/ok"}
         if self.path in moves:
             self.send_response(302)
             self.send_header("Location", moves[self.path])
@@ -208,7 +211,7 @@ def start_loopback_site(sb) -> None:
 
 @pytest.mark.docker
 def test_fetch_url_keeps_to_the_leakage_guard_and_names_a_refused_connection(media_sandbox, tmp_path):
-    """A blocked URL is never requested; a redirect onto one is deleted unread (outcome blocked, a guard
+    """A blocked URL is never requested, nor a redirect's hop onto one (outcome blocked, a guard
     event each); a redirect elsewhere is named; a closed port is 'connection refused'. The site is a
     server on the sandbox's own loopback (its network is none)."""
     sb, trace_path = media_sandbox, tmp_path / "t.jsonl"
@@ -225,7 +228,7 @@ def test_fetch_url_keeps_to_the_leakage_guard_and_names_a_refused_connection(med
     assert "the answer is 42" not in direct + redirected
     assert hop.startswith("Fetched http://127.0.0.1:47123/hop (redirected to http://127.0.0.1:47123/ok)"), hop
     assert "the answer is 42" in hop and len(kept) == 1 and kept[0].endswith("-ok.txt"), kept
-    assert hits == ["/go", "/answers", "/hop", "/ok"]  # the first, blocked, was never requested
+    assert hits == ["/go", "/hop", "/ok"]  # neither blocked URL was requested
     assert refused == "Error: connection refused by http://127.0.0.1:9/", refused
     events = read_trace(trace_path)
     assert [e.args["source"] for e in events if e.env == "guard"] == ["fetch", "fetch"]

@@ -58,7 +58,7 @@ def test_multihoprag_sample_verdicts_types_and_recall(out: Path):
             assert event["results"] and all(h["url"] in result["content"] and h["title"] in result["content"]
                                             for h in event["results"])
 
-    metadata = {i.instance_id: i.metadata for i in load_dataset(SAMPLE)}
+    metadata = {i.instance_id: i.metadata for i in load_dataset(SAMPLE).instances}
     recall = retrieval_recall(ordered, traces, metadata)
     assert [r["recall"] for r in recall["per_row"]] == [r for *_, r in EXPECTED if r is not None]
     assert recall["n"] == 9 and recall["mean"] == pytest.approx(8 / 9)

@@ -17,8 +17,8 @@ import time
 import pytest
 
 from harness.agents.autogen.models import build_client
-from harness.models.chat import chat_model
 from harness.models.config import parse_section
+from harness.models.factory import chat_model
 from harness.models.meter import Meter
 from harness.models.pacing import Unpaced, ask_of
 from harness.models.slots import Slots, slots_directory

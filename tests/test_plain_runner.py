@@ -202,7 +202,7 @@ def test_no_autogen_import_outside_the_autogen_runner():
 def test_the_plain_path_loads_no_autogen_module():
     """Importing the CLI, the runner and the agent process and making a plain runner pulls in no AutoGen."""
     code = ("import sys\n"
-            "import harness.cli, harness.runner.run, harness.runner.child, harness.runner.rescore\n"
+            "import harness.cli, harness.runner.run, harness.runner.agent_process.child, harness.runner.rescore\n"
             "from harness.agents.registry import resolve\n"
             "runner = resolve('plain')()\n"
             "import harness.models.chat, harness.environments.tools, harness.agents.user\n"

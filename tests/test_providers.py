@@ -12,12 +12,12 @@ from autogen_core.tools import FunctionTool
 
 from harness.agents.autogen.models import build_client
 from harness.errors import InputError, ModelError
-from harness.models.chat import chat_model
 from harness.models.completion import completer
 from harness.models.config import GEMINI_BASE_URL, parse_section
+from harness.models.factory import chat_model
 from harness.models.meter import Meter
 from harness.models.probe import ModelCheck, probe_all
-from harness.models.usage import Price
+from harness.usage import Price
 from tests.fakes.openai_server import text, tool_calls
 from tests.fakes.providers import FakeAnthropic, FakeAzure, FakeGemini, anthropic_error
 

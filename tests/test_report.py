@@ -8,7 +8,8 @@ import pytest
 from rich.console import Console
 
 from harness.report import append_summary, build_report, render, wilson_interval, write_report
-from harness.results.model import ResultRow, Usage
+from harness.results.model import ResultRow
+from harness.usage import Usage
 
 
 def row(iid: str, status: str = "ok", **kw) -> ResultRow:
@@ -99,7 +100,7 @@ def test_summary_csv(tmp_path: Path) -> None:
 
 def test_empty_input() -> None:
     r = build_report([], [], leaked_containers=0)
-    assert r.n_selected == 0 and r.accuracy == 0.0 and r.ci95 == (0.0, 1.0)
+    assert r.n_selected == 0 and r.accuracy is None and r.ci95 == (0.0, 1.0)
     assert "Run report" in render_text(r)
     r = build_report([], ["a", "b"], leaked_containers=0)
     assert r.n_missing == 2 and r.accuracy == 0.0

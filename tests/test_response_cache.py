@@ -18,11 +18,11 @@ import pytest
 from harness.agents.autogen.models import build_client
 from harness.errors import InputError
 from harness.models.cache import ResponseCache
-from harness.models.chat import chat_model
 from harness.models.config import ModelSection
+from harness.models.factory import chat_model
 from harness.models.meter import Meter
-from harness.models.usage import Price
 from harness.traces import Tracer, read_events
+from harness.usage import Price
 from tests.fakes.openai_server import FakeOpenAI, text, tool_calls
 from tests.test_model_concurrency import prefix  # noqa: F401, F811 - the fixture: its containers gone at the end
 

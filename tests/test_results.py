@@ -10,8 +10,8 @@ import pytest
 
 from harness.errors import InputError
 from harness.results.model import ResultRow
-from harness.results.run_config import RunConfig, lock_output_dir, save_or_check
 from harness.results.store import append_row, latest_by_key, load, pending, read_rows, repair
+from harness.runner.run_config import RunConfig, lock_output_dir, save_or_check
 
 
 def row(iid: str, status: str = "ok", **kw) -> ResultRow:
@@ -173,7 +173,7 @@ def test_unreadable_run_json(tmp_path: Path) -> None:
 
 HOLDER = """
 import sys, time
-from harness.results.run_config import lock_output_dir
+from harness.runner.run_config import lock_output_dir
 with lock_output_dir(sys.argv[1]):
     print("held", flush=True)
     sys.stdin.readline()

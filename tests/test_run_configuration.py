@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from harness.config import RunConfiguration, Scoring, TomlConfig
 from harness.errors import InputError
-from harness.results.run_config import RunConfig, load_run_config, save_or_check
+from harness.runner.run_config import RunConfig, load_run_config, save_or_check
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = REPO / "datasets" / "gaia-smoke"
@@ -66,7 +66,7 @@ def test_each_check_between_flags_is_one_line_naming_them(tmp_path, flags, expec
     ({"selection": {"offset": -1}}, "--offset -1: "),
     ({"selection": {"stride": 0}}, "--stride 0: "),
     ({"user": {"max_replies": -1}}, "--max-user-replies -1: "),
-    ({"model": "nope"}, "--model nope: no [llm.nope] section"),
+    ({"model": "nope"}, "--model nope: no --config was given, so there is no [llm.nope] section"),
 ])
 def test_a_bad_flag_is_named(tmp_path, flags, expect):
     assert refused(tmp_path, **flags).startswith(expect)

@@ -24,6 +24,7 @@ from harness.sandbox.contract import SandboxSpec, parse_size
 from harness.sandbox.docker import engine, storage
 from harness.sandbox.docker.provider import DockerSandbox
 from harness.sandbox.service import TOKEN_HEADER, ServiceClient
+from tests.helpers.locks import machine_lock
 from tests.helpers.wait import wait_for
 
 pytestmark = pytest.mark.docker
@@ -171,9 +172,10 @@ def test_cli_cleanup_removes_a_killed_owners_containers_and_spares_others(provid
         line = child.stdout.readline()
         assert len(line.split()) == 2, child.stderr.read()
         assert len(provider.find(run_id)) == 2
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait()
-        out = subprocess.run([sys.executable, "-m", "harness", "cleanup"], capture_output=True, text=True)
+        with machine_lock("reap"):  # tests/helpers/locks.py
+            os.kill(child.pid, signal.SIGKILL)
+            child.wait()
+            out = subprocess.run([sys.executable, "-m", "harness", "cleanup"], capture_output=True, text=True)
         assert out.returncode == 0, out.stderr
         assert provider.find(run_id) == []
         assert engine.client().containers.get(bystander.id).status == "created"

@@ -17,7 +17,7 @@ from harness.config import Scoring
 from harness.errors import InputError
 from harness.report import build_report, render
 from harness.results.model import ResultRow
-from harness.runner.run import _exit_code
+from harness.runner.phases.report import exit_code as _exit_code
 from harness.runner.scorers import build_scorers
 from harness.scoring import LLMJudgeScorer, get_scorer
 from harness.scoring.apply import MAX_ERROR, score_row
@@ -213,7 +213,7 @@ def test_an_old_two_argument_scorer_exits_2_before_any_container(tmp_path):
     assert proc.returncode == exit_codes.INPUT, explain(proc)
     (line,) = [line for line in proc.stderr.splitlines() if line.strip()]
     assert f"--scorer {HELPERS}:two_args" in line and "(answer, target, *, context)" in line
-    assert containers_created_between("only one", since, until) == []
+    assert containers_created_between("only one", since, until, out) == []
     assert not (out / "output.jsonl").exists()
 
 

@@ -12,12 +12,13 @@ import pytest
 from harness.agents.contract import AgentResult, Limits
 from harness.datasets.model import Instance
 from harness.models.config import ModelSection
-from harness.results.model import ResultRow, Usage
+from harness.results.model import ResultRow
 from harness.runner.instance import RunSettings, _finish
 from harness.scoring import get_scorer
 from harness.scoring.apply import context_for, score_row
 from harness.scoring.base import ScoreContext
 from harness.scoring.registry import SCORERS
+from harness.usage import Usage
 from tests.helpers.e2e import REPO, containers_of, explain, harness, rows
 
 SMOKE = REPO / "datasets" / "gaia-smoke"
@@ -153,7 +154,7 @@ def test_a_run_row_without_a_final_message_is_not_correct():
                            scorers=list(every_scorer()))
     for final in ("", "   \n"):
         row = _finish(instance, settings, AgentResult(final_message=final, limit="max_steps",
-                                                      usage=Usage(llm_calls=3)), 1, "", 0.0, None, None)
+                                                      usage=Usage(llm_calls=3)), 1, "", 0.0, None, None, [])
         assert row.status == "limit" and row.answer is None and row.answer_source == "none"
         assert row.correct is False and not any(s["correct"] for s in row.scores.values()), row.scores
 

@@ -1,5 +1,5 @@
 """Every HARNESS_* variable is read in one place (harness/settings.py), typed, and documented in
-the README's one table; a bad value is an input error naming the variable. The README's other
+one table of docs/reference.md; a bad value is an input error naming the variable. The docs' other
 reference lists (a run directory's files, the error kinds) follow the code too. Pure Python."""
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from harness.errors import InputError
 from harness.settings import ELSEWHERE, Settings, settings
 
 ROOT = Path(__file__).resolve().parents[1]
+REFERENCE = ROOT / "docs" / "reference.md"  # the settings table, the error kinds, the exit codes
+RESULTS = ROOT / "docs" / "results.md"  # the files of a run directory
 NAME = re.compile(r"HARNESS_[A-Z0-9_]+(\*)?")
 ROW = re.compile(r"^\| `(HARNESS_[A-Z0-9_]+)` \| (.*?) \| (.*?) \|$")
 # Runs inside the sandbox container (or builds its base), so it cannot import harness.settings:
@@ -29,11 +31,16 @@ def known() -> set[str]:
     return set(field_vars()) | set(ELSEWHERE)
 
 
-def readme_rows() -> dict[str, tuple[str, str]]:
+def documented_rows() -> dict[str, tuple[str, str]]:
+    """The settings table's rows; no other page of the docs may have a second table of them."""
     rows: dict[str, tuple[str, str]] = {}
-    for line in (ROOT / "README.md").read_text().splitlines():
+    for page in (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))):
+        for line in page.read_text().splitlines():
+            if (match := ROW.match(line)) and page != REFERENCE:
+                raise AssertionError(f"{page.name} has a row for {match.group(1)}: the table is {REFERENCE.name}'s")
+    for line in REFERENCE.read_text().splitlines():
         if match := ROW.match(line):
-            assert match.group(1) not in rows, f"README: two rows for {match.group(1)}"
+            assert match.group(1) not in rows, f"{REFERENCE.name}: two rows for {match.group(1)}"
             rows[match.group(1)] = (match.group(2), match.group(3))
     return rows
 
@@ -53,15 +60,15 @@ def shown(default) -> str:
     return str(default)
 
 
-def test_every_variable_has_one_readme_row_and_every_row_a_variable():
-    rows = readme_rows()
-    assert not sorted(known() - set(rows)), f"README settings table lacks rows for {sorted(known() - set(rows))}"
-    assert not sorted(set(rows) - known()), f"README documents unknown variables {sorted(set(rows) - known())}"
+def test_every_variable_has_one_documented_row_and_every_row_a_variable():
+    rows = documented_rows()
+    assert not sorted(known() - set(rows)), f"the settings table lacks rows for {sorted(known() - set(rows))}"
+    assert not sorted(set(rows) - known()), f"the settings table has unknown variables {sorted(set(rows) - known())}"
     for var, field in field_vars().items():
         default, meaning = rows[var]
         assert meaning.strip(), var
         if field.default is not None:
-            assert shown(field.default) in default, f"README default of {var} is {default!r}, not {field.default!r}"
+            assert shown(field.default) in default, f"documented default of {var} is {default!r}, not {field.default!r}"
 
 
 def test_every_harness_variable_in_the_source_is_a_setting_or_documented_elsewhere():
@@ -116,11 +123,17 @@ def test_only_settings_reads_harness_variables_from_the_environment():
                 or path.is_relative_to(ROOT / "bench"):
             continue
         text = path.read_text()
-        offenders += [f"{path.relative_to(ROOT)}:{line}: {code}" for line, code in env_reads(ast.parse(text))]
-        # Belt and braces for reads the AST check cannot see (a name built elsewhere, then looked up).
+        tree = ast.parse(text)
+        offenders += [f"{path.relative_to(ROOT)}:{line}: {code}" for line, code in env_reads(tree)]
+        # Belt and braces for reads the AST check cannot see (a name built elsewhere, then looked up). The
+        # lines of a multi-line string are not this process's code: a docstring, or a script the sandbox runs
+        # (environments/proxied.py reads the proxy's variables there, as sandboxd does: ELSEWHERE's).
+        elsewhere = {i for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                     for i in range(node.lineno, (node.end_lineno or node.lineno) + 1)
+                     if node.end_lineno != node.lineno}
         offenders += [f"{path.relative_to(ROOT)}:{i}: {line.strip()}" for i, line in enumerate(text.splitlines(), 1)
                       if re.search(r"\benviron\b|getenv", line) and "HARNESS_" in line
-                      and not line.lstrip().startswith("#")]
+                      and not line.lstrip().startswith("#") and i not in elsewhere]
     assert not offenders, "read a HARNESS_ variable outside harness/settings.py:\n" + "\n".join(sorted(set(offenders)))
 
 
@@ -164,15 +177,14 @@ def test_values_are_typed_and_read_once(fresh_settings):
     assert settings().docker_timeout == 9
 
 
-def test_readme_lists_every_file_of_a_run_directory_and_every_error_kind():
+def test_the_docs_list_every_file_of_a_run_directory_and_every_error_kind():
     import harness.results.layout as layout
     from harness.errors import ERROR_KINDS
 
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Files in an output directory", 1)[1].split("\n## ", 1)[0]
+    section = RESULTS.read_text().split("## Files in an output directory", 1)[1].split("\n## ", 1)[0]
     entries = [line.strip() for line in layout.__doc__.split("\n\n", 1)[1].strip().splitlines()]
     assert len(entries) >= 9
     missing = [entry for entry in entries if entry not in section]
-    assert not missing, f"README's 'Files in an output directory' differs from harness/results/layout.py: {missing}"
-    errors = readme.split("## Errors", 1)[1].split("\n## ", 1)[0]
-    assert not [k for k in ERROR_KINDS if f"| `{k}` |" not in errors], "README's Errors table lacks a kind"
+    assert not missing, f"{RESULTS.name}'s run directory files differ from harness/results/layout.py: {missing}"
+    errors = REFERENCE.read_text().split("## Errors", 1)[1].split("\n## ", 1)[0]
+    assert not [k for k in ERROR_KINDS if f"| `{k}` |" not in errors], f"{REFERENCE.name}'s Errors table lacks a kind"

@@ -5,10 +5,13 @@ with how to install it (nothing is skipped)."""
 
 from __future__ import annotations
 
+import hashlib
+import os
 import shutil
 import subprocess
 import sys
 import textwrap
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -16,12 +19,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 INSTALL = "bash scripts/setup.sh (it installs pyproject.toml's dev extra: ruff, mypy, import-linter)"
-CONTRACTS = [
-    "The stages below the runner never import it",
-    "Only the Docker and swarm providers import the docker SDK",
-    "Only the AutoGen runner imports AutoGen",
-    "Providers are reached through the sandbox registry and contract, never imported",
-]
+# Every import-linter contract of pyproject.toml: each must hold on the tree and break on its plant below.
+CONTRACTS = [contract["name"] for contract in
+             tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]]
+LAYERS = "One layer order, top to bottom"
 
 
 def _tool(name: str) -> str:
@@ -41,15 +42,29 @@ def test_ruff_finds_nothing():
 
 
 def test_mypy_finds_nothing():
-    done = _run([_tool("mypy")], timeout=300)
+    # The cache of scripts/check.sh for this checkout (pyproject.toml's [tool.mypy] says why one per path).
+    cache = Path.home() / ".cache" / "harness" / "mypy" / hashlib.sha1(str(ROOT).encode()).hexdigest()[:12]
+    done = _run([_tool("mypy"), "--cache-dir", str(cache)], timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    """lint-imports with root/pyproject.toml over root/harness (wide: a long contract name is not wrapped)."""
+    # The editable install's finder would resolve `harness` to the real tree: drop it, read root's.
+    code = ("import sys; sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in repr(f)]; "
+            f"sys.path.insert(0, {str(root)!r}); sys.argv = ['lint-imports', '--no-logo', '--no-cache']; "
+            "from importlinter.cli import lint_imports_command; lint_imports_command()")
+    _tool("lint-imports")
+    return subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "COLUMNS": "1000"})
 
 
 def test_import_contracts_hold():
-    done = _run([_tool("lint-imports"), "--no-logo", "--no-cache"])
+    done = _lint_imports(ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
+    assert LAYERS in CONTRACTS
     for name in CONTRACTS:
-        assert f"{name} KEPT" in done.stdout
+        assert f"{name} KEPT" in done.stdout, done.stdout
 
 
 def test_ruff_applies_each_rule_family_at_the_line_length(tmp_path):
@@ -96,30 +111,64 @@ def test_mypy_is_strict_on_the_contracts_and_lenient_elsewhere(tmp_path):
         assert any(line.startswith(f"harness/{module}.py:6:") and "[return-value]" in line for line in lines)
 
 
-def test_every_import_contract_catches_a_planted_violation(tmp_path):
-    """A copy of harness/ with one forbidden import per contract: each contract is reported broken."""
+def _copy(tmp_path: Path) -> Path:
     shutil.copytree(ROOT / "harness", tmp_path / "harness", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    return tmp_path
+
+
+def test_every_import_contract_catches_a_planted_violation(tmp_path):
+    """A copy of harness/ with one forbidden import per contract: each contract is reported broken."""
+    _copy(tmp_path)
     planted = {
         "harness/scoring/planted_runner.py": "import harness.runner.run\n",
         "harness/report/planted_docker.py": "import docker\n",
         "harness/datasets/planted_autogen.py": "from autogen_core import CancellationToken\n",
         "harness/models/planted_provider.py": "from harness.sandbox.docker import provider\n",
+        "harness/datasets/planted_hub.py": "import huggingface_hub\n",
+        "harness/traces/planted_upward.py": "import harness.models.meter\n",  # a layer imports one above it
+        "harness/sandbox/docker/planted_swarm.py": "import harness.sandbox.swarm.provider\n",
+        "harness/agents/sandboxed/planted_plain.py": "import harness.agents.plain.runner\n",
     }
     for path, text in planted.items():
         (tmp_path / path).write_text(text)
-    # The fork server once imported the Docker provider under an ignore entry: no such entry is left.
-    with open(tmp_path / "harness/runner/forkserver.py", "a") as fh:
-        fh.write("\nimport harness.sandbox.docker.provider\n")
-    # The editable install's finder would resolve `harness` to the real tree: drop it, read the copy.
-    code = ("import sys; sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in repr(f)]; "
-            f"sys.path.insert(0, {str(tmp_path)!r}); sys.argv = ['lint-imports', '--no-logo', '--no-cache']; "
-            "from importlinter.cli import lint_imports_command; lint_imports_command()")
-    _tool("lint-imports")
-    done = _run([sys.executable, "-c", code], cwd=tmp_path)
+    appended = {
+        # The fork server once imported the Docker provider under an ignore entry: no such entry is left.
+        "harness/runner/agent_process/forkserver.py": "harness.sandbox.docker.provider",
+        "harness/scoring/math.py": "harness.scoring.gaia",  # one scorer on another
+        "harness/environments/code.py": "harness.environments.audio",  # one environment on another
+        "harness/environments/families/code.py": "harness.environments.families.audio",  # one family on another
+    }
+    for path, module in appended.items():
+        with open(tmp_path / path, "a") as fh:
+            fh.write(f"\nimport {module}\n")
+    with open(tmp_path / "harness/models/chat.py", "a") as fh:  # a circle: factory.py builds on chat.py
+        fh.write("\nimport harness.models.factory\n")
+    done = _lint_imports(tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     for name in CONTRACTS:
         assert f"{name} BROKEN" in done.stdout, done.stdout
+    assert "No cycles are allowed in harness.models." in done.stdout and "- .chat -> .factory" in done.stdout
     for path in planted:
         assert path.removesuffix(".py").replace("/", ".") in done.stdout, done.stdout
-    assert "harness.runner.forkserver -> harness.sandbox.docker.provider" in done.stdout, done.stdout
+    for path, module in appended.items():
+        assert f"{path.removesuffix('.py').replace('/', '.')} -> {module}" in done.stdout, done.stdout
+
+
+def test_the_layers_contract_names_an_upward_import_and_an_unplaced_module(tmp_path):
+    """One upward import (the report importing the runner) and one new top-level module in no layer:
+    lint-imports fails on the layers contract, naming both."""
+    _copy(tmp_path)
+    with open(tmp_path / "harness/report/build.py", "a") as fh:
+        fh.write("\nimport harness.runner.prompt\n")
+    (tmp_path / "harness/unplaced.py").write_text("")
+    done = _lint_imports(tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    broken = [name for name in CONTRACTS if f"{name} BROKEN" in done.stdout]
+    # the runner contract forbids this import too, and it closes a circle (the runner imports the report);
+    # every other contract holds
+    assert sorted(broken) == sorted([LAYERS, "The stages below the runner never import it",
+                                     "No import cycle among the siblings of any package"]), done.stdout
+    assert "harness.report is not allowed to import harness.runner" in done.stdout, done.stdout
+    assert "harness.report.build -> harness.runner.prompt" in done.stdout, done.stdout
+    assert "harness.unplaced" in done.stdout, done.stdout

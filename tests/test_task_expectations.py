@@ -21,7 +21,7 @@ def write(tmp_path, *records):
 def test_seed_field_names_and_expectations_load(tmp_path):
     (inst,) = load_dataset(write(tmp_path, {"id": "t1", "prompt": "Add 2 and 2.", "expected_answer": "4",
                                             "expected_tool_calls": ["run_python"], "max_steps": 3,
-                                            "max_tokens": 500, "topic": "arith"}))
+                                            "max_tokens": 500, "topic": "arith"})).instances
     assert (inst.instance_id, inst.question, inst.answer) == ("t1", "Add 2 and 2.", "4")
     assert (inst.expected_tool_calls, inst.max_steps, inst.max_tokens) == (["run_python"], 3, 500)
     assert inst.metadata == {"topic": "arith"}
@@ -32,7 +32,7 @@ def test_seed_field_names_and_expectations_load(tmp_path):
 def test_csv_expectations_are_semicolon_joined(tmp_path):
     path = tmp_path / "tasks.csv"
     path.write_text("instance_id,question,answer,expected_tool_calls\na,q,1,run_python;visit_url\n")
-    assert load_dataset(path)[0].expected_tool_calls == ["run_python", "visit_url"]
+    assert load_dataset(path).instances[0].expected_tool_calls == ["run_python", "visit_url"]
 
 
 @pytest.mark.parametrize("bad,message", [({"max_steps": 0}, "'max_steps' 0"), ({"max_tokens": "many"}, "'max_tokens'"),

@@ -260,7 +260,7 @@ def test_view_of_a_real_run_while_it_runs(tmp_path, image, out, page):
         runner.start()
         page.wait_for_selector("#rows tbody tr[data-id='live-3'] td.st-running", timeout=180_000)
         assert page.inner_text("#progress").startswith("2/2 correct so far, 2 of 3 finished, 1 running")
-        assert "(0/0; 0 of 1 finished)" in page.inner_text("#chart-accuracy")  # level 2: nothing counted as failed
+        assert "not judged (0 of 1 finished)" in page.inner_text("#chart-accuracy")  # level 2: none failed
         assert page.inner_text(".run-state") == "running"
         page.click("#rows tbody tr[data-id='live-3']")
         page.wait_for_selector("#trace .summary-box.running")

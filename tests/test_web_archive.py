@@ -49,29 +49,34 @@ def test_walls_are_recognised_by_markers_and_status():
 
 def tls_site(tmp_path: Path) -> Path:
     """The smoke site served over HTTPS on 443 with its own self-signed certificate; returns the folder."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
     site = tmp_path / "tls-site"
     site.mkdir()
     shutil.copy(SMOKE / "website" / "site.toml", site / "site.toml")
     shutil.copy(SMOKE / "website" / "serve.py", site / "plain.py")
     (site / "serve.py").write_text(TLS_SERVE)
+    self_signed(site, ALIAS)
+    return site
+
+
+def self_signed(folder: Path, host: str) -> None:
+    """A self-signed certificate for `host` in folder/cert.pem, its key in folder/key.pem."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
     key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, ALIAS)])
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
     now = dt.datetime.now(dt.UTC)
     cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
             .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(days=1))
             .not_valid_after(now + dt.timedelta(days=2))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName(ALIAS)]), critical=False)
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)]), critical=False)
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
             .sign(key, hashes.SHA256()))
-    (site / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (site / "key.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                                     serialization.NoEncryption()))
-    return site
+    (folder / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (folder / "key.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                       serialization.NoEncryption()))
 
 
 def browse(sb, trace: Path, urls: list[str]) -> list[str]:

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from harness.environments.web import WebEnv
-from harness.environments.websearch.env import SearchRefused, SearchUnavailable, WebSearch, check_key
+from harness.environments.websearch.env import SearchRefused, SearchUnavailable, WebSearch
 from harness.environments.websearch.guard import DEFAULT_BLOCK, Guard, block_list
-from harness.environments.websearch.settings import SearchSettings, resolve
+from harness.environments.websearch.settings import SearchSettings, check_key, resolve
 from harness.environments.websearch.site import SiteIndex, index_site
 from harness.errors import InputError
 from harness.sandbox.contract import SandboxSpec
@@ -175,11 +175,13 @@ def test_site_search_over_the_real_offline_site_and_the_browsers_guard(provider,
             await web.close()
 
     with provider.website(SMOKE / "website", image, run_id) as policy:
-        pages, passages = index_site(provider, SandboxSpec(image=image, run_id=run_id, instance_id="crawl",
-                                                           network=policy), "shop.gaia.test", tmp_path / "index")
+        pages, passages, withheld = index_site(provider, SandboxSpec(image=image, run_id=run_id, instance_id="crawl",
+                                                                     network=policy), "shop.gaia.test",
+                                               tmp_path / "index", DEFAULT_BLOCK)
         with provider.open(SandboxSpec(image=image, run_id=run_id, instance_id="guarded", network=policy)) as sb:
             shown = asyncio.run(browse(sb))
-    assert pages >= 30 and passages >= pages  # every product page, the catalog's pages, reports, about, the CSV
+    # every product page, the catalog's pages, reports, about, the CSV; the default guard withholds none of them
+    assert pages >= 30 and passages >= pages and withheld == 0
     hits = SiteIndex(tmp_path / "index").search("teak bench warranty", 3)
     assert hits[0].url == "http://shop.gaia.test/product/FUR-101" and "Warranty 3 years" in hits[0].snippet
     search = WebSearch(SearchSettings(provider="site", site_index=str(tmp_path / "index")), Tracer(trace))

@@ -1,6 +1,6 @@
 """The agent-runner contract, free of any framework.
 
-The harness runs each instance's agent in a process of its own (runner/child.py). That
+The harness runs each instance's agent in a process of its own (runner/agent_process/child.py). That
 process receives an `AgentRequest`, asks the agent registry for an `AgentRunner`, drives
 it turn by turn (the simulated user answers a turn that ends without <solution>), and
 answers with an `AgentResult`. A runner adapts one framework (AutoGen in
@@ -19,14 +19,15 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, model_validator
 
 from harness.datasets.model import Instance
+from harness.environments.family import Setup
 from harness.environments.mcp_config import McpServer
 from harness.environments.websearch.settings import SearchSettings
 from harness.errors import ErrorKind, kind_of
 from harness.models.budget import BudgetSpec
 from harness.models.config import ModelSection
-from harness.results.model import Usage
-from harness.sandbox.contract import SandboxHandle
+from harness.sandbox.contract import Sandbox, SandboxHandle
 from harness.traces import Tracer
+from harness.usage import Usage
 
 if TYPE_CHECKING:  # the harness's own process never builds an AgentContext: not imported there
     from harness.environments import Environments
@@ -44,7 +45,7 @@ class Limits(BaseModel):
     # The run's limits section (harness/config.py): each field is the flag of its name (--max-steps).
     max_steps: int | None = Field(None, ge=1)  # model calls
     max_tokens: int | None = Field(None, ge=1)  # prompt + completion, all clients of the instance
-    max_instance_cost: FiniteFloat | None = Field(None, gt=0)  # dollars, all clients of the instance (models/usage.py)
+    max_instance_cost: FiniteFloat | None = Field(None, gt=0)  # dollars, all clients of the instance (harness/usage.py)
     instance_timeout: float | None = Field(None, gt=0)  # wall seconds, enforced by killing the agent's process
     command_timeout: float = Field(120.0, gt=0)  # one code-environment command
     page_size: int = Field(8000, ge=100)  # characters per page of a file or web page shown to the agent
@@ -87,6 +88,17 @@ class AgentRequest(BaseModel):
     search: SearchSettings | None = None  # the run's web search (environments/websearch/); None: no tool
     mcp: tuple[McpServer, ...] = ()  # the run's MCP servers (environments/mcp_config.py), connected in the process
 
+    def section(self) -> ModelSection:
+        """The model section as the agent's process uses it: no model call may eat the instance's budget."""
+        return self.model.within(self.limits.instance_timeout)
+
+    def setup(self, sandbox: Sandbox, tracer: Tracer, shots: Path | None) -> Setup:
+        """What the tool families read of this request to build its environments (environments/family.py)."""
+        return Setup(sandbox, tracer, command_timeout=self.limits.command_timeout, page_size=self.limits.page_size,
+                     model=self.section(), instance=self.instance,
+                     search=self.search, mcp=self.mcp, replay_turns=self.replay_turns, shots=shots,
+                     who=f"{self.sandbox.spec.instance_id}/{self.sandbox.spec.attempt}")
+
     @model_validator(mode="after")
     def _slots_to_model(self) -> AgentRequest:
         """The model's clients see only its section: give it the slot directory."""
@@ -127,7 +139,8 @@ class AgentRunner(abc.ABC):
     """One agent on one instance. `turn` is called with the task, then with each simulated user
     reply; it runs the agent until it ends its turn and returns the agent's last text."""
 
-    # Modules the fork server imports once per run for this runner's processes (harness/runner/forkserver.py).
+    # Modules the fork server imports once per run for this runner's processes
+    # (harness/runner/agent_process/forkserver.py).
     preload: tuple[str, ...] = ()
 
     def __init__(self, target: Any = None):
@@ -140,8 +153,9 @@ class AgentRunner(abc.ABC):
         where that needs no sandbox (harness/agents/dry.py, with the run's `search` so that the first
         request carries web_search's schema), raising on what cannot work, and return this runner's
         first model call, to be made once for real by the model preflight (models/probe.py; not for
-        replay models). `model` is the section as the preflight calls it. None (the default): a plain
-        chat completion stands for the runner's calls."""
+        replay models), which may return what its reply said (`probe.Answered`: a tool call written as
+        text is warned of). `model` is the section as the preflight calls it. None (the default): a
+        plain chat completion stands for the runner's calls."""
         return None
 
     @abc.abstractmethod

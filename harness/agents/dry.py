@@ -8,10 +8,11 @@ needs a live sandbox to be built: such an agent is not checked this way, and tha
 A factory is therefore called once more than there are instances, first in the harness's own
 process: one with side effects should make them after it has touched its sandbox.
 
-The dry environments offer every tool the run's agents will be offered that can be known before a
-sandbox: the code, file, browser and media tools, `view_image` and `transcribe_audio` as the model
-section says, and `web_search` when the run has a search provider (its schema only: the preflight
-searches nothing). The MCP servers' tools are not among them: they are listed only once a server
+The dry environments are built by the tool families as an agent process builds them
+(harness/environments/family.py), so they offer every tool the run's agents will be offered that can be
+known before a sandbox: the code, file, browser and media tools, `view_image` and `transcribe_audio` as
+the model section says, and `web_search` when the run has a search provider (its schema only: the
+preflight searches nothing). The MCP servers' tools are not among them: they are listed only once a server
 runs (a `command` one inside the instance's sandbox), so the preflight's first request goes without
 their schemas.
 """
@@ -19,9 +20,10 @@ their schemas.
 from __future__ import annotations
 
 from harness.agents.contract import Limits
-from harness.environments import CodeEnv, Environments, FileEnv, ImageEnv, WebEnv
-from harness.environments.audio import audio_env
-from harness.environments.websearch.env import WebSearch
+from harness.datasets.model import Instance
+from harness.environments import Environments
+from harness.environments.families import environments
+from harness.environments.family import Setup
 from harness.environments.websearch.settings import SearchSettings
 from harness.models.config import ModelSection
 from harness.sandbox.contract import Sandbox
@@ -47,14 +49,9 @@ class DrySandbox(Sandbox):
         raise SandboxNeeded(f"a dry construction has no sandbox (asked for its {name!r})")
 
 
-def dry_environments(limits: Limits, model: ModelSection | None = None,
-                     search: SearchSettings | None = None) -> Environments:
-    """Environments like an agent process's (code, files, browser, the model section's transcription and
-    pictures when given, the run's web search when it has a provider) over a DrySandbox, tracing nothing."""
-    sandbox, tracer = DrySandbox(), Tracer(None)
-    files = FileEnv(sandbox, tracer, page_size=limits.page_size)
-    return Environments(code=CodeEnv(sandbox, tracer, timeout=limits.command_timeout), file=files,
-                        web=WebEnv(sandbox, tracer, page_size=limits.page_size),
-                        audio=audio_env(files, model) if model is not None else None,
-                        images=ImageEnv(sandbox, tracer) if model is not None and model.vision else None,
-                        search=WebSearch(search, tracer) if search is not None and search.offered else None)
+def dry_environments(limits: Limits, model: ModelSection | None = None, search: SearchSettings | None = None,
+                     instance: Instance | None = None) -> Environments:
+    """Environments like an agent process's (each tool family's that is offered to the model section and
+    the run's search settings, when given) over a DrySandbox, tracing nothing."""
+    return environments(Setup(DrySandbox(), Tracer(None), command_timeout=limits.command_timeout,
+                              page_size=limits.page_size, model=model, instance=instance, search=search))

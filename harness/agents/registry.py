@@ -13,6 +13,7 @@ checked by the runner's own preflight (a dry construction, AgentRunner.preflight
 
 from __future__ import annotations
 
+import difflib
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -66,7 +67,9 @@ def load_runner(name: str) -> tuple[type[AgentRunner], Any]:
         else:
             raise InputError(f"--agent {name}: not callable (expected an AgentRunner subclass or {FACTORY})")
     else:
-        raise InputError(f"--agent {name}: not a built-in agent ({', '.join(BUILTIN)}) nor module:attribute")
+        close = difflib.get_close_matches(name, BUILTIN, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise InputError(f"--agent {name}: not a built-in agent ({', '.join(BUILTIN)}) nor module:attribute{hint}")
     return runner_cls, target
 
 

@@ -17,16 +17,8 @@ import pickle
 from pathlib import Path
 
 from harness.datasets.fingerprint import dataset_fingerprint
-from harness.datasets.model import Instance
+from harness.datasets.model import Dataset, Instance
 from harness.settings import state_dir
-
-
-class Dataset(list):
-    """The instances of a dataset, with their fingerprint once known (harness/datasets/fingerprint.py)
-    and, for a Hub dataset, the commit sha it was read at (harness/datasets/hub.py)."""
-
-    fingerprint: str | None = None
-    revision: str | None = None
 
 
 def _version() -> str:
@@ -62,6 +54,7 @@ def _attachments(instances: list[Instance]) -> dict[str, tuple | None]:
 
 FIELDS = ("instance_id", "question", "answer", "files", "level", "metadata", "expected_tool_calls", "max_steps",
           "max_tokens")
+_ORDER = tuple(Instance.model_fields)  # FIELDS with "root" after "files": the order validation fills them in
 
 
 def get(file: Path, split: str | None) -> Dataset | None:
@@ -71,24 +64,39 @@ def get(file: Path, split: str | None) -> Dataset | None:
             entry = pickle.load(fh)
     except Exception:  # noqa: BLE001 - missing or unreadable: load afresh
         return None
-    if not isinstance(entry, dict) or entry.get("version") != _version() or entry.get("split") != split:
+    if not isinstance(entry, dict) or entry.get("version") != _version() or entry.get("split") != split \
+            or not entry.get("fingerprint"):
         return None
     if entry.get("file") != _stat(file) or entry["attachments"] != {n: _tree(Path(n)) for n in entry["attachments"]}:
         return None
     roots = [Path(r) for r in entry["roots"]]
-    found = Dataset(Instance(root=roots[row[-1]], **dict(zip(FIELDS, row, strict=False))) for row in entry["rows"])
-    found.fingerprint = entry.get("fingerprint")
-    return found
+    return Dataset([_restored(row[:4] + (roots[row[-1]],) + row[4:-1]) for row in entry["rows"]], entry["fingerprint"])
+
+
+def _restored(values: tuple) -> Instance:
+    """The Instance of these values (every field, in `Instance`'s order: FIELDS with the root after
+    `files`), set as pickle restores a model (pydantic's __setstate__): not validated again, `put` wrote
+    them from validated instances (100,000 validations cost a resume ~0.4 s). Every field counts as
+    given, as it did then."""
+    instance = Instance.__new__(Instance)
+    _set(instance, "__dict__", dict(zip(_ORDER, values, strict=True)))
+    _set(instance, "__pydantic_fields_set__", _GIVEN.copy())
+    _set(instance, "__pydantic_extra__", None)
+    _set(instance, "__pydantic_private__", None)
+    return instance
+
+
+_set = object.__setattr__
+_GIVEN = set(_ORDER)
 
 
 def put(file: Path, split: str | None, instances: list[Instance]) -> Dataset:
     """Remember `file`'s instances (with their fingerprint); return them as a Dataset."""
-    found = Dataset(instances)
-    found.fingerprint = dataset_fingerprint(found)
+    found = Dataset(instances, dataset_fingerprint(instances))
     roots: dict[Path, int] = {}
     rows = [tuple(getattr(inst, name) for name in FIELDS) + (roots.setdefault(inst.root, len(roots)),)
-            for inst in found]  # plain values, not pickled models: faster to read back
-    entry = {"version": _version(), "split": split, "file": _stat(file), "attachments": _attachments(found),
+            for inst in instances]  # plain values, not pickled models: faster to read back
+    entry = {"version": _version(), "split": split, "file": _stat(file), "attachments": _attachments(instances),
              "roots": [str(r) for r in roots], "rows": rows, "fingerprint": found.fingerprint}
     _write(_entry(file), entry)
     return found

@@ -3,7 +3,7 @@
 sha256 over ids, questions, answers, levels, file names and file contents (a folder attachment:
 every file inside by relative path), and a task's own expectations (expected_tool_calls,
 max_steps, max_tokens) where set. A missing attachment still counts, as absent. A dataset just
-loaded carries it as `.fingerprint` (harness/datasets/cache.py).
+loaded carries it (`Dataset.fingerprint`, model.py; kept with the cached instances: cache.py).
 """
 
 from __future__ import annotations

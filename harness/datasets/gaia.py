@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.datasets import rows
-from harness.datasets.model import Instance
+from harness.datasets.model import Dataset
 from harness.errors import InputError
 
 FILES = ("metadata.jsonl", "metadata.parquet")
@@ -25,7 +25,7 @@ def detect(path: Path) -> Path | None:
     return path if (path.is_file() and path.name in FILES) or path.is_dir() else None
 
 
-def load(path: Path, split: str | None) -> list[Instance]:
+def load(path: Path, split: str | None) -> Dataset:
     return rows.load(resolve(path, split), FORM, split)
 
 

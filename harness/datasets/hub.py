@@ -12,7 +12,11 @@ The cache's snapshot files are symlinks into its ``blobs/``, outside the snapsho
 the sandbox packer refuses (harness/sandbox/files.py follows no link out of a dataset's folder).
 So the snapshot is mirrored, as hard links to the blobs (a copy across filesystems), under
 ``HARNESS_STATE_DIR/hub/<repo folder>/<sha>/``: plain files, immutable as the commit is, that the
-format adapters of harness/datasets/load.py then read as any local folder.
+format adapters of harness/datasets/load.py then read as any local folder. A snapshot entry that is a
+symlink to anything but a file of the repository's own ``blobs/`` (a link planted in the cache, to a key
+or a file elsewhere on the host) is refused as a local dataset's link out of its folder is (exit 2,
+naming the entry and its target), before anything is mirrored: before, it was mirrored as a hard link
+to its target and packed into the sandbox.
 
 Every failure is an InputError (exit 2) saying which: a gated repository without a token (or
 with one that has no access), a repository or revision that does not exist, no network (or
@@ -29,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import InputError
+from harness.fsutil import inside
 from harness.settings import state_dir
 
 PREFIX = "hf://"
@@ -101,11 +106,29 @@ def fetch(ref: HubRef, split: str | None) -> tuple[Path, str]:
         raise InputError(f"--dataset {ref}: the Hub download failed: {type(exc).__name__}: "
                          f"{_first_line(exc)}") from None
     sha = snapshot.name
+    if (problem := foreign_link(snapshot)) is not None:
+        raise InputError(f"--dataset {ref}: {problem} (a dataset's links may point only at its own files)")
     folder = state_dir() / "hub" / snapshot.parent.parent.name / sha
     try:
         return mirror(snapshot, folder), sha
     except OSError as exc:
         raise InputError(f"--dataset {ref}: the snapshot could not be mirrored into {folder}: {exc}") from None
+
+
+def foreign_link(snapshot: Path) -> str | None:
+    """The first entry of `snapshot` (snapshots/<sha>/ of a cached repository) that is a symlink to anything
+    but a file of the repository's `blobs/`, described, or None."""
+    blobs = (snapshot.parent.parent / "blobs").resolve()
+    for path in sorted(snapshot.rglob("*")):
+        if not path.is_symlink():
+            continue
+        try:
+            real = path.resolve(strict=True)
+        except (OSError, RuntimeError) as exc:  # a dangling link, a loop
+            return f"{path} in the Hub cache is a symlink that cannot be resolved ({exc})"
+        if not inside(blobs, real) or not real.is_file():
+            return f"{path} in the Hub cache is a symlink to {real}, not to a file of the repository's {blobs}"
+    return None
 
 
 def mirror(snapshot: Path, folder: Path) -> Path:

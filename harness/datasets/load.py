@@ -13,45 +13,42 @@ problems.py). They are asked in `ADAPTERS` order, the specific layouts before th
 - plain (plain.py): any other file, ``.jsonl``, ``.csv`` or ``.parquet``.
 
 A Hub reference, ``hf://OWNER/NAME[@REVISION]`` (hub.py), is downloaded first and its local
-folder read by the same adapters; the instances carry the commit sha as `.revision` (and their
-fingerprint as `.fingerprint`, cache.py). Only GAIA and plain files are cached
+folder read by the same adapters, and the `Dataset` (model.py) carries the commit sha as its
+`revision`. Only GAIA and plain files are cached
 between runs (cache.py); reading CSV and parquet is the only use of pandas (tabular.py).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
 from harness.bulk import collector_paused
 from harness.datasets import gaia, hub, math500, multihoprag, plain
-from harness.datasets.cache import Dataset
-from harness.datasets.model import Instance
+from harness.datasets.model import Dataset
 from harness.errors import InputError
 
 
 class Adapter(Protocol):
     def detect(self, path: Path) -> Path | None: ...
 
-    def load(self, found: Path, split: str | None) -> list[Instance]: ...
+    def load(self, found: Path, split: str | None) -> Dataset: ...
 
 
 ADAPTERS: tuple[Adapter, ...] = (math500, multihoprag, gaia, plain)
 
 
-def load_dataset(path: str | Path, split: str | None = None) -> list[Instance]:
-    """All instances of the dataset at `path` (a Hub reference too); raises InputError listing every
-    problem found."""
+def load_dataset(path: str | Path, split: str | None = None) -> Dataset:
+    """The dataset at `path` (a Hub reference too): every instance and their fingerprint; raises
+    InputError listing every problem found."""
     if (ref := hub.parse(path)) is not None:
         folder, sha = hub.fetch(ref, split)
-        local = _load_local(folder, split)
-        found = Dataset(local)
-        found.fingerprint, found.revision = getattr(local, "fingerprint", None), sha
-        return found
+        return replace(_load_local(folder, split), revision=sha)
     return _load_local(Path(path), split)
 
 
-def _load_local(path: Path, split: str | None) -> list[Instance]:
+def _load_local(path: Path, split: str | None) -> Dataset:
     path = path.expanduser()
     for adapter in ADAPTERS:
         if (found := adapter.detect(path)) is not None:

@@ -17,7 +17,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from harness.datasets.model import Instance
+from harness.datasets.fingerprint import dataset_fingerprint
+from harness.datasets.model import Dataset, Instance
 from harness.datasets.problems import raise_problems, refuse_split
 from harness.errors import InputError
 
@@ -75,7 +76,7 @@ def instance_of(row: dict, root: Path) -> Instance:
                     metadata=metadata)
 
 
-def load(file: Path, split: str | None = None) -> list[Instance]:
+def load(file: Path, split: str | None = None) -> Dataset:
     """Every row of the MATH-500 file; raises InputError listing every bad row (a --split: refused)."""
     refuse_split(split, file)
     problems: list[str] = []
@@ -109,4 +110,4 @@ def load(file: Path, split: str | None = None) -> list[Instance]:
         raise_problems(f"{file} (MATH-500 layout)", problems)
     if not instances:
         raise InputError(f"dataset {file} (MATH-500 layout) holds no problems")
-    return instances
+    return Dataset(instances, dataset_fingerprint(instances))

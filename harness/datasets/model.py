@@ -1,7 +1,8 @@
-"""The instance contract: what a dataset hands to the rest of the pipeline."""
+"""The instance contract: what a dataset hands to the rest of the pipeline, and a loaded dataset."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -27,5 +28,17 @@ class Instance(BaseModel):
 
     def expectations(self) -> dict:
         """The task's own expectations that are set (what expectations.json keeps for a rescore)."""
+        if self.expected_tool_calls is None and self.max_steps is None and self.max_tokens is None:
+            return {}  # most tasks (a 100k resume asks each)
         return {name: value for name in ("expected_tool_calls", "max_steps", "max_tokens")
                 if (value := getattr(self, name)) is not None}
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A loaded dataset: its instances, their fingerprint (fingerprint.py) and, for a Hub dataset, the
+    commit sha it was read at (hub.py)."""
+
+    instances: list[Instance]
+    fingerprint: str
+    revision: str | None = None

@@ -23,7 +23,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.datasets.model import Instance
+from harness.datasets.fingerprint import dataset_fingerprint
+from harness.datasets.model import Dataset, Instance
 from harness.datasets.problems import raise_problems, refuse_split
 from harness.errors import InputError
 from harness.sandbox.files import MAX_ARCHIVE_BYTES
@@ -93,7 +94,7 @@ def instance_of(item: Any, instance_id: str, root: Path) -> Instance:
                     files=[CORPUS], root=root, metadata=metadata)
 
 
-def load(file: Path, split: str | None = None) -> list[Instance]:
+def load(file: Path, split: str | None = None) -> Dataset:
     """Every query of the MultiHop-RAG folder of `file`; raises InputError listing every problem
     (a --split: refused)."""
     refuse_split(split, file)
@@ -116,4 +117,4 @@ def load(file: Path, split: str | None = None) -> list[Instance]:
         raise_problems(f"{root} (MultiHop-RAG layout)", problems)
     if not instances:
         raise InputError(f"dataset {file} (MultiHop-RAG layout) holds no queries")
-    return instances
+    return Dataset(instances, dataset_fingerprint(instances))

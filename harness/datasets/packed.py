@@ -28,15 +28,13 @@ def check_output_outside(instances: Iterable[Instance], output_dir: Path, websit
     if website is not None and inside(Path(website).resolve(), out):
         raise InputError(f"--output-dir {output_dir} is inside --website {website}: the run's own files "
                          f"would be packed into the site's container; choose an output directory outside it")
-    by_root: dict[Path, list[Instance]] = {}
-    for inst in instances:
-        by_root.setdefault(inst.root, []).append(inst)
-    for root, group in by_root.items():
+    instances = list(instances)
+    for root in dict.fromkeys(inst.root for inst in instances):  # most datasets have one root
         real_root = Path(root).resolve()
         if not inside(real_root, out):
             continue
         seen: set[str] = set()
-        for inst in group:
+        for inst in (i for i in instances if i.root == root):
             for name in inst.files:
                 if name in seen:
                     continue

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.datasets import rows
-from harness.datasets.model import Instance
+from harness.datasets.model import Dataset
 from harness.datasets.problems import refuse_split
 from harness.datasets.tabular import SUFFIXES
 from harness.errors import InputError
@@ -26,7 +26,7 @@ def detect(path: Path) -> Path | None:
     return path if path.is_file() else None
 
 
-def load(file: Path, split: str | None) -> list[Instance]:
+def load(file: Path, split: str | None) -> Dataset:
     refuse_split(split, f"file {file}")
     if file.suffix.lower() not in SUFFIXES:
         raise InputError(f"dataset file {file}: unknown extension {file.suffix or '(none)'!r} "

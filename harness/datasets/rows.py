@@ -20,7 +20,7 @@ from typing import Any
 
 from harness.datasets import cache, cells, tabular
 from harness.datasets.attachments import Checks
-from harness.datasets.model import Instance
+from harness.datasets.model import Dataset, Instance
 from harness.datasets.problems import raise_problems
 
 EXPECTATIONS = ("expected_tool_calls", "max_steps", "max_tokens")
@@ -45,7 +45,7 @@ class Form:
         return frozenset((self.id, self.question, self.answer, self.level, self.files, *EXPECTATIONS))
 
 
-def load(file: Path, form: Form, split: str | None) -> list[Instance]:
+def load(file: Path, form: Form, split: str | None) -> Dataset:
     """Every row of `file` as an Instance (cached per file and split); InputError lists every problem."""
     cached = cache.get(file, split)
     if cached is not None:

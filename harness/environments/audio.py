@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING
 from harness.environments.files import CONFINE, FileEnv
 from harness.environments.scripts import outcome_of, script_reply
 from harness.errors import ModelError, SandboxRequestError
-from harness.models.http import too_large
 from harness.models.replay import recorded_transcripts
 from harness.sandbox.contract import WORKSPACE
 from harness.traces import EnvAction
@@ -111,6 +110,8 @@ class AudioEnv:
     def _send(self, name: str, audio: bytes, sha256: str) -> dict:
         """{"transcript"} from the provider's /audio/transcriptions, or {"error"} (and "outcome")."""
         import openai
+
+        from harness.models.http import too_large
 
         try:
             reply = self.client().audio.transcriptions.create(model=self.model, file=(name, audio))

@@ -2,8 +2,8 @@
 
 Each command is one `env` trace event: outcome `timeout` when it was killed at its limit,
 `error` when it never ran (no process could be started: e.g. agent code filled the sandbox's
-pids limit), `ok` when it ran, whatever its exit code; `crashed` with the InfraError that
-stops the instance."""
+pids limit), `nonzero_exit` when it ran and exited nonzero (the code failed: a traceback, a
+`false`), `ok` when it ran and exited 0; `crashed` with the InfraError that stops the instance."""
 
 from __future__ import annotations
 
@@ -40,7 +40,8 @@ class CodeEnv:
                                        seconds=round(time.monotonic() - started, 4),
                                        error=f"{type(exc).__name__}: {exc}"))
             raise
-        outcome = "timeout" if result.timed_out else "ok" if result.started else "error"
+        outcome = ("timeout" if result.timed_out else "error" if not result.started
+                   else "nonzero_exit" if result.exit_code != 0 else "ok")
         self.tracer.emit(EnvAction(env="code", action=action, args=args, outcome=outcome,
                                    seconds=round(time.monotonic() - started, 4), exit_code=result.exit_code,
                                    stdout=result.stdout[-4000:], stderr=result.stderr[-4000:],

@@ -9,8 +9,10 @@ is refused and nothing is kept) and `timeout` seconds in all (FETCH_TIMEOUT_S). 
 result starting "Error", and the fetch's `env` event (env "fetch", action "fetch_url") has outcome
 `error` (or `timeout`); a fetched body that markitdown cannot convert is the file read's error.
 The run's leakage guard (websearch/guard.py, the browser's) holds here too: a blocked URL is never
-requested, and a fetch redirected to one is deleted unread; both are outcome `blocked` and a `guard`
-event (source "fetch").
+requested, redirects are followed one hop at a time (redirects.py) and a hop onto a blocked URL is never
+requested either; both are outcome `blocked` and a `guard` event (source "fetch"). With --web-record or
+--web-replay the request goes through the run's web proxy (proxied.py): recorded, or answered from the
+archive (a `web_archive` event says which).
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ import time
 from typing import TYPE_CHECKING
 
 from harness.environments.files import FileEnv
+from harness.environments.proxied import archive_note
+from harness.environments.redirects import NO_FOLLOW, blocked_message, follow
 from harness.environments.scripts import outcome_of, script_reply
-from harness.environments.web import blocked_message
 from harness.sandbox.contract import WORKSPACE
 from harness.traces import EnvAction
 
@@ -31,7 +34,7 @@ MAX_FETCH_BYTES = 20 * 1024 * 1024
 FETCH_TIMEOUT_S = 30.0
 FOLDER = "fetched"  # under the workspace
 
-GET = r"""
+GET = NO_FOLLOW + r"""
 import hashlib, http.client, json, mimetypes, os, re, socket, sys, time, urllib.error, urllib.parse, urllib.request
 url, folder, limit, budget = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
 deadline = time.monotonic() + budget
@@ -53,7 +56,7 @@ request = urllib.request.Request(url, headers={"User-Agent": "Mozilla/5.0 (X11; 
 try:
     resp = urllib.request.urlopen(request, timeout=budget)
 except urllib.error.HTTPError as exc:
-    out(error=f"HTTP {exc.code} {exc.reason} from {url}", status=exc.code)
+    out(error=f"HTTP {exc.code} {exc.reason} from {url}", status=exc.code, archive=exc.headers.get("X-Harness-Web"))
 except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
     failed(exc)
 final = resp.geturl()
@@ -85,7 +88,7 @@ except (http.client.HTTPException, OSError) as exc:
     os.unlink(part)
     failed(exc)
 os.replace(part, path)
-out(path=path, url=final, status=resp.status, content_type=ctype, bytes=size)
+out(path=path, url=final, status=resp.status, content_type=ctype, bytes=size, archive=resp.headers.get("X-Harness-Web"))
 """
 
 
@@ -100,12 +103,8 @@ class FetchEnv:
         if (pattern := self._blocked(url)) is not None:
             data = {"error": blocked_message(url, pattern), "outcome": "blocked"}
         else:
-            argv = ["python3", "-c", GET, url, f"{WORKSPACE}/{FOLDER}", str(self.max_bytes), str(self.timeout)]
-            result = self.files.sandbox.exec(argv, timeout=self.timeout + 15)
-            data = script_reply(result, f"fetching {url}", self.timeout)
-        if "error" not in data and (pattern := self._blocked(data["url"])) is not None:  # redirected there
-            self.files.sandbox.exec(["rm", "-f", "--", data["path"]], timeout=30)
-            data = {"error": blocked_message(data["url"], pattern), "outcome": "blocked"}
+            data = follow(lambda hop: self._get(hop, started), url, self._blocked)
+            archive_note(self.files.tracer, data.pop("archive", None), data.get("url", url))
         outcome = outcome_of(data)
         self.files.tracer.emit(EnvAction(env="fetch", action="fetch_url", args={"url": url}, outcome=outcome,
                                          seconds=round(time.monotonic() - started, 4), **data))
@@ -116,6 +115,13 @@ class FetchEnv:
         head = (f"Fetched {url}{moved}: HTTP {data['status']}, {data['content_type'] or 'no content type'}, "
                 f"{data['bytes']} bytes, saved as {data['path']}; read_file({rel!r}, page) shows any other page.")
         return head + "\n" + self.files.read(rel)
+
+    def _get(self, url: str, started: float) -> dict:
+        """One hop: the script's reply for `url` (a redirect is `{"redirect": ...}`), within what is left of
+        the fetch's time."""
+        left = max(1.0, self.timeout - (time.monotonic() - started))
+        argv = ["python3", "-c", GET, url, f"{WORKSPACE}/{FOLDER}", str(self.max_bytes), str(left)]
+        return script_reply(self.files.sandbox.exec(argv, timeout=left + 15), f"fetching {url}", left)
 
     def _blocked(self, url: str) -> str | None:
         """The guard's pattern that blocks `url` (traced as a `guard` event), or None."""

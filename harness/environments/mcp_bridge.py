@@ -10,6 +10,16 @@ The host writes a message with one exec (`cat > in`) and reads new lines with an
 answer: an idle server costs nothing. Any provider's sandbox works this way (docker, swarm, your
 own). No bench measures a tool call's cost through the bridge yet.
 
+A message is bounded where it is made: a line of the server's stdout longer than MAX_MESSAGE_BYTES
+(a 16 MiB image part, base64, fits) is never held whole, in the sandbox or here. The bridge keeps its
+first bytes and its last 4 KiB, drops the rest, and writes in its place an answer to the same request
+id (looked for where the SDKs put it: at the start, or at the end) whose one text part is the start of
+the answer's first text part, at most PREVIEW_CHARS of it, then a line saying the answer was cut and
+its size; it is marked an error (the client then checks no output schema against it) and CUT_KEY in
+its `_meta`, which the tool's caller reads as the result it is (mcp_tools.py). On the host a line is
+never let grow past MAX_MESSAGE_BYTES either (agent code may write `out` itself): a longer one is
+dropped as it arrives, and the session is told.
+
 The bridge runs as the agent, like the server: agent code may reach its files, which harms only its
 own instance. The server lives until its sandbox is removed.
 
@@ -32,13 +42,17 @@ from harness.errors import InfraError
 from harness.sandbox.contract import Sandbox
 
 ROOT = "/tmp/harness-mcp"
+MAX_MESSAGE_BYTES = 24 * 1024 * 1024  # of one message from a server (a 16 MiB image part, base64, fits)
+CUT_KEY = "harness/cut"  # in a cut answer's _meta: the bytes the server's answer had
+PREVIEW_CHARS = 19_000  # of a cut answer's first text part kept (under mcp_tools.MAX_RESULT_CHARS with the note)
 READ_CHUNK = 4 * 1024 * 1024  # bytes of new output one poll takes at most
 POLL_FIRST, POLL_MOST = 0.005, 0.2  # seconds between polls while an answer is awaited (doubling)
 COMMAND_TIMEOUT = 30.0  # one send or poll; a server that takes no input for this long is stuck
 
 BRIDGE = r"""
-import os, subprocess, sys, threading
-root, argv = sys.argv[1], sys.argv[2:]
+import json, os, re, subprocess, sys, threading
+root, limit, preview, argv = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+CUT = "CUT_KEY"
 os.makedirs(root)
 fifo, out, err, status = (os.path.join(root, n) for n in ("in", "out", "err", "status"))
 os.mkfifo(fifo, 0o600)
@@ -72,10 +86,53 @@ def feed():
         except OSError:
             return
 
+ID = rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")'
+
+def first_text(head):
+    # The start of the first text part in `head` (a message cut short), at most `preview` characters.
+    found = re.search(rb'"text"\s*:\s*"', head)
+    if not found:
+        return ""
+    start = head[found.end():found.end() + 6 * preview + 6].decode("utf-8", "ignore")
+    decoder = json.JSONDecoder()
+    for end, close in [(len(start), "")] + [(n, '"') for n in range(len(start), max(len(start) - 7, -1), -1)]:
+        try:  # the part whole if it ends within; else cut before a torn escape
+            return decoder.raw_decode('"' + start[:end] + close)[0][:preview]
+        except ValueError:
+            continue
+    return ""
+
+def cut(head, stream):
+    # A line longer than `limit`: read to its end holding only its last 4 KiB; the answer that replaces it.
+    total, tail = len(head), b""
+    while True:
+        more = stream.readline(1 << 20)
+        total += len(more)
+        tail = (tail + more)[-4096:]
+        if not more or more.endswith(b"\n"):
+            break
+    found = re.match(rb'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?' + ID, head) or re.search(ID + rb'\s*\}\s*$', tail)
+    if not found or re.match(rb'\s*\{[^{]*"method"', head):
+        with open(err, "ab") as fh:
+            fh.write(b"[harness] a message of %d bytes (over %d) that answers no request: dropped\n" % (total, limit))
+        return b""
+    note = "[... cut: the server's answer had %d bytes, more than the %d an MCP message may have]" % (total, limit)
+    text = first_text(head)
+    answer = {"jsonrpc": "2.0", "id": json.loads(found.group(1)),
+              "result": {"content": [{"type": "text", "text": text + ("\n" if text else "") + note}],
+                         "isError": True, "_meta": {CUT: total}}}  # an error: the client checks no output schema
+    return json.dumps(answer).encode() + b"\n"
+
 threading.Thread(target=feed, daemon=True).start()
 sink = os.open(out, os.O_WRONLY | os.O_APPEND)
-for line in proc.stdout:
-    os.write(sink, line)
+while True:
+    line = proc.stdout.readline(limit + 1)
+    if not line:
+        break
+    if len(line) > limit and not line.endswith(b"\n"):
+        line = cut(line, proc.stdout)
+    if line:
+        os.write(sink, line)
 code = proc.wait()
 with open(status + ".tmp", "w") as fh:
     fh.write(str(code))
@@ -123,7 +180,9 @@ class BridgePipe:
 def start_bridge(sandbox: Sandbox, name: str, argv: Sequence[str], env: Mapping[str, str]) -> BridgePipe:
     """Start `argv` as a bridged stdio server in the sandbox; McpServerFailed when it cannot start."""
     root = f"{ROOT}/{name}-{secrets.token_hex(4)}"
-    result = sandbox.exec(["python3", "-c", BRIDGE, root, *argv], env=dict(env), timeout=COMMAND_TIMEOUT)
+    script = BRIDGE.replace("CUT_KEY", CUT_KEY)
+    result = sandbox.exec(["python3", "-c", script, root, str(MAX_MESSAGE_BYTES), str(PREVIEW_CHARS), *argv],
+                          env=dict(env), timeout=COMMAND_TIMEOUT)
     if not result.ok:
         raise McpServerFailed(f"MCP server {name!r}: {result.stderr.strip()[-1000:] or f'exit {result.exit_code}'}")
     return BridgePipe(sandbox, root)
@@ -159,17 +218,15 @@ async def sandbox_stdio(pipe: BridgePipe, on_fatal: Callable[[BaseException], No
 
     async def reader() -> None:
         nonlocal wake
-        buffer, delay = b"", POLL_FIRST
+        lines, delay = Lines(MAX_MESSAGE_BYTES), POLL_FIRST
         async with read_writer:
             while pipe.exit_code is None:
                 if not awaited:
                     await wake.wait()
                     wake = anyio.Event()
                 data = await guarded(pipe.poll, abandon=True)
-                *lines, buffer = (buffer + data).split(b"\n")
-                for line in lines:
-                    if line.strip():
-                        await read_writer.send(_parsed(line, awaited))
+                for line in lines.feed(data):
+                    await read_writer.send(line if isinstance(line, Exception) else _parsed(line, awaited))
                 delay = POLL_FIRST if data else min(delay * 2, POLL_MOST)
                 if not data:
                     await anyio.sleep(delay)
@@ -181,6 +238,34 @@ async def sandbox_stdio(pipe: BridgePipe, on_fatal: Callable[[BaseException], No
             yield read_stream, write_stream
         finally:
             group.cancel_scope.cancel()
+
+
+class Lines:
+    """The complete lines of a stream fed in pieces, none held past `limit` bytes: a longer line is
+    dropped as it arrives (an McpMessageTooLarge in its place), up to its end."""
+
+    def __init__(self, limit: int):
+        self.limit, self.buffer, self.dropping = limit, b"", False
+
+    def feed(self, data: bytes) -> list[bytes | Exception]:
+        out: list[bytes | Exception] = []
+        while data:
+            head, newline, data = data.partition(b"\n")
+            if not self.dropping:
+                self.buffer += head
+                if len(self.buffer) > self.limit:
+                    self.buffer, self.dropping = b"", True
+                    out.append(McpMessageTooLarge(f"a message from the server is longer than {self.limit} bytes: "
+                                                  "dropped"))
+            if newline:
+                if not self.dropping and self.buffer.strip():
+                    out.append(self.buffer)
+                self.buffer, self.dropping = b"", False
+        return out
+
+
+class McpMessageTooLarge(ValueError):
+    """A server's message longer than MAX_MESSAGE_BYTES reached the host (the bridge cuts its own)."""
 
 
 def _parsed(line: bytes, awaited: set) -> SessionMessage | Exception:

@@ -15,7 +15,7 @@
 `--mcp calc="python3 /workspace/calc_server.py"`); a name given both ways is refused. Keys of a
 remote server are read from the host's environment by the agent's process when it connects and
 never enter a sandbox; the configuration holds only the variables' names, so the whole of it is
-part of the run's fingerprint (results/run_config.py). The servers' tools reach the agents as
+part of the run's fingerprint (runner/run_config.py). The servers' tools reach the agents as
 `NAME__tool` (harness/environments/mcp_tools.py).
 """
 

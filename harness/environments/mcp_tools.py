@@ -1,9 +1,10 @@
 """The run's MCP servers as the agent's tools: connected once per agent process, offered to every runner.
 
-`serving_mcp(servers, envs, work)` connects every server of the configuration (a `command` one
+`serving_mcp(servers, envs, work, into, images)` connects every server of the configuration (a `command` one
 started inside the instance's sandbox through harness/environments/mcp_bridge.py, a `url` one over
 streamable HTTP from the host, its key headers read from the host's environment here), lists their
-tools into `envs.mcp`, awaits `work` (the agent's turns) and disconnects. A server that cannot be
+tools into `into` (the MCP family's environment: families/mcp.py), awaits `work` (the agent's turns)
+and disconnects. A server that cannot be
 started, initialised or listed is McpServerFailed naming it (infra: the preflight checked it
 starts, so the instance is retried on a fresh sandbox).
 
@@ -14,8 +15,11 @@ one `env` trace event (env "mcp", action the tool's full name; args: server, too
 outcome ok / error / timeout) and its text result is cut at MAX_RESULT_CHARS. An image part of a
 result is shown to a vision model as view_image's pictures are (bounded in the sandbox, kept beside
 the trace, its caption in the result: environments/images.py `ImageEnv.given`); a model that cannot
-see reads `[image content: MIME]` in its place. A result the server
-marks as an error, a timeout (the server's `timeout`, 120 s by default) or a server that has exited
+see reads `[image content: MIME]` in its place. A `url` server's answer is read through
+environments/mcp_http.py's bounded client: one over MAX_MESSAGE_BYTES is never held whole, and the call
+is the tool's error at once, saying so and its size (as a stdio server's is cut in the sandbox). A result the server
+marks as an error (not one the bridge cut for its size: mcp_bridge.py), a timeout (the server's
+`timeout`, 120 s by default) or a server that has exited
 is told to the model as the tool's error; the agent goes on without it.
 """
 
@@ -31,8 +35,9 @@ from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from harness.environments import Environments
+from harness.environments.family import SchemaTool, Tool
+from harness.environments.images import ImageEnv
 from harness.environments.mcp_config import McpServer
-from harness.environments.tools import SchemaTool, Tool
 from harness.errors import InfraError, InputError
 from harness.sandbox.contract import Sandbox
 from harness.traces import EnvAction, Tracer
@@ -52,16 +57,17 @@ class McpToolError(Exception):
 
 
 async def serving_mcp(servers: tuple[McpServer, ...] | list[McpServer], envs: Environments,
-                      work: Callable[[], Awaitable[T]]) -> T:
-    """Connect `servers`, put their tools in `envs.mcp`, await `work()`, disconnect."""
+                      work: Callable[[], Awaitable[T]], into: list[Tool], images: ImageEnv | None = None) -> T:
+    """Connect `servers`, put their tools in `into`, await `work()`, disconnect. `images`: a vision model's
+    pictures, where a tool's image parts are shown (None: the model sees text only)."""
     if not servers:
         return await work()
     try:
         async with AsyncExitStack() as stack:
             for server in servers:
                 session = await _connect(stack, server, envs.code.sandbox, envs.on_fatal)
-                envs.mcp.extend(await _tools(server, session, envs.code.tracer, taken={t.__name__ for t in envs.mcp},
-                                             show=_shower(envs)))
+                into.extend(await _tools(server, session, envs.code.tracer, taken={t.__name__ for t in into},
+                                             show=_shower(images, envs)))
             return await work()
     except BaseExceptionGroup as group:  # the transports' task groups wrap what the agent (or a server) raised
         raise _sole(group) from None
@@ -78,7 +84,7 @@ def _sole(group: BaseExceptionGroup) -> BaseException:
 
 async def list_server_tools(server: McpServer, sandbox: Sandbox | None) -> list[str]:
     """The names of one server's tools as the agent would see them (the preflight's check,
-    harness/runner/mcp_preflight.py): a `command` server started in `sandbox`, a `url` one reached
+    harness/environments/mcp_preflight.py): a `command` server started in `sandbox`, a `url` one reached
     from here. McpServerFailed (or InputError: a key variable not set) when it cannot be."""
     try:
         async with AsyncExitStack() as stack:
@@ -92,9 +98,9 @@ async def _connect(stack: AsyncExitStack, server: McpServer, sandbox: Sandbox | 
                    on_fatal: Callable[[BaseException], None] | None) -> ClientSession:
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
 
-    from harness.environments.mcp_bridge import McpServerFailed, sandbox_stdio, start_bridge
+    from harness.environments.mcp_bridge import MAX_MESSAGE_BYTES, McpServerFailed, sandbox_stdio, start_bridge
+    from harness.environments.mcp_http import bounded_client
 
     pipe, refusals = None, list[str]()
     try:
@@ -103,9 +109,10 @@ async def _connect(stack: AsyncExitStack, server: McpServer, sandbox: Sandbox | 
             pipe = start_bridge(sandbox, server.name, [server.command, *server.args], server.env)
             read, write = await stack.enter_async_context(sandbox_stdio(pipe, on_fatal))
         else:
-            client = await stack.enter_async_context(create_mcp_http_client(headers=headers(server)))
+            client = await stack.enter_async_context(bounded_client(headers(server)))
             client.event_hooks["response"].append(_noting_refusals(refusals))
-            read, write = await stack.enter_async_context(streamable_http_client(server.url or "", http_client=client))
+            read, write = await stack.enter_async_context(
+                streamable_http_client(server.url or "", http_client=client, max_sse_event_size=MAX_MESSAGE_BYTES))
         session = await stack.enter_async_context(ClientSession(read, write, read_timeout_seconds=server.timeout))
         await session.initialize()
         return session
@@ -122,7 +129,10 @@ def _noting_refusals(into: list[str]) -> Callable[[Any], Awaitable[None]]:
     tells only that the server "returned an error response")."""
     async def note(response: Any) -> None:
         if response.status_code >= 400:
-            body = (await response.aread())[:300].decode(errors="replace").strip()
+            try:
+                body = (await response.aread())[:300].decode(errors="replace").strip()
+            except RuntimeError:  # an httpx2 StreamError: a body past the limit (mcp_http.py)
+                body = "(its body too large to read)"
             into.append(f"HTTP {response.status_code} {response.reason_phrase}" + (f": {body}" if body else ""))
 
     return note
@@ -185,6 +195,8 @@ def _object_schema(schema: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def _caller(server: McpServer, session: ClientSession, tool: str, name: str, tracer: Tracer, show: Shower | None):
+    from harness.environments.mcp_bridge import CUT_KEY
+
     async def call(arguments: dict[str, Any]) -> str:
         started = time.monotonic()
         args = {"server": server.name, "tool": tool, "arguments": arguments}
@@ -197,7 +209,7 @@ def _caller(server: McpServer, session: ClientSession, tool: str, name: str, tra
             text = f"{server.where()} could not answer: {error}"
         if result is not None:
             text = result_text(result, await _captions(result, show, name) if show is not None else {})
-            if result.is_error:
+            if result.is_error and CUT_KEY not in (result.meta or {}):  # a cut answer is the result, not an error
                 outcome, error = "error", text
         seconds = round(time.monotonic() - started, 4)
         extra: dict[str, Any] = {"result": text[:4000], **({"error": error[:1000]} if error else {})}
@@ -209,11 +221,10 @@ def _caller(server: McpServer, session: ClientSession, tool: str, name: str, tra
     return call
 
 
-def _shower(envs: Environments) -> Shower | None:
+def _shower(images: ImageEnv | None, envs: Environments) -> Shower | None:
     """How a vision model is shown an MCP tool's image part (None: the model sees text only): bounded in
     the sandbox and kept like view_image's pictures (environments/images.py `ImageEnv.given`), its
     caption in the tool's result so the runner sends the picture after it."""
-    images = envs.images
     if images is None:
         return None
 

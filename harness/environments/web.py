@@ -6,18 +6,22 @@ published port. Pages are serialized to text by a script running in the browser,
 page content never reaches a parser on the host. Every action has a short timeout;
 a page that does not answer is reported as `timeout`, a dead browser is restarted
 and reported as `crashed`, an action that fails (no such link, a failed download) as `error`.
-Downloads land in /workspace/downloads inside the sandbox.
+Downloads land in /workspace/downloads inside the sandbox; download_file's own request goes through the
+run's web proxy as the browser's do (proxied.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.environments.paging import find_hits, page_count, page_of
+from harness.environments.proxied import archive_note
+from harness.environments.redirects import NO_FOLLOW, blocked_message, follow
 from harness.errors import InfraError
 from harness.sandbox.contract import WORKSPACE, Sandbox
 from harness.settings import settings
@@ -32,9 +36,9 @@ if TYPE_CHECKING:
 PAGE_JS = (Path(__file__).with_name("page.js")).read_text()
 DOWNLOADS = f"{WORKSPACE}/downloads"
 
-FETCH = r"""
-import os, re, sys, urllib.parse, urllib.request
-url, folder = sys.argv[1], sys.argv[2]
+FETCH = NO_FOLLOW + r"""
+import json, os, re, sys, urllib.parse, urllib.request
+url, folder, named = sys.argv[1], sys.argv[2], sys.argv[3]  # named: the URL asked for (its file name)
 os.makedirs(folder, exist_ok=True)
 with urllib.request.urlopen(url, timeout=30) as resp:
     name = None
@@ -42,12 +46,13 @@ with urllib.request.urlopen(url, timeout=30) as resp:
     m = re.search(r'filename="?([^";]+)"?', disposition)
     if m:
         name = m.group(1)
-    name = os.path.basename(name or urllib.parse.urlsplit(url).path) or "download"
+    name = os.path.basename(name or urllib.parse.urlsplit(named).path) or "download"
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", name).lstrip(".") or "download"
     path = os.path.join(folder, name)
     with open(path, "wb") as fh:
         fh.write(resp.read())
-print(path, os.path.getsize(path), resp.geturl())
+print(json.dumps({"path": path, "bytes": os.path.getsize(path), "url": resp.geturl(),
+                  "archive": resp.headers.get("X-Harness-Web")}))
 """
 
 
@@ -58,11 +63,6 @@ class ActionFailed(Exception):
     def __init__(self, message: str, outcome: str = "error"):
         super().__init__(message)
         self.outcome = outcome
-
-
-def blocked_message(url: str, pattern: str) -> str:
-    return (f"{url} is blocked by the leakage guard (pattern {pattern!r}): it publishes the benchmark's "
-            "questions and answers. Find the facts elsewhere.")
 
 
 class WebEnv:
@@ -85,6 +85,7 @@ class WebEnv:
         self._page: Page | None = None
         self._text, self._url, self._title, self._page_no = "", "", "", 1
         self._downloads: dict[str, dict] = {}
+        self._hops: list[str] = []  # the URLs a navigation was redirected through during the current action
         self.restarts = 0
         self._abandoned = False  # the browser is stuck (not disconnected): restart it by force
 
@@ -104,6 +105,7 @@ class WebEnv:
         for extra in context.pages[1:]:  # tabs left by an earlier connection
             await extra.close()
         context.on("response", self._archive_note)
+        context.on("request", self._note_hop)
         cdp = await self._browser.new_browser_cdp_session()
         await cdp.send("Browser.setDownloadBehavior",
                        {"behavior": "allow", "downloadPath": DOWNLOADS, "eventsEnabled": True})
@@ -112,13 +114,16 @@ class WebEnv:
         cdp.on("Browser.downloadProgress", lambda e: self._downloads.setdefault(e["guid"], {}).update(
             state=e.get("state")))
 
+    def _note_hop(self, request) -> None:
+        """A navigation redirected (each hop is a request of its own): its URL, checked by _act."""
+        if request.redirected_from is not None and request.is_navigation_request():
+            self._hops.append(request.url)
+
     def _archive_note(self, response) -> None:
         """What the run's web proxy (sandbox/docker/webproxy.py) said of a response: a replayed hit or a
         `web_miss` (env `web_archive`), a CAPTCHA or bot wall (env `web_wall`, outcome `blocked`: an env of its
         own, so the report counts walls apart from the leakage guard's blocks of env `web`)."""
-        if mark := response.headers.get("x-harness-web"):
-            self.tracer.emit(EnvAction(env="web_archive", action=f"web_{mark}", outcome=mark,
-                                       args={"url": response.url, "method": response.request.method}))
+        archive_note(self.tracer, response.headers.get("x-harness-web"), response.url, response.request.method)
         if wall := response.headers.get("x-harness-web-blocked"):
             self.tracer.emit(EnvAction(env="web_wall", action="web_blocked", outcome="blocked",
                                        args={"url": response.url, "marker": wall, "status": response.status}))
@@ -149,10 +154,12 @@ class WebEnv:
         outcome = "ok"
         try:
             await self._ensure()
+            self._hops = []
             text = await asyncio.wait_for(body(), self.action_timeout)
-            if (pattern := self._blocked(landed := self._url)) is not None:
-                await self._leave_blocked()
-                raise ActionFailed(blocked_message(landed, pattern), "blocked")
+            for landed in [*self._hops, self._url]:  # a page reached through a blocked hop is refused too
+                if (pattern := self._blocked(landed)) is not None:
+                    await self._leave_blocked()
+                    raise ActionFailed(blocked_message(landed, pattern), "blocked")
         except TimeoutError:
             outcome = "timeout"
             text = (f"Error (timeout): the page did not respond within {self.action_timeout:.0f}s. "
@@ -345,19 +352,25 @@ class WebEnv:
                 url = await (await self._find(target)).evaluate("el => el.href")
             if (pattern := self._blocked(url)) is not None:
                 raise ActionFailed(blocked_message(url, pattern), "blocked")
-            result = await asyncio.to_thread(self.sandbox.exec, ["python3", "-c", FETCH, url, DOWNLOADS],
-                                             timeout=self.action_timeout)
-            if result.timed_out:
-                raise ActionFailed(f"download of {url} took longer than {self.action_timeout:.0f}s", "timeout")
-            if result.exit_code != 0:
-                why = (result.stderr.strip().splitlines() or [result.stdout.strip() or f"exit {result.exit_code}"])[-1]
-                raise ActionFailed(f"download of {url} failed: {why}")
-            path, size, final = result.stdout.split()
-            if final != url and (pattern := self._blocked(final)) is not None:  # redirected onto a blocked URL
-                await asyncio.to_thread(self.sandbox.exec, ["rm", "-f", "--", path], timeout=30)
-                raise ActionFailed(blocked_message(final, pattern), "blocked")
+            got = await asyncio.to_thread(follow, lambda hop: self._download_hop(hop, url), url,
+                                    self._blocked)
+            archive_note(self.tracer, got.pop("archive", None), got.get("url", url))
+            if "error" in got:
+                raise ActionFailed(got["error"], got.get("outcome", "error"))
+            path, size = got["path"], got["bytes"]
             return f"Downloaded {url} to {path} ({size} bytes)"
         return await self._act("download", {"target": target}, body)
+
+    def _download_hop(self, url: str, named: str) -> dict:
+        """One hop of download_file (redirects.py): the script's reply, or {"error": ...}; the file is named
+        after `named`, the URL asked for."""
+        result = self.sandbox.exec(["python3", "-c", FETCH, url, DOWNLOADS, named], timeout=self.action_timeout)
+        if result.timed_out:
+            return {"error": f"download of {url} took longer than {self.action_timeout:.0f}s", "outcome": "timeout"}
+        if result.exit_code != 0:
+            why = (result.stderr.strip().splitlines() or [result.stdout.strip() or f"exit {result.exit_code}"])[-1]
+            return {"error": f"download of {url} failed: {why}"}
+        return json.loads(result.stdout.strip().splitlines()[-1])
 
     async def screenshot(self) -> str:
         async def body():

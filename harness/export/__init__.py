@@ -20,20 +20,22 @@ from harness.results.layout import RunDir
 FORMATS = ("gaia", "inspect", "jsonl")
 
 
-def export(run_dir: Path, fmt: str, out: Path, *, allow_missing: bool = False) -> list[str]:
+def export(run_dir: Path, fmt: str, out: Path, *, allow_missing: bool = False,
+           allow_partial: bool = False) -> list[str]:
     """Write `out` in format `fmt`; returns the warnings. InputError for a bad format, directory or file."""
     if fmt not in FORMATS:
         raise InputError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
     if fmt == "inspect" and out.suffix != ".json":
         raise InputError(f"--out {out}: an Inspect log written here must end in .json "
                          "(Inspect reads a log by its suffix)")
-    if allow_missing and fmt != "gaia":
-        raise InputError("--allow-missing applies to --format gaia only")
+    for flag, given in (("--allow-missing", allow_missing), ("--allow-partial", allow_partial)):
+        if given and fmt != "gaia":
+            raise InputError(f"{flag} applies to --format gaia only")
     if (own := _runs_own(Path(run_dir), out)) is not None:
         raise InputError(f"--out {out}: that is the run's own {own}; name a file of the export's own")
     run = open_run(run_dir)
     if fmt == "gaia":
-        text, warnings = gaia.render(run, allow_missing=allow_missing)
+        text, warnings = gaia.render(run, allow_missing=allow_missing, allow_partial=allow_partial)
     else:
         text, warnings = (inspect_log if fmt == "inspect" else jsonl).render(run)
     if not out.parent.is_dir():

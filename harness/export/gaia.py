@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.errors import InputError
-from harness.export import transcript
+from harness.export import coverage, transcript
 from harness.export.source import ExportRun, per_instance
 from harness.terminal import listed
 
@@ -59,8 +59,9 @@ def validate(lines: Sequence[Any], expected: Sequence[str]) -> tuple[list[str], 
     return problems, [i for i in expected if i not in present]
 
 
-def render(run: ExportRun, *, allow_missing: bool) -> tuple[str, list[str]]:
-    """The file's text and the warnings; InputError naming the ids when `validate` refuses it."""
+def render(run: ExportRun, *, allow_missing: bool, allow_partial: bool = False) -> tuple[str, list[str]]:
+    """The file's text and the warnings; InputError naming the ids when `validate` refuses it, and
+    naming the levels and counts left out when the run covers part of its split (coverage.gap)."""
     lines, warnings = submission(run)
     problems, missing = validate(lines, run.figures.ids)
     if problems:
@@ -71,4 +72,9 @@ def render(run: ExportRun, *, allow_missing: bool) -> tuple[str, list[str]]:
     if missing:
         warnings.append(f"warning: {len(missing)} selected task(s) without a row left out (scored wrong by the "
                         f"leaderboard): {listed(missing)}")
+    if (partial := coverage.gap(run.figures.run, run.figures.ids)) is not None:
+        if not allow_partial:
+            raise InputError(f"a partial leaderboard file: {partial}; run the whole split, or pass --allow-partial "
+                             "to write it anyway")
+        warnings.append(f"warning: a partial leaderboard file: {partial}")
     return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), warnings

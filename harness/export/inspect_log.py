@@ -23,16 +23,18 @@ from typing import Any
 
 from harness.export import transcript
 from harness.export.source import ExportRun
+from harness.report.build import ScorerStats
 from harness.results.model import ResultRow
 
 LIMITS = {"wall_time": "time", "max_steps": "message", "max_tokens": "token"}  # harness -> Inspect limit types
 
 
-def _usage(rows: list[ResultRow]) -> dict[str, Any]:
+def _usage(rows: list[ResultRow], priced: bool) -> dict[str, Any]:
+    """Inspect's ModelUsage of `rows`; its total_cost None when the model is not priced (never $0)."""
     prompt = sum(r.usage.prompt_tokens for r in rows)
     completion = sum(r.usage.completion_tokens for r in rows)
     return {"input_tokens": prompt, "output_tokens": completion, "total_tokens": prompt + completion,
-            "total_cost": sum(r.usage.cost for r in rows)}
+            "total_cost": sum(r.usage.cost for r in rows) if priced else None}
 
 
 def _message(message: transcript.Message) -> dict[str, Any]:
@@ -64,7 +66,7 @@ def _sample(run: ExportRun, row: ResultRow, model: str) -> dict[str, Any]:
         "metadata": {"level": run.figures.levels.get(row.instance_id), "status": row.status,
                      "answer_source": row.answer_source, "correct": row.correct, "tool_calls": row.tool_calls,
                      "steps": row.steps, "attempt": row.attempt, "trace": row.trace},
-        "model_usage": {model: _usage([row])},
+        "model_usage": {model: _usage([row], run.figures.report.priced)},
         "total_time": row.duration_s, "working_time": row.duration_s,
         "completed": True,
     }
@@ -80,6 +82,14 @@ def _sample(run: ExportRun, row: ResultRow, model: str) -> dict[str, Any]:
     return sample
 
 
+def _metrics(s: ScorerStats) -> dict[str, dict[str, Any]]:
+    """A scorer's metrics; with nothing judged, none (Inspect's metric is a number: scored_samples 0 says it)."""
+    if s.accuracy is None:
+        return {}
+    values = {"accuracy": s.accuracy, "ci95_low": s.ci95[0], "ci95_high": s.ci95[1], "mean_score": s.mean_score}
+    return {k: {"name": k, "value": v} for k, v in values.items() if v is not None}
+
+
 def eval_log(run: ExportRun) -> dict[str, Any]:
     """The log as JSON (the module docstring)."""
     figures, report, config = run.figures, run.figures.report, run.figures.run
@@ -93,12 +103,7 @@ def eval_log(run: ExportRun) -> dict[str, Any]:
     run_ids = config.get("run_ids") or [figures.root.name]
     reducer = (config.get("reducers") or [None])[0] if figures.epochs > 1 else None
     scores = [{"name": name, "scorer": name, "reducer": reducer, "scored_samples": s.n - s.no_verdict,
-               "unscored_samples": s.no_verdict,
-               "metrics": {"accuracy": {"name": "accuracy", "value": s.accuracy},
-                           "ci95_low": {"name": "ci95_low", "value": s.ci95[0]},
-                           "ci95_high": {"name": "ci95_high", "value": s.ci95[1]},
-                           "mean_score": {"name": "mean_score", "value": s.mean_score}}}
-              for name, s in report.scorers.items()]
+               "unscored_samples": s.no_verdict, "metrics": _metrics(s)} for name, s in report.scorers.items()]
     dataset = str(config.get("dataset") or figures.root.name)
     return {
         "version": 2,
@@ -117,7 +122,8 @@ def eval_log(run: ExportRun) -> dict[str, Any]:
         "results": {"total_samples": len(figures.ids) * figures.epochs, "completed_samples": len(rows),
                     "scores": scores},
         "stats": {"started_at": created, "completed_at": ends[-1] if ends else "",
-                  "model_usage": {model: _usage([r for r in figures.rows if r.instance_id in set(figures.ids)])}},
+                  "model_usage": {model: _usage([r for r in figures.rows if r.instance_id in set(figures.ids)],
+                                                figures.report.priced)}},
         "samples": [_sample(run, row, model) for row in rows],
     }
 

@@ -6,7 +6,8 @@ One line per selected (instance, epoch), in selection order: its latest row, or 
 ``score.NAME.correct`` / ``score.NAME.value``, then the breakdown labels tasks.json holds as
 ``label.NAME``, a list joined by "; ": ``label.steps`` is GAIA's steps bucket, ``steps`` the row's model
 calls), a value absent where it does not apply (null). Tokens are by class as the row holds them (USAGE),
-and the LLM judge's calls, tokens and cost are ``judge_*``, apart from the agent's; `unscored` is why a
+and the LLM judge's calls, tokens and cost are ``judge_*``, apart from the agent's (`cost` null when the
+agent's model is not priced: report.json's `priced`); `unscored` is why a
 row is not judged (no target), null when it is. `level` is the report's level key
 (the dataset's level, "unknown" without one), `correct` the headline scorer's verdict.
 """
@@ -23,7 +24,7 @@ COLUMNS = ("instance_id", "epoch", "level", "status", "answer", "answer_source",
            "cached_prompt_tokens", "cache_write_tokens", "reasoning_tokens", "llm_calls", "cache_hits", "cost",
            "judge_calls", "judge_tokens", "judge_cost", "steps", "tool_calls", "user_replies", "duration_s",
            "started_at", "finished_at", "attempt", "trace")
-# the agent's usage (results/model.py Usage: cached, cache-write and reasoning tokens are within the
+# the agent's usage (harness/usage.py Usage: cached, cache-write and reasoning tokens are within the
 # prompt and completion tokens) and the LLM judge's, each row's own
 USAGE = ("prompt_tokens", "completion_tokens", "total_tokens", "cached_prompt_tokens", "cache_write_tokens",
          "reasoning_tokens", "llm_calls", "cache_hits", "cost")
@@ -51,6 +52,8 @@ def rows(run: ExportRun) -> list[dict[str, Any]]:
                 line.update({k: getattr(row, k) for k in COLUMNS if k not in ("level", "tool_calls") and
                              hasattr(row, k)})
                 line.update({k: getattr(row.usage, k) for k in USAGE})
+                if not figures.report.priced:  # the model has no prices: no cost, never 0
+                    line["cost"] = None
                 line.update(judge_calls=row.judge_usage.llm_calls, judge_tokens=row.judge_usage.total_tokens,
                             judge_cost=row.judge_usage.cost, tool_calls=len(row.tool_calls))
             for name in scorers:

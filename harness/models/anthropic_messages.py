@@ -12,7 +12,7 @@ API request, `read_reply` maps the answer back:
 - OpenAI-format tool schemas become `{name, description, input_schema}`;
 - `max_tokens` is required: the section's, else DEFAULT_MAX_TOKENS;
 - the answer's `text` blocks are the reply's content, its `tool_use` blocks its tool calls (id,
-  name, input); usage: models/usage.py's classes (prompt tokens are `input_tokens` plus the cache's
+  name, input); usage: harness/usage.py's classes (prompt tokens are `input_tokens` plus the cache's
   read and written input tokens, which Anthropic counts apart and which are kept as classes of their
   own; completion tokens `output_tokens`).
 
@@ -32,7 +32,7 @@ from harness.models.config import DEFAULT_MAX_TOKENS, ModelSection
 from harness.models.http import too_large
 from harness.models.meter import Meter
 from harness.models.providers import anthropic_client, in_body
-from harness.models.usage import counts
+from harness.usage import counts
 
 
 def request(section: ModelSection, messages: list[dict], tools: list[dict]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -24,7 +25,9 @@ from harness.models.http import too_large
 from harness.models.meter import Meter
 from harness.models.providers import openai_client
 from harness.models.replay import needs_image
-from harness.models.usage import counts
+from harness.models.textcalls import offered_names
+from harness.text import scrub
+from harness.usage import counts
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam
@@ -59,9 +62,10 @@ class ChatModel:
 
     async def complete(self, messages: list[dict], tools: list[dict]) -> Reply:
         """One reply; of its tool calls, those that run (Meter.cap_tool_calls: the rest are traced as dropped)."""
-        reply = await self.meter.call(self.section.name, lambda: self._complete(messages, tools), Reply.turn,
+        reply = await self.meter.call(self.section.name, lambda: _scrubbed(self._complete(messages, tools)), Reply.turn,
                                       [_plain(m) for m in messages], slots=self.slots,
-                                      retries=self.section.max_retries, cached=self._cached(messages, tools))
+                                      retries=self.section.max_retries, cached=self._cached(messages, tools),
+                                      offered=offered_names(tools))
         reply.tool_calls = self.meter.cap_tool_calls(self.section.name, reply.tool_calls)
         return reply
 
@@ -84,7 +88,7 @@ class OpenAIChat(ChatModel):
         super().__init__(section, meter)
         import openai
 
-        self._openai = openai  # a ModelSection's timeout is already capped for the instance (runner/child.py)
+        self._openai = openai  # a section's timeout is already capped for the instance (runner/agent_process/child.py)
         self._client = openai_client(section, asynchronous=True, paced=True)
 
     async def _complete(self, messages: list[dict], tools: list[dict]) -> Reply:
@@ -138,20 +142,17 @@ class ReplayChat(ChatModel):
         return Reply.of_turn(turn)
 
 
+async def _scrubbed(pending: Awaitable[Reply]) -> Reply:
+    """The reply with each lone surrogate of its text and tool calls made U+FFFD (harness/text.py): data
+    the row, the trace and the sandbox can hold (a model may send any code point JSON can spell)."""
+    reply = await pending
+    return Reply(content=scrub(reply.content), tool_calls=scrub(reply.tool_calls), usage=reply.usage)
+
+
 def as_object(arguments: Any) -> dict:
     """Tool-call arguments as a JSON object: valid JSON that is not one (a list, a number) is kept
     under "_value", for the trace and the model's error message; the runner refuses it."""
     return arguments if isinstance(arguments, dict) else {"_value": arguments}
-
-
-def chat_model(section: ModelSection, meter: Meter, replay_turns: list[dict] | None) -> ChatModel:
-    if section.kind == "replay":
-        return ReplayChat(section, meter, replay_turns or [])
-    if section.provider == "anthropic":
-        from harness.models.anthropic_messages import AnthropicChat
-
-        return AnthropicChat(section, meter)
-    return OpenAIChat(section, meter)
 
 
 def _plain(message: dict) -> dict:

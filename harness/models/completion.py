@@ -2,7 +2,7 @@
 through the section's provider (models/providers.py): the chat API, or Anthropic's Messages API.
 
 The text it returns is a `Completion`: a str that also carries the call's `usage` (tokens by
-class, models/usage.py, and their cost at the section's prices), so the judge's calls are metered
+class, harness/usage.py, and their cost at the section's prices), so the judge's calls are metered
 like the agent's (scoring/judge.py keeps it beside the verdict)."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from harness.models.cache import ResponseCache
 from harness.models.config import ModelSection
 from harness.models.http import too_large
 from harness.models.providers import anthropic_client, openai_client
-from harness.models.usage import Price, counts
-from harness.results.model import Usage
+from harness.text import scrub
+from harness.usage import Price, Usage, counts
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam
@@ -36,7 +36,7 @@ class Completion(str):
 
 def _completion(section: ModelSection, text: str, raw_usage: object) -> Completion:
     classes = counts(raw_usage)
-    return Completion(text, Usage(**classes, llm_calls=1, cost=Price.of(section).cost(classes)))
+    return Completion(scrub(text), Usage(**classes, llm_calls=1, cost=Price.of(section).cost(classes)))
 
 
 def completer(section: ModelSection, cache: Path | None = None) -> Callable[[str], str]:

@@ -6,7 +6,7 @@
     api_key_env = "OPENAI_API_KEY"           # the key is read from this variable, never stored
     temperature = 0.0
     price_input_per_1k = 0.0025
-    price_output_per_1k = 0.01               # reasoning tokens are billed as output (models/usage.py)
+    price_output_per_1k = 0.01               # reasoning tokens are billed as output (harness/usage.py)
     price_cached_input_per_1k = 0.00125      # prompt-cache reads; default: the input price
     max_retries = 5                          # the client's own retries (429, 5xx, timeouts)
     timeout = 120
@@ -259,6 +259,11 @@ class ModelSection(BaseModel):
     def priced(self) -> bool:
         """Whether the config gives this model's input and output prices (a budget needs them)."""
         return {"price_input_per_1k", "price_output_per_1k"} <= self.model_fields_set
+
+    def cost_known(self) -> bool:
+        """Whether its calls' cost is a figure: a replay model's costs nothing ($0); another's needs its prices
+        (else "not priced" wherever a cost is shown, never $0)."""
+        return self.kind == "replay" or self.priced()
 
     def call_deadline(self, instance_timeout: float | None) -> float | None:
         """Seconds one call may take, the client's retries included (None: no instance limit)."""

@@ -23,10 +23,12 @@ environment).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import importlib
 import zlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from types import ModuleType
 from typing import Any
 
@@ -101,7 +103,23 @@ def _counting(http: ModuleType) -> type[_Counted]:
     return type("Counted", (_Counted, http.SyncByteStream, http.AsyncByteStream), {})
 
 
+_SENDING: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar("model_sending", default=None)
+
+
+@contextlib.contextmanager
+def on_send(callback: Callable[[], None]) -> Iterator[None]:
+    """While open, every request a client of this module sends in this context (its SDK's retries
+    included; tasks started inside inherit it) calls `callback` first: the Meter traces each attempt."""
+    token = _SENDING.set(callback)
+    try:
+        yield
+    finally:
+        _SENDING.reset(token)
+
+
 def _identity(request: httpx.Request) -> None:
+    if (callback := _SENDING.get()) is not None:
+        callback()
     request.headers["Accept-Encoding"] = "identity"
 
 

@@ -30,7 +30,7 @@ holding one of its slots; the wait for it is bounded by the call's deadline (who
 bounds the call) but is not a model call: no `model_call_started`, not in the call's
 seconds, not counted.
 
-Cost: each reply's token classes (models/usage.py: prompt, cached prompt, cache writes,
+Cost: each reply's token classes (harness/usage.py: prompt, cached prompt, cache writes,
 completion, reasoning; from the client's reply, or off the wire for AutoGen's clients, which
 keep only two) at the section's `Price`. `--max-instance-cost` (`max_cost`) stops the agent at
 its next call once the instance's cost reaches it, as --max-tokens does; `--max-cost` (`budget`,
@@ -44,17 +44,18 @@ import asyncio
 import itertools
 import time
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from harness.errors import MODEL_CLIENT_MODULES, HarnessError, LimitExceeded, ModelError
 from harness.models.budget import Admission, RunBudget
-from harness.models.http import too_large
+from harness.models.http import on_send, too_large
 from harness.models.pacing import asked, not_waited, retries_spent
-from harness.models.usage import Price, counts, tap
-from harness.results.model import Usage
+from harness.models.tap import tap
+from harness.models.textcalls import text_tool_call
 from harness.settings import settings
-from harness.traces import ErrorEvent, ModelCall, ModelCallStarted, ModelWait, ToolCallsDropped, Tracer
+from harness.traces import ErrorEvent, ModelAttempt, ModelCall, ModelCallStarted, ModelWait, ToolCallsDropped, Tracer
+from harness.usage import Price, Usage, counts
 
 if TYPE_CHECKING:
     from harness.models.cache import CachedCall, ResponseCache
@@ -108,14 +109,26 @@ class Meter:
             self.exceeded = "max_cost"
             raise
 
-    def listened(self, request: Callable[[], Awaitable[T]], turn: Callable[[T], dict[str, Any]],
+    def _sending(self, model: str) -> Callable[[], None]:
+        """Called as each request of one call is sent: every one after the first (the client's own
+        retries) is traced as a `model_attempt`, live (a killed process's trace keeps it)."""
+        sent = [0]
+
+        def send() -> None:
+            sent[0] += 1
+            if sent[0] > 1 and self.tracer is not None:
+                self.tracer.emit(ModelAttempt(model=model, attempt=sent[0], at=time.time()))
+
+        return send
+
+    def listened(self, model: str, request: Callable[[], Awaitable[T]], turn: Callable[[T], dict[str, Any]],
                  admission: Admission | None) -> tuple[Callable[[], Awaitable[T]], Callable[[T], dict[str, Any]]]:
         """`request` and `turn` of one call as the meter makes them: the request with the usage tap open
-        (models/usage.py), the turn with the usage the provider sent, its cost added to the run's spend."""
+        (harness/usage.py), the turn with the usage the provider sent, its cost added to the run's spend."""
         wire: list[dict[str, int]] = []
 
         async def heard() -> T:
-            with tap(wire):
+            with tap(wire), on_send(self._sending(model)):
                 return await request()
 
         def read(reply: T) -> dict[str, Any]:
@@ -130,18 +143,20 @@ class Meter:
 
     async def call(self, model: str, request: Callable[[], Awaitable[T]], turn: Callable[[T], dict[str, Any]],
                    messages: list[dict[str, Any]] | None = None, slots: Slots | None = None,
-                   retries: int = 0, cached: CachedCall[T] | None = None) -> T:
+                   retries: int = 0, cached: CachedCall[T] | None = None,
+                   offered: Collection[str] = ()) -> T:
         """One metered call: `request()` makes it, `turn(reply)` gives the reply in replay form;
         `messages` (role/content dicts) is what it sent, traced as far as the trace lacks it;
         `slots`, the model's cap on calls in flight (models/slots.py): the call waits for one first;
         `retries`: how many 429/503 answers it waits out (models/pacing.py), within its deadline;
-        `cached`: its entry in the --cache (models/cache.py): a hit answers it, a miss keeps its reply."""
+        `cached`: its entry in the --cache (models/cache.py): a hit answers it, a miss keeps its reply;
+        `offered`: the names of the tools the request offered (a reply calling one in its text is marked)."""
         self.before_call()
         if cached is not None and (kept := cached.hit()) is not None:
-            self.after_call(kept, 0.0, model, messages, cached=True)
+            self.after_call(kept, 0.0, model, messages, cached=True, offered=offered)
             return cached.rebuild(kept)
         admission = await self.admit()
-        request, turn = self.listened(request, turn, admission)
+        request, turn = self.listened(model, request, turn, admission)
         slot, waited = await self.take_slot(model, slots, admission)
         try:
             self.started(model)
@@ -170,7 +185,7 @@ class Meter:
             slots.succeeded()
         if cached is not None:
             cached.keep(model, done)
-        self.after_call(done, time.monotonic() - started, model, messages)
+        self.after_call(done, time.monotonic() - started, model, messages, offered=offered)
         return reply
 
     async def pace(self, model: str, exc: Exception, attempt: int, retries: int, ends: float | None,
@@ -249,9 +264,11 @@ class Meter:
         return exc
 
     def after_call(self, turn: dict[str, Any], seconds: float, model: str,
-                   messages: list[dict[str, Any]] | None = None, cached: bool = False) -> None:
-        """turn: the reply in replay form ({content} or {tool_calls}, with usage: models/usage.py's
-        classes); messages: the request; `cached`: answered by the --cache (its tokens count, at $0)."""
+                   messages: list[dict[str, Any]] | None = None, cached: bool = False,
+                   offered: Collection[str] = ()) -> None:
+        """turn: the reply in replay form ({content} or {tool_calls}, with usage: harness/usage.py's
+        classes); messages: the request; `cached`: answered by the --cache (its tokens count, at $0);
+        `offered`: the request's tool names (a reply that is a call of one written as text is marked)."""
         usage = counts(turn.get("usage"))
         self.totals += Usage(**usage, llm_calls=1, cost=0.0 if cached else self.price.cost(usage),
                              cache_hits=int(cached))
@@ -260,7 +277,8 @@ class Meter:
             self.tracer.emit(ModelCall(model=model, seconds=round(seconds, 4), usage=usage,
                                        content=turn.get("content"), tool_calls=turn.get("tool_calls"),
                                        n_messages=None if messages is None else len(messages), messages=new,
-                                       cached=cached))
+                                       cached=cached, text_tool_call=None if turn.get("tool_calls") else
+                                       text_tool_call(turn.get("content"), offered)))
 
     def cap_tool_calls(self, model: str, calls: list[T]) -> list[T]:
         """The calls of one reply that run: the first `max_tool_calls`; the rest dropped, and traced."""

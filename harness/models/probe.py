@@ -8,15 +8,20 @@ schemas); without one, and for the judge, a plain chat completion stands for it.
 Rules: a section that cannot work for any instance is an InputError (exit 2) naming the section
 (`ModelSection.where`: `--model NAME [llm.NAME]`, or the flags that made it) with the server's own
 words, on one line, control characters dropped, at most WORDS characters: the base_url does not
-answer (refused, unresolvable, no answer within PROBE_TIMEOUT), its reply is longer than
+answer (refused, unresolvable, no answer within the section's `timeout`), its reply is longer than
 HARNESS_MODEL_MAX_REPLY_MIB (models/http.py), the server refuses the request (a
 bad key, an unknown model id, tools it will not take, a parameter it does not know: any 4xx but
 429), the client refuses it (e.g. a model_info without function calling for an agent with tools),
 or what answers is not an OpenAI-compatible chat completion (not JSON, no choices). A busy or
 failing server (429, 5xx) is only a warning: it may recover, and instances that meet it record
-model errors. Replay sections need no probe. The whole preflight has one deadline,
-HARNESS_PREFLIGHT_TIMEOUT (a server that trickles bytes never trips a per-read timeout): past it,
-an InputError naming the section it was waiting on. The probe carries the header `X-Harness-Preflight: 1`,
+model errors; but a 501 or 505, or an HTML page for any status, is not a model server's answer (a web
+server, a proxy's error page at that base_url): exit 2 with the status and the page's words.
+Replay sections need no probe. Each request has the section's own `timeout` (a CPU
+model's first call, 1.6k tokens of tool schemas, may take 50 s: the run will wait that long too), and
+one retry. The whole preflight has one deadline (a server that trickles bytes never trips a per-read
+timeout): HARNESS_PREFLIGHT_TIMEOUT, or by default the probed sections' timeouts added up plus
+PREFLIGHT_SLACK seconds, at least PREFLIGHT_FLOOR; past it, an InputError naming the section it was
+waiting on. The probe carries the header `X-Harness-Preflight: 1`,
 so a server's logs (and the tests' fake server) can tell it from an agent's call.
 
 Each section is probed through its provider's SDK (models/providers.py): the chat API for openai,
@@ -26,8 +31,10 @@ overloaded is a warning, a 401 a refusal).
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,15 +42,20 @@ from typing import Any
 
 from harness.errors import InputError, ModelError
 from harness.models.config import ModelSection
-from harness.models.http import too_large
-from harness.models.providers import anthropic_client, openai_client
+from harness.models.textcalls import PARSERS, TEXT_TOOL_CALLS, offered_names, text_tool_call
 from harness.settings import settings
 from harness.terminal import flat
+from harness.text import model_json
+from harness.usage import counts
 
 PROBE_HEADER = "X-Harness-Preflight"
-PROBE_TIMEOUT = 30.0  # seconds per request; one retry
+PREFLIGHT_FLOOR = 60.0  # seconds: the default deadline of the whole preflight is at least this
+PREFLIGHT_SLACK = 30.0  # seconds added to the sections' timeouts (connecting, a quick retry)
 PROBE_PROMPT = "This is a connectivity check. Reply with the single word OK."
 WORDS = 300  # characters of the server's words kept in a message
+# Statuses no model server answers a chat completion with: 501 (the method or path is not served: a
+# plain web server) and 505 (the HTTP version): exit 2, like an HTML page in place of the error JSON.
+NOT_A_MODEL_SERVER = (501, 505)
 
 
 class NotACompletion(Exception):
@@ -58,18 +70,27 @@ class ModelCheck:
     flag: str
     section: ModelSection
     request: Callable[[], Any] | None = None
+    budget: str = ""  # the run's budget flags ("--max-cost", ...): its replies must then carry their usage
+
+
+@dataclass(frozen=True)
+class Answered:
+    """What a preflight call's reply said: its token usage (None: not read), and the offered tool its text
+    calls when the reply is nothing but a tool call written as text (models/textcalls.py; None: not one)."""
+
+    usage: dict[str, int] | None = None
+    text_tool_call: str | None = None
 
 
 def probe_section(section: ModelSection) -> ModelSection:
-    """The section as the preflight calls it: at most PROBE_TIMEOUT per request, one retry."""
-    return section.model_copy(update={"timeout": min(section.timeout, PROBE_TIMEOUT), "max_retries": 1})
+    """The section as the preflight calls it: its own timeout per request, one retry."""
+    return section.model_copy(update={"max_retries": 1})
 
 
 def probe_all(checks: list[ModelCheck], deadline: float | None = None) -> list[str]:
     """Probe each model once, by section name; return the warnings. All of it within `deadline`
-    seconds (HARNESS_PREFLIGHT_TIMEOUT): past it, an InputError naming the section still being
-    probed (its request is left to the process's exit: a daemon thread)."""
-    deadline = settings().preflight_timeout if deadline is None else deadline
+    seconds (HARNESS_PREFLIGHT_TIMEOUT, or `default_deadline`): past it, an InputError naming the
+    section still being probed (its request is left to the process's exit: a daemon thread)."""
     todo, seen = [], set()
     for check in checks:
         if check.section.kind != "replay" and check.section.name not in seen:
@@ -77,6 +98,8 @@ def probe_all(checks: list[ModelCheck], deadline: float | None = None) -> list[s
             todo.append(check)
     if not todo:
         return []
+    if deadline is None:
+        deadline = settings().preflight_timeout or default_deadline([check.section for check in todo])
     done: dict[str, Any] = {"warnings": [], "at": todo[0]}
 
     def work() -> None:
@@ -92,11 +115,17 @@ def probe_all(checks: list[ModelCheck], deadline: float | None = None) -> list[s
     worker.start()
     worker.join(deadline)
     if worker.is_alive():
-        raise InputError(f"{_where(done['at'])}: the model preflight did not end within {deadline:g} s "
-                         "(HARNESS_PREFLIGHT_TIMEOUT)")
+        knob = "HARNESS_PREFLIGHT_TIMEOUT" if settings().preflight_timeout else \
+            "the sections' timeouts; HARNESS_PREFLIGHT_TIMEOUT sets it"
+        raise InputError(f"{_where(done['at'])}: the model preflight did not end within {deadline:g} s ({knob})")
     if "error" in done:
         raise done["error"]
     return done["warnings"]
+
+
+def default_deadline(sections: list[ModelSection]) -> float:
+    """The whole preflight's deadline without HARNESS_PREFLIGHT_TIMEOUT: every section's timeout honoured."""
+    return max(PREFLIGHT_FLOOR, sum(section.timeout for section in sections) + PREFLIGHT_SLACK)
 
 
 def _where(check: ModelCheck) -> str:
@@ -108,18 +137,27 @@ def _where(check: ModelCheck) -> str:
 
 def probe(check: ModelCheck) -> str | None:
     """Make the check's request; a warning, None, or InputError."""
+    from harness.models.http import too_large  # the HTTP clients' modules: only a run that calls a model
+
     section, where = check.section, _where(check)
     sdk = _sdk(section)
     try:
-        (check.request or (lambda: chat_request(probe_section(section))))()
+        answered = check.request() if check.request is not None else chat_request(probe_section(section))
+        if check.budget:
+            plain = answered if check.request is None else chat_request(probe_section(section))
+            _priceable(check, where, plain.usage)
     except sdk.APITimeoutError:
-        raise InputError(f"{where}: no answer within {min(section.timeout, PROBE_TIMEOUT):g} s (preflight)") from None
+        raise InputError(f"{where}: no answer within {section.timeout:g} s (its timeout; preflight)") from None
     except sdk.APIConnectionError as exc:
         if (big := too_large(exc)) is not None:
             raise InputError(f"{where}: {clean(big)} (preflight)") from None
         raise InputError(f"{where}: cannot connect ({clean(_cause(exc))})") from None
     except sdk.APIStatusError as exc:
-        words = f"{exc.status_code} {clean(_server_words(exc))}"
+        page = page_words(_body_text(exc))
+        words = f"{exc.status_code} {page or clean(_server_words(exc))}"
+        if exc.status_code in NOT_A_MODEL_SERVER or page is not None:
+            raise InputError(f"{where}: answered the preflight with {words}: not an OpenAI-compatible model "
+                             "server (is base_url right?)") from None
         if exc.status_code == 429 or exc.status_code >= 500:
             return f"warning: {where} answered the preflight with {words}; going on"
         raise InputError(f"{where}: the server refused the preflight call: {words}") from None
@@ -129,7 +167,20 @@ def probe(check: ModelCheck) -> str | None:
         raise
     except Exception as exc:  # noqa: BLE001 - the client refused the call before or after sending it
         raise InputError(f"{where}: the preflight call failed: {type(exc).__name__}: {clean(exc)}") from None
+    if isinstance(answered, Answered) and answered.text_tool_call:
+        return (f"warning: {where} answered the preflight with a call of {answered.text_tool_call} written as "
+                f"text, not as a tool call: {TEXT_TOOL_CALLS} {PARSERS}; else no tool runs and such a reply "
+                "is no answer")
     return None
+
+
+def _priceable(check: ModelCheck, where: str, usage: dict[str, int] | None) -> None:
+    """Under a budget, a reply without token usage (a server that omits `usage`) is refused: its calls
+    would cost $0 and the budget could not be kept. `usage`: the plain call's counts (None: unknown)."""
+    if isinstance(usage, dict) and not usage.get("prompt_tokens") and not usage.get("completion_tokens"):
+        raise InputError(f"{check.budget}: {where} answered the preflight without token usage, so its calls "
+                         f"cannot be priced and the budget cannot be kept; use a server that reports `usage`, "
+                         f"or run without {check.budget}")
 
 
 def _sdk(section: ModelSection) -> Any:
@@ -139,14 +190,18 @@ def _sdk(section: ModelSection) -> Any:
     return importlib.import_module("anthropic" if section.provider == "anthropic" else "openai")
 
 
-def chat_request(section: ModelSection, tools: list[dict] | None = None, system: str | None = None) -> None:
+def chat_request(section: ModelSection, tools: list[dict] | None = None, system: str | None = None) -> Answered:
     """One chat completion with this section's model and settings (and `tools`, OpenAI-format, and a
-    system message when the runner sends them), through the official client of its provider.
-    NotACompletion when the reply is not one."""
+    system message when the runner sends them), through the official client of its provider: its
+    usage's token classes (None: the Messages API's, not read here) and whether its text calls one of
+    `tools`. NotACompletion when the reply is not one."""
     if section.provider == "anthropic":
-        return _messages_request(section, tools, system)
+        _messages_request(section, tools, system)
+        return Answered()
     import openai
     from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
+
+    from harness.models.providers import openai_client
 
     kwargs: dict[str, Any] = {"temperature": section.temperature} if section.temperature is not None else {}
     if section.max_tokens is not None:
@@ -166,8 +221,12 @@ def chat_request(section: ModelSection, tools: list[dict] | None = None, system:
     finally:
         client.close()
     if not isinstance(reply, ChatCompletion) or not reply.choices:
-        text = reply if isinstance(reply, str) else reply.model_dump_json()
-        raise NotACompletion(repr(text[:WORDS]))
+        text = reply if isinstance(reply, str) else model_json(reply)
+        page = page_words(text)
+        raise NotACompletion(f"an HTML page: {page}" if page is not None else repr(text[:WORDS]))
+    message = reply.choices[0].message
+    named = None if message is None or message.tool_calls else text_tool_call(message.content, offered_names(tools))
+    return Answered(counts(reply.usage), named)
 
 
 def _messages_request(section: ModelSection, tools: list[dict] | None, system: str | None) -> None:
@@ -175,6 +234,7 @@ def _messages_request(section: ModelSection, tools: list[dict] | None, system: s
     import anthropic
 
     from harness.models.anthropic_messages import read_reply, request
+    from harness.models.providers import anthropic_client
 
     messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": PROBE_PROMPT}]
     client = anthropic_client(section, asynchronous=False, headers={PROBE_HEADER: "1"})
@@ -186,6 +246,27 @@ def _messages_request(section: ModelSection, tools: list[dict] | None, system: s
         raise NotACompletion(f"{type(exc).__name__}: {exc}") from None
     finally:
         client.close()
+
+
+_HTML = re.compile(r"<\s*(?:!doctype\s+html|html|head|body|title|h1|center)\b", re.I)
+_INVISIBLE = re.compile(r"<(script|style)\b.*?</\1\s*>|<!--.*?-->", re.I | re.S)
+_TAG = re.compile(r"<[^>]*>")
+
+
+def page_words(text: str | None) -> str | None:
+    """The words of an HTML page (tags, scripts, styles and comments dropped, entities decoded), for a
+    one-line message; None when `text` is not a page."""
+    if not text or not _HTML.search(text[:4096]):
+        return None
+    return clean(html.unescape(_TAG.sub(" ", _INVISIBLE.sub(" ", text))))
+
+
+def _body_text(exc) -> str | None:
+    """The error response's body as text (already read by the SDK; None when it has none)."""
+    try:
+        return exc.response.text
+    except Exception:  # noqa: BLE001 - a response without a readable body
+        return None
 
 
 def clean(text: object, limit: int = WORDS) -> str:

@@ -65,7 +65,6 @@ from typing import Any, TypeAlias
 from pydantic import BaseModel, ConfigDict
 
 from harness.errors import InputError
-from harness.results.model import ReplayCheck
 from harness.traces import Divergence, EnvAction, ModelCall, ToolCall, ToolResult
 
 
@@ -87,13 +86,18 @@ class Turns:
     def __init__(self, path: Path):
         self.path = Path(path)
         self._where: dict[str | tuple[str, int], tuple[int, int, int]] = {}  # key -> offset, length, line
+        where, head = self._where, _HEAD.match
         with open(self.path, "rb") as fh:
             offset = 0
             for number, line in enumerate(fh, 1):
-                if line.strip():
+                size = len(line)
+                found = head(line)
+                if found is not None and b"\\" not in found[1] and found[2] is None:  # --record's line, no epoch
+                    where[found[1][1:-1].decode()] = (offset, size, number)
+                elif line.strip():
                     ident, epoch = _key(line, path, number)
-                    self._where[(ident, epoch) if epoch is not None else ident] = (offset, len(line), number)
-                offset += len(line)
+                    where[(ident, epoch) if epoch is not None else ident] = (offset, size, number)
+                offset += size
 
     def get(self, key, default=None):
         if key not in self._where:
@@ -233,6 +237,14 @@ def recorded_transcripts(turns: list[dict]) -> dict[str, dict[str, str]]:
     """An instance's recorded transcripts ({"model", "text"}), by audio sha256, over all its turns."""
     return {sha: text for turn in turns if isinstance(turn.get("transcripts"), dict)
             for sha, text in turn["transcripts"].items()}
+
+
+class ReplayCheck(BaseModel):
+    """A replayed row's tool results against the recording's fingerprints (`check_replay`), in its row."""
+
+    checked: int = 0  # results compared with the recording's fingerprint
+    diverged: int = 0  # of those, results that differ (each a `divergence` event in the trace)
+    not_checked: int = 0  # results the recording holds no fingerprint for (an older recording): not judged
 
 
 def check_replay(turns: list[dict], events) -> tuple[ReplayCheck, list[Divergence]]:

@@ -7,8 +7,9 @@ Pure functions over plain data: the row dicts of output.jsonl, the trace events 
 - ``by_field(rows, field, metadata)``: rows grouped by ``row[field]`` if the row has that key,
   else ``metadata[id][field]``, else ``"unknown"``; per group ``n`` (rows), ``correct`` (rows whose
   ``correct`` is True), ``no_verdict`` (``correct`` None: the scorer reached no verdict, or no
-  target), ``accuracy`` = correct / (n - no_verdict), over the judged rows (0 when none is), and
-  ``ci95``, its Wilson interval. A list value (``tool_family``) counts the row in each of its groups.
+  target), ``accuracy`` = correct / (n - no_verdict), over the judged rows (None when none is), and
+  ``ci95``, its Wilson interval (with epochs, over instances: stats.clustered_interval). A list
+  value (``tool_family``) counts the row in each of its groups.
   For MultiHop-RAG, ``by_field(rows, "question_type", metadata)`` gives accuracy per
   query type (inference_query, comparison_query, temporal_query, null_query); for GAIA,
   ``tool_family`` and ``steps`` (harness/report/capabilities.py) per tool family and steps bucket.
@@ -26,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.report.capabilities import labels as capability_labels
-from harness.report.stats import wilson_interval
+from harness.report.stats import clustered_interval, wilson_interval
 
 __all__ = ["FIELDS", "by_field", "doc_key", "evidence_recall", "retrieval_recall", "searched_docs", "task_labels"]
 
@@ -38,6 +39,8 @@ FIELDS = ("question_type", "subject", "tool_family", "steps")
 def task_labels(metadata: Mapping[str, Any]) -> dict[str, Any]:
     """What of an instance's metadata the report needs later (tasks.json): its FIELDS (GAIA's from
     its Annotator Metadata) and evidence."""
+    if not metadata:  # most datasets' rows: nothing to look up (a 100k resume makes this call per row)
+        return {}
     found = {key: metadata[key] for key in (*FIELDS, "evidence") if metadata.get(key) is not None}
     return {**capability_labels(metadata), **found}
 
@@ -59,16 +62,23 @@ def by_field(rows: Sequence[Mapping[str, Any]], field: str,
              metadata: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
     """Accuracy per value of `field` (see the module docstring), groups sorted by value."""
     groups: dict[str, dict[str, Any]] = {}
-    for row in rows:
+    passes: dict[str, dict[str, list[bool]]] = {}  # group -> instance -> its judged rows' verdicts
+    for k, row in enumerate(rows):
+        iid = row.get("instance_id")
         for key in _groups_of(row, field, metadata or {}):
             group = groups.setdefault(key, {"n": 0, "correct": 0, "no_verdict": 0})
             group["n"] += 1
             group["correct"] += row.get("correct") is True
             group["no_verdict"] += row.get("correct") is None
-    for group in groups.values():
+            if row.get("correct") is not None:
+                cluster = f"id {iid}" if iid is not None else f"row {k}"  # a row without an id: its own
+                passes.setdefault(key, {}).setdefault(cluster, []).append(row["correct"] is True)
+    for key, group in groups.items():
         judged = group["n"] - group["no_verdict"]
-        group["accuracy"] = group["correct"] / judged if judged else 0.0
-        group["ci95"] = list(wilson_interval(group["correct"], judged))
+        group["accuracy"] = group["correct"] / judged if judged else None
+        clusters = passes.get(key, {})  # epochs: an instance's rows are one cluster, not independent
+        group["ci95"] = list(clustered_interval(clusters) if len(clusters) < judged
+                             else wilson_interval(group["correct"], judged))
     return dict(sorted(groups.items()))
 
 

@@ -17,10 +17,12 @@ no exit 3 for it; a run of unscored instances alone has no accuracy (n_judged 0)
                    (epoch order), else "unknown": the one rule of every page and table
                    (harness/report/live.py's progress takes it from here, `level_of`)
     scorers        each scorer over every (id, epoch): accuracy and mean_score over n - no_verdict
+                   (with epochs, its ci95 over instances, an instance's epochs one cluster, as the headline's)
     epochs         an id is judged when every epoch of it has a verdict (or errored / is missing);
                    the reducers over judged ids, each epoch alone over its judged ids
     breakdowns     per field value: accuracy = correct / (n - no_verdict) (harness/report/breakdown.py)
-A figure with nothing judged is 0.0 with n_judged (or n - no_verdict) 0 beside it.
+A figure with nothing judged is None (null in report.json, "not judged" wherever it is shown), never
+0.0, with n_judged (or n - no_verdict) 0 beside it.
 
 report.json is this `Report`; its keys, besides the headline ones:
     ids            outcome -> selected ids, by their latest row: passed (correct), failed (scored, not
@@ -42,7 +44,7 @@ report.json is this `Report`; its keys, besides the headline ones:
     scorers        scorer name -> ScorerStats: every scorer of the rows, over every selected id (an
                    errored or missing id counts as not passed, score 0; one without a verdict is
                    counted in no_verdict, its first explanation in first_error); the first is the headline
-    env_outcomes   env (code/file/web) -> outcome (ok/timeout/crashed/error) -> count, summed over
+    env_outcomes   env (code/file/web) -> outcome (ok/nonzero_exit/timeout/crashed/error) -> count, summed over
                    the selected ids' latest rows (each row counts its trace's `env` events)
     env_outcomes_per_instance  the same per instance id (only ids with environment actions); an id whose
                    browser met a CAPTCHA or bot wall has env `web_wall` outcome `blocked` (Report.walls)
@@ -50,6 +52,10 @@ report.json is this `Report`; its keys, besides the headline ones:
                    checked against the recording's fingerprints (harness/models/replay.py): checked,
                    divergences (with the ids and their counts), not_checked (no fingerprint to
                    compare: an older recording) with its ids
+    copied_example the selected ids whose answer is the prompts' example placeholder copied (answers.py)
+    text_tool_calls  id -> model replies that were a tool call written as text (models/textcalls.py: a
+                   server without its tool-call parser); an answer that was one has answer source text_tool_call
+    priced         false when the agents' model gives no price_*_per_1k: `cost` is then no figure ("not priced")
     wall_time_s    summed over the runs into the directory that ran instances (a resume with
                    nothing left to run keeps it; a rescore keeps it)
 """
@@ -64,13 +70,16 @@ from statistics import mean, median
 
 from pydantic import BaseModel, Field
 
+from harness.answers import copies_example
 from harness.report.breakdown import FIELDS, by_field, retrieval_recall
 from harness.report.disagreement import disagreements
-from harness.report.stats import mean_interval, wilson_interval
+from harness.report.stats import clustered_interval, mean_interval, wilson_interval
 from harness.results.model import ResultRow
 from harness.results.store import latest_by_key
 from harness.scoring.apply import unscored_reason
 from harness.scoring.reducers import Epoch, agreement, reduce
+from harness.terminal import first_line
+from harness.text import scrub
 from harness.traces import read_trace
 
 OUTCOMES = ("passed", "failed", "no_verdict", "unscored", "errored", "limit", "missing")
@@ -88,7 +97,7 @@ def _percentile(values: list[float], q: float) -> float:
 class LevelStats(BaseModel):
     n: int  # ids (per epoch: ids of that epoch)
     correct: int
-    accuracy: float  # correct / (n - no_verdict)
+    accuracy: float | None  # correct / (n - no_verdict); None when none is judged
     ci95: tuple[float, float]
     no_verdict: int = 0  # of n, not judged: left out of accuracy
     unscored: int = 0  # of n, no target to score against: left out of accuracy
@@ -98,9 +107,9 @@ class ScorerStats(BaseModel):
     n: int  # selected ids (and epochs) but the unscored
     correct: int  # verdict True
     no_verdict: int = 0  # not errored, but the scorer reached no verdict (correct None, or no score)
-    accuracy: float  # the pass rate over the judged, correct / (n - no_verdict)
+    accuracy: float | None  # the pass rate over the judged, correct / (n - no_verdict); None: none judged
     ci95: tuple[float, float]
-    mean_score: float  # mean Score.value over the judged (0 for errored and missing ids)
+    mean_score: float | None  # mean Score.value over the judged (0 for errored and missing ids); None: none judged
     first_error: str | None = None  # the explanation of the first verdict missing (a scorer error's message)
 
 
@@ -111,7 +120,7 @@ class TimeStats(BaseModel):
 
 
 class ReducerStats(BaseModel):
-    value: float  # mean reduced value over the judged ids (the module docstring)
+    value: float | None  # mean reduced value over the judged ids (the module docstring); None: none judged
     passed: int  # ids the reducer passes
     ci95: tuple[float, float]  # Wilson for 0/1 values, else the normal approximation of the mean
     ties: list[str] = Field(default_factory=list)  # majority: ids whose modal answer was tied
@@ -127,7 +136,7 @@ class EpochReport(BaseModel):
 
 
 class CostStats(BaseModel):
-    """Dollars at the models' prices (models/usage.py), every attempt of the selected ids: the agents'
+    """Dollars at the models' prices (harness/usage.py), every attempt of the selected ids: the agents'
     calls, the LLM judge's (every scoring: `harness run`'s and each `harness score`'s), their total,
     and the total per level and per instance (its epochs added up)."""
 
@@ -151,20 +160,29 @@ class ReplayStats(BaseModel):
 class Report(BaseModel):
     n_selected: int
     n_correct: int
-    accuracy: float  # n_correct / n_judged (see the module docstring)
+    accuracy: float | None  # n_correct / n_judged (see the module docstring); None when n_judged is 0
     n_judged: int | None = None  # the headline's denominator: n_selected - n_no_verdict (None: an older report)
     n_no_verdict: int = 0  # selected ids without a verdict from the headline scorer: not judged
     n_unscored: int = 0  # selected ids with no target (absent or a placeholder): not judged either
-    stderr: float
+    stderr: float | None  # None when n_judged is 0
     ci95: tuple[float, float]
     per_level: dict[str, LevelStats] = Field(default_factory=dict)
     n_errors: int = 0  # selected ids whose latest row is an error
     errors_by_kind: dict[str, int] = Field(default_factory=dict)
+    first_errors: dict[str, str] = Field(default_factory=dict)  # error kind -> "ID: the first errored row's error"
     n_missing: int = 0  # selected ids with no row at all
     n_limit: dict[str, int] = Field(default_factory=dict)
-    answer_sources: dict[str, int] = Field(default_factory=dict)
+    answer_sources: dict[str, int] = Field(default_factory=dict)  # solution_tag, final_message, text_tool_call
+    # ids whose answer is the prompts' example placeholder copied (harness/answers.py copies_example)
+    copied_example: list[str] = Field(default_factory=list)
+    # id -> model replies that were a tool call written as text (models/textcalls.py): a server without
+    # its tool-call parser; an answer that was one is answer source text_tool_call (no answer)
+    text_tool_calls: dict[str, int] = Field(default_factory=dict)
     tokens: dict[str, int] = Field(default_factory=lambda: {"prompt": 0, "completion": 0, "total": 0})
     cost: float = 0.0  # the agents' calls, every attempt of the selected ids, retried errors included
+    # False: the agents' model gives no price_*_per_1k, so `cost` (and the agents' part of `costs`) is no
+    # figure: shown as "not priced", never $0 (run.json's prices "unset"); True: priced, or a replay model
+    priced: bool = True
     costs: CostStats = Field(default_factory=CostStats)  # the agents' and the judge's, in total, per level and id
     llm_calls: int = 0
     cache_hits: int = 0  # calls --cache answered (agents' and, with --cache-judge, the judge's; models/cache.py)
@@ -176,7 +194,7 @@ class Report(BaseModel):
     env_outcomes: dict[str, dict[str, int]] = Field(default_factory=dict)
     env_outcomes_per_instance: dict[str, dict[str, dict[str, int]]] = Field(default_factory=dict)
     epochs: EpochReport | None = None  # --epochs K > 1: per-epoch accuracy, reducers, agreement
-    basis: str | None = None  # what besides the rows it was computed from (runner/run.py _report_basis)
+    basis: str | None = None  # what besides the rows it was computed from (runner/phases/record.py report_basis)
     breakdowns: dict[str, dict[str, dict]] = Field(default_factory=dict)  # field -> value -> n/correct/accuracy
     retrieval: dict | None = None  # evidence recall of the search tool: n, mean, by_question_type
     replay: ReplayStats | None = None  # replay models: tool results against the recording (module docstring)
@@ -237,8 +255,8 @@ def _costs(spent: Sequence[ResultRow], selected: Sequence[str], levels: Mapping[
                      per_instance=per_instance)
 
 
-def _stats(correct: int, n: int) -> tuple[float, tuple[float, float]]:
-    return (correct / n if n else 0.0), wilson_interval(correct, n)
+def _stats(correct: int, n: int) -> tuple[float | None, tuple[float, float]]:
+    return (correct / n if n else None), wilson_interval(correct, n)
 
 
 def build_report(
@@ -253,6 +271,7 @@ def build_report(
     normalize: Callable[[str], str] | None = None,
     tasks: Mapping[str, dict] | None = None,
     run_dir: Path | None = None,
+    priced: bool = True,
 ) -> Report:
     """Aggregate the latest row of each selected (id, epoch); `levels` (from the dataset) places
     missing ids. With epochs > 1 the headline is the first reducer's (mean by default): accuracy is
@@ -265,8 +284,11 @@ def build_report(
     units = [(iid, e) for iid in selected for e in range(1, epochs + 1)]
     levels = levels or {}
     errors: Counter[str] = Counter()
+    first_errors: dict[str, str] = {}
     limits: Counter[str] = Counter()
     sources: Counter[str] = Counter()
+    copied: dict[str, None] = {}
+    as_text: Counter[str] = Counter()
     scorer_names: list[str] = []
     env_total: dict[str, Counter[str]] = {}
     env_per: dict[str, dict[str, dict[str, int]]] = {}
@@ -282,8 +304,13 @@ def build_report(
                 per_env[outcome] = per_env.get(outcome, 0) + count
         if row.status == "error":
             errors[row.error_kind or "unknown"] += 1
+            first = scrub(f"{iid}: {first_line(row.error or 'no message')}")  # a model's text: any code point
+            first_errors.setdefault(row.error_kind or "unknown", first)
         else:
             sources[row.answer_source] += 1
+        if copies_example(row.answer):
+            copied[iid] = None
+        as_text[iid] += row.text_tool_calls
         if row.status == "limit":
             limits[row.limit or "unknown"] += 1
 
@@ -312,9 +339,10 @@ def build_report(
     n = len(selected)
     n_judged = len(judged)
     n_correct = sum(passed for _, passed in verdicts.values())
-    accuracy = sum(value for value, _ in verdicts.values()) / n_judged if n_judged else 0.0
+    accuracy = sum(value for value, _ in verdicts.values()) / n_judged if n_judged else None
     ci95 = epoch_report.reducers[epoch_report.primary].ci95 if epoch_report else wilson_interval(n_correct, n_judged)
-    scorers = {name: _scorer_stats(name, [latest.get(u) for u in units if u[0] not in unscored])
+    scored = [u for u in units if u[0] not in unscored]
+    scorers = {name: _scorer_stats(name, [latest.get(u) for u in scored], [iid for iid, _ in scored])
                for name in scorer_names}
     spent = [r for r in rows if r.instance_id in wanted]  # every attempt costs
     durations = [r.duration_s for r in latest.values()]
@@ -332,21 +360,25 @@ def build_report(
         n_judged=n_judged,
         n_no_verdict=len(ids["no_verdict"]),
         n_unscored=len(unscored),
-        stderr=math.sqrt(accuracy * (1 - accuracy) / n_judged) if n_judged else 0.0,
+        stderr=math.sqrt(accuracy * (1 - accuracy) / n_judged) if accuracy is not None else None,
         ci95=ci95,
         per_level={
             key: LevelStats(n=b[0], correct=b[1],
-                            accuracy=level_value[key] / (b[0] - b[2] - b[3]) if b[0] > b[2] + b[3] else 0.0,
+                            accuracy=level_value[key] / (b[0] - b[2] - b[3]) if b[0] > b[2] + b[3] else None,
                             ci95=wilson_interval(b[1], b[0] - b[2] - b[3]), no_verdict=b[2], unscored=b[3])
             for key, b in sorted(per_level.items(), key=lambda kv: (kv[0] == "unknown", kv[0]))
         },
         n_errors=sum(errors.values()),
         errors_by_kind=dict(errors.most_common()),
+        first_errors={kind: first_errors[kind] for kind, _ in errors.most_common()},
         n_missing=sum(1 for u in units if u not in latest),
         n_limit=dict(limits.most_common()),
         answer_sources=dict(sources.most_common()),
+        copied_example=list(copied),
+        text_tool_calls={iid: n for iid, n in as_text.items() if n},
         tokens={"prompt": prompt, "completion": completion, "total": prompt + completion, **classes},
         cost=sum(r.usage.cost for r in spent),
+        priced=priced,
         costs=_costs(spent, selected, levels),
         llm_calls=sum(r.usage.llm_calls for r in spent),
         cache_hits=sum(r.usage.cache_hits + r.judge_usage.cache_hits for r in spent),
@@ -471,22 +503,35 @@ def _outcome(rows: list[ResultRow | None]) -> str:
     return "no_verdict" if any(_unjudged(r) for r in rows) else "scored"
 
 
-def _scorer_stats(name: str, rows: list[ResultRow | None]) -> ScorerStats:
-    """One scorer over every unit: one without its verdict is left out of the rates and counted; an
-    errored or missing one counts as not passed, score 0."""
+def _scorer_stats(name: str, rows: list[ResultRow | None], ids: list[str]) -> ScorerStats:
+    """One scorer over every unit (`ids[i]` is the instance of `rows[i]`): one without its verdict is
+    left out of the rates and counted; an errored or missing one counts as not passed, score 0. The
+    interval is over instances (`_clustered`): an instance's epochs are not independent draws."""
     n = len(rows)
     missing = [r for r in rows if r is not None and _unjudged(r, name)]
     verdicts = [r.scores[name] for r in rows if r is not None and r.status != "error" and not _unjudged(r, name)]
     passed = sum(1 for v in verdicts if v.get("correct") is True)
     judged = n - len(missing)
     rate, interval = _stats(passed, judged)
+    if len(set(ids)) < len(ids):  # epochs: several rows per instance
+        interval = _clustered(name, rows, ids)
     first = None
     if missing:
         score = missing[0].scores.get(name)
         first = (score.get("explanation") or "no explanation given") if score else "the row has no score"
     return ScorerStats(n=n, correct=passed, no_verdict=len(missing), accuracy=rate, ci95=interval,
-                       mean_score=sum(float(v.get("value") or 0.0) for v in verdicts) / judged if judged else 0.0,
+                       mean_score=sum(float(v.get("value") or 0.0) for v in verdicts) / judged if judged else None,
                        first_error=first)
+
+
+def _clustered(name: str, rows: list[ResultRow | None], ids: list[str]) -> tuple[float, float]:
+    """A scorer's interval with its judged rows clustered by instance (stats.clustered_interval)."""
+    passes: dict[str, list[bool]] = {}
+    for iid, row in zip(ids, rows, strict=True):
+        if row is None or not _unjudged(row, name):
+            passes.setdefault(iid, []).append(
+                row is not None and row.status != "error" and row.scores[name].get("correct") is True)
+    return clustered_interval(passes)
 
 
 def _epoch(row: ResultRow | None, primary: str | None) -> Epoch:
@@ -511,7 +556,7 @@ def _reduce_epochs(latest, selected, judged, epochs, reducers,
         results = {iid: reduce(name, by_id[iid], normalize) for iid in judged}
         values = [r.value for r in results.values()]
         passed = sum(r.passed for r in results.values())
-        value = sum(values) / n if n else 0.0
+        value = sum(values) / n if n else None
         binary = all(v in (0.0, 1.0) for v in values)
         stats[name] = ReducerStats(value=value, passed=passed,
                                    ci95=wilson_interval(passed, n) if binary else mean_interval(values),
@@ -524,7 +569,7 @@ def _reduce_epochs(latest, selected, judged, epochs, reducers,
         unscored = sum(_unscored(row) for row in rows.values())
         seen = [iid for iid, row in rows.items() if not _unjudged(row) and not _unscored(row)]
         ok = sum(by_id[iid][e - 1].correct for iid in seen)
-        per_epoch[str(e)] = LevelStats(n=len(selected), correct=ok, accuracy=ok / len(seen) if seen else 0.0,
+        per_epoch[str(e)] = LevelStats(n=len(selected), correct=ok, accuracy=ok / len(seen) if seen else None,
                                        ci95=wilson_interval(ok, len(seen)),
                                        no_verdict=len(selected) - len(seen) - unscored, unscored=unscored)
     agreements = [agreement(eps, normalize) for eps in by_id.values()]

@@ -180,6 +180,17 @@ def _asset(name: str) -> str:
     return (HERE / "static" / name).read_text(encoding="utf-8")
 
 
+# what could end the <script> element or change how it is parsed ("</script>", "<!--" with "<script"),
+# written as JSON's own \\u escapes: JSON has these characters only inside strings, so the value is the same
+_SCRIPT_ESCAPES = {ord(c): f"\\u{ord(c):04x}" for c in "<>&\u2028\u2029"}
+
+
+def script_json(data: Any) -> str:
+    """`data` as JSON that is safe inside a <script> element: ASCII (a lone surrogate is its \\u
+    escape, which JSON.parse takes), and none of < > & U+2028 U+2029 unescaped."""
+    return json.dumps(data, separators=(",", ":"), default=str).translate(_SCRIPT_ESCAPES)
+
+
 def render_page(*, data: dict | None, mode: str, title: str) -> str:
     """The page; `data` is embedded (static report) or None (the viewer fetches /api/data)."""
     from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -187,8 +198,7 @@ def render_page(*, data: dict | None, mode: str, title: str) -> str:
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html", "j2"]))
     payload = None
     if data is not None:
-        # safe inside <script>: no "</" can close the element
-        payload = json.dumps(data, separators=(",", ":"), default=str).replace("</", "<\\/").replace("<!--", "<\\!--")
+        payload = script_json(data)
     return env.get_template("report.html.j2").render(
         title=title, mode=mode, payload=payload, css=_asset("report.css"), js=_asset("report.js")
     )

@@ -164,7 +164,7 @@ def progress(verdicts: dict[str, tuple[str, float, bool]], running: set[str], le
 
     def finish(acc: dict) -> dict:
         n, binary = acc["n_judged"], acc.pop("binary")
-        acc["accuracy"] = acc.pop("value") / n if n else 0.0
+        acc["accuracy"] = acc.pop("value") / n if n else None
         acc["ci95"] = list(wilson_interval(acc["n_correct"], n)) if binary else None
         return acc
 

@@ -88,7 +88,7 @@ def read_run(run_dir: Path, *, lenient: bool = False) -> RunFigures:
         report = build_report(rows, ids, leaked_containers=old.leaked_containers if old else 0,
                               wall_time_s=old.wall_time_s if old else None, levels=selected, epochs=epochs,
                               reducers=reducers, normalize=normalize, tasks=tasks if isinstance(tasks, dict) else None,
-                              run_dir=layout.root)
+                              run_dir=layout.root, priced=run.get("prices") != "unset")
         why = "no readable report.json" if old is None else "output.jsonl is newer than report.json"
         rebuilt = f"built from output.jsonl ({why}: a run in progress, or one that ended before its report)"
     latest = latest_by_key(rows)

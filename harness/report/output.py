@@ -8,20 +8,27 @@ resume or rescore of that directory replaces its row instead of adding one.
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import fcntl
 import io
+import os
 import shlex
+import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock
 from rich.table import Table
 from rich.text import Text
 
+from harness.answers import EXAMPLE_ANSWER
 from harness.fsutil import write_atomic
+from harness.models.textcalls import PARSERS, TEXT_TOOL_CALLS
 from harness.report.build import ReplayStats, Report
 from harness.terminal import listed
+from harness.text import model_json
 
 REPORT_JSON = "report.json"
 BREAKDOWN_NAMES = {"tool_family": "per tool family", "steps": "per steps bucket"}  # capabilities.py's labels
@@ -32,7 +39,7 @@ def write_report(report: Report, output_dir: Path) -> Path:
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     path = output_dir / REPORT_JSON
-    write_atomic(path, report.model_dump_json(indent=2) + "\n")
+    write_atomic(path, model_json(report, indent=2) + "\n")
     return path
 
 
@@ -66,13 +73,33 @@ def summary_row(report: Report, *, run_label: str, extra: dict[str, Any]) -> dic
         n_missing=report.n_missing,
         n_limit=sum(report.n_limit.values()),
         tokens_total=report.tokens["total"],
-        cost=_round(report.cost, 6),
+        cost=_round(report.cost, 6) if report.priced else None,  # not priced: empty, never 0
         llm_calls=report.llm_calls,
         time_mean_s=_round(report.time_per_instance_s.mean, 2),
         wall_time_s=_round(report.wall_time_s, 2),
         leaked_containers=report.leaked_containers,
     )
     return row
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path, timeout: float = 30.0) -> Iterator[None]:
+    """An exclusive lock on `folder` itself (flock on its descriptor), so writers of a summary.csv in
+    it take turns and no lock file is left beside the CSV; TimeoutError after `timeout` seconds."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{folder}: another run held its summary.csv for {timeout:g} s") from None
+                time.sleep(0.02)
+        yield
+    finally:
+        os.close(fd)  # and the lock with it
 
 
 def append_summary(report: Report, csv_path: Path, *, run_label: str, extra: dict[str, Any],
@@ -85,7 +112,7 @@ def append_summary(report: Report, csv_path: Path, *, run_label: str, extra: dic
     row = summary_row(report, run_label=run_label, extra=extra)
     if output_dir is not None:
         row = {"output_dir": str(Path(output_dir).resolve()), **row}
-    with FileLock(str(csv_path) + ".lock", timeout=30):
+    with folder_lock(csv_path.parent):
         header: list[str] = []
         old: list[dict[str, str]] = []
         if csv_path.exists() and csv_path.stat().st_size:
@@ -104,8 +131,8 @@ def append_summary(report: Report, csv_path: Path, *, run_label: str, extra: dic
         write_atomic(csv_path, text.getvalue())
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f}%"
+def _pct(x: float | None) -> str:
+    return "not judged" if x is None else f"{100 * x:.1f}%"
 
 
 def _ci(ci: tuple[float, float]) -> str:
@@ -116,9 +143,17 @@ def _counts(counts: dict[str, int]) -> str:
     return ", ".join(f"{k}: {v}" for k, v in counts.items()) or "none"
 
 
+NOT_PRICED = "not priced (no price_*_per_1k)"
+
+
 def cost_line(r: Report) -> str:
     """The run's cost: the agents' calls, then the judge's and the total when it was called, and per level."""
     c = r.costs
+    if not r.priced:  # the agents' model has no prices: no figure at all, never $0
+        line = f"{NOT_PRICED} / {r.llm_calls}"
+        if c.judge_calls:
+            line += f"; judge ${c.judge:.4f} / {c.judge_calls}"
+        return line + (f"; {r.cache_hits} answered by --cache" if r.cache_hits else "")
     line = f"${r.cost:.4f} / {r.llm_calls}"
     if c.judge_calls:
         line += f"; judge ${c.judge:.4f} / {c.judge_calls}; total ${c.total:.4f}"
@@ -138,7 +173,7 @@ def _over_judged(s) -> str:
     out said beside it; with nothing judged, no percentage at all."""
     unscored = getattr(s, "unscored", 0)
     judged = s.n - s.no_verdict - unscored
-    rate = "none judged" if (s.no_verdict or unscored) and not judged \
+    rate = "none judged" if s.accuracy is None or not judged \
         else f"{s.correct}/{judged} = {_pct(s.accuracy)}  {_ci(s.ci95)}"
     return rate + (f"  ({s.no_verdict} not judged: no verdict)" if s.no_verdict else "") + _unscored(unscored)
 
@@ -181,14 +216,14 @@ def render(report: Report) -> Table:
     table.add_column("value")
     r = report
     head = next(iter(r.scorers.values()), None)
-    mean_score = f", mean score {head.mean_score:.3f}" if head and not r.epochs else ""
+    mean_score = f", mean score {head.mean_score:.3f}" if head and head.mean_score is not None and not r.epochs else ""
     judged = r.n_selected if r.n_judged is None else r.n_judged  # the denominator: ids with a verdict
     table.add_row(f"accuracy ({r.headline})" if r.headline else "accuracy",
-                  ("none judged" if (r.n_no_verdict or r.n_unscored) and not judged
+                  ("none judged" if r.accuracy is None or not judged
                    else f"{r.n_correct}/{judged} = {_pct(r.accuracy)} (stderr {_pct(r.stderr)}){mean_score}")
                   + (f"  ({r.n_no_verdict} of {r.n_selected} not judged: no verdict)" if r.n_no_verdict else "")
                   + _unscored(r.n_unscored, r.n_selected))
-    if judged or not r.n_unscored:  # unscored alone: no interval either
+    if r.accuracy is not None:  # nothing judged: no interval either
         table.add_row("95% CI (Wilson)", _ci(r.ci95))
     if r.epochs:
         e = r.epochs
@@ -196,19 +231,22 @@ def render(report: Report) -> Table:
                                 f"pairs, all epochs in {_pct(e.all_agree)} of instances")
         for name, red in e.reducers.items():
             ties = f"  ({len(red.ties)} tied majority)" if red.ties else ""
-            table.add_row(f"reducer {name}", f"{_pct(red.value)}  {_ci(red.ci95)}  passes {red.passed}{ties}")
+            table.add_row(f"reducer {name}", "none judged" if red.value is None
+                          else f"{_pct(red.value)}  {_ci(red.ci95)}  passes {red.passed}{ties}")
         for epoch, s in e.per_epoch.items():
             table.add_row(f"epoch {epoch}", _over_judged(s))
     for name, sc in list(r.scorers.items())[1:]:  # pass rate beside mean score (graded: at their threshold)
-        table.add_row(f"scorer {name}", f"{_over_judged(sc)}  mean score {sc.mean_score:.3f}")
+        table.add_row(f"scorer {name}", _over_judged(sc) + ("" if sc.mean_score is None
+                                                             else f"  mean score {sc.mean_score:.3f}"))
     for name, sc in r.scorers.items():  # a scorer that raised or gave nonsense: counted, its first error shown
         if sc.no_verdict:
             table.add_row(f"[bold red]no verdict ({name})[/bold red]", Text(
                 f"{sc.no_verdict} of {sc.n}; first: {sc.first_error or '-'}", style="red"))
     for field, groups in r.breakdowns.items():
         table.add_row(BREAKDOWN_NAMES.get(field, field), "; ".join(
-            f"{k} {g['correct']}/{g['n'] - g.get('no_verdict', 0)} = {_pct(g['accuracy'])}"
-            + (f" {_ci(tuple(g['ci95']))}" if g.get("ci95") else "")
+            (f"{k} not judged" if g.get("accuracy") is None else
+             f"{k} {g['correct']}/{g['n'] - g.get('no_verdict', 0)} = {_pct(g['accuracy'])}"
+             + (f" {_ci(tuple(g['ci95']))}" if g.get("ci95") else ""))
             + (f" ({g['no_verdict']} not judged)" if g.get("no_verdict") else "") for k, g in groups.items()))
     if r.disagreements:
         table.add_row("gaia vs llm_judge", disagreement_line(r.disagreements))
@@ -221,9 +259,18 @@ def render(report: Report) -> Table:
     missing = sum(sc.no_verdict for sc in r.scorers.values())
     table.add_row("errors", f"{r.n_errors} ({_counts(r.errors_by_kind)})"
                             + (f"; scorer: {missing} verdict(s) missing" if missing else ""))
+    for kind, first in r.first_errors.items():  # as a scorer's: the first of each kind, said
+        table.add_row(f"[bold red]first {kind} error[/bold red]", Text(first, style="red"))
     table.add_row("missing", str(r.n_missing))
     table.add_row("limits hit", _counts(r.n_limit))
     table.add_row("answer sources", _counts(r.answer_sources))
+    if r.copied_example:
+        table.add_row("[bold yellow]copied example answer[/bold yellow]",
+                      Text(f"{len(r.copied_example)} of {r.n_selected}: {listed(r.copied_example)}", style="yellow"))
+    if r.text_tool_calls:
+        table.add_row("[bold yellow]tool calls as text[/bold yellow]", Text(
+            f"{sum(r.text_tool_calls.values())} replies in {len(r.text_tool_calls)} of {r.n_selected} instances",
+            style="yellow"))
     if r.env_outcomes:
         table.add_row("env actions", "; ".join(f"{env} {_counts(c)}" for env, c in r.env_outcomes.items()))
     if r.replay:
@@ -251,6 +298,21 @@ _NAMED = (("errored", "errored"), ("no_verdict", "no verdict (a scorer failed)")
           ("limit", "hit a limit"), ("failed", "wrong answer"))
 
 
+def model_warnings(report: Report) -> list[str]:
+    """What the model's replies say of the prompt or the server: answers that copied the prompt's example,
+    tool calls written as text (each a line starting "warning:")."""
+    lines = []
+    if copied := report.copied_example:
+        lines.append(f"warning: {len(copied)} answer(s) are the prompt's example {EXAMPLE_ANSWER!r} copied, not an "
+                     f"answer: {listed(copied)}")
+    if calls := report.text_tool_calls:
+        blobs = report.answer_sources.get("text_tool_call", 0)
+        lines.append(f"warning: {sum(calls.values())} model replies in {len(calls)} instance(s) were tool calls "
+                     f"written as text ({listed(list(calls))}); {blobs} final answer(s) were one and count as no "
+                     f"answer: {TEXT_TOOL_CALLS} {PARSERS}")
+    return lines
+
+
 def end_lines(report: Report, run_dir: Path | None = None) -> list[str]:
     """The lines after the table: the ids of each outcome but a pass (first 10, then "+N more"), the
     instances that met a CAPTCHA or bot wall, then, given the run's directory, where it is and the
@@ -258,6 +320,7 @@ def end_lines(report: Report, run_dir: Path | None = None) -> list[str]:
     lines = [f"{words} ({len(ids)}): {listed(ids)}" for outcome, words in _NAMED if (ids := report.ids.get(outcome))]
     if walls := report.walls():
         lines.append(wall_line(walls, report.n_selected))
+    lines += model_warnings(report)
     if run_dir is not None:
         quoted = shlex.quote(str(run_dir))
         lines += [f"run directory: {run_dir}",

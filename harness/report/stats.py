@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 Z95 = 1.959963984540054
@@ -43,6 +43,16 @@ def mean_interval(values: Sequence[float], z: float = Z95) -> tuple[float, float
     sd = math.sqrt(sum((v - m) ** 2 for v in values) / (n - 1))
     half = z * sd / math.sqrt(n)
     return (max(0.0, m - half), min(1.0, m + half))
+
+
+def clustered_interval(passes: Mapping[str, Sequence[bool]], z: float = Z95) -> tuple[float, float]:
+    """The 95% interval of a pass rate whose rows come in clusters (an instance's epochs: not
+    independent draws): each cluster's pass rate, then Wilson over the clusters when every one is 0 or
+    1, else the normal interval of their mean (what the headline's mean reducer gives)."""
+    means = [sum(p) / len(p) for p in passes.values() if p]
+    if all(m in (0.0, 1.0) for m in means):
+        return wilson_interval(int(sum(means)), len(means), z)
+    return mean_interval(means, z)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,11 @@ or any run's output.jsonl, report.json, run.json or traces/ folder changes.
 Comparing is a choice: /api/data?baseline=PATH compares every other run with that one (`none`:
 no comparison; absent: the server's default, the first run when asked for one), and force=1 also
 compares runs of another dataset or selection (html.py compare).
+
+Only a request naming the server as it serves is answered: its `Host` header must be `127.0.0.1:PORT` or
+`localhost:PORT` (without the port on port 80); any other, or none, is a 421 with nothing read. A page on
+another site that rebinds its own name to 127.0.0.1 (DNS rebinding) sends its own name as the Host, so it
+cannot read run data through the visitor's browser.
 """
 
 from __future__ import annotations
@@ -139,6 +144,12 @@ class Viewer:
         return shot.read_bytes()
 
 
+def served_hosts(port: int) -> set[str]:
+    """The `Host` headers of a request for this server (module docstring)."""
+    names = ("127.0.0.1", "localhost")
+    return {f"{name}:{port}" for name in names} | (set(names) if port == 80 else set())
+
+
 def _handler(viewer: Viewer):
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args) -> None:  # quiet
@@ -153,6 +164,10 @@ def _handler(viewer: Viewer):
             self.wfile.write(body)
 
         def do_GET(self) -> None:  # noqa: N802
+            port = int(self.connection.getsockname()[1])  # the port this server listens on
+            if (self.headers.get("Host") or "").lower() not in served_hosts(port):
+                return self._send(421, f"this server answers requests for 127.0.0.1:{port} only".encode(),
+                                  "text/plain")
             url = urlparse(self.path)
             q = {k: v[0] for k, v in parse_qs(url.query).items()}
             try:

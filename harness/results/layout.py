@@ -1,4 +1,4 @@
-"""The run directory: every file a run writes, in one place (documented in the README).
+"""The run directory: every file a run writes, in one place (documented in docs/results.md).
 
     output.jsonl     one result row per instance and epoch (after its retries); a resume appends, the latest row wins
     run.json         the configuration the run started with; a resume must match it; run_ids lists every run

@@ -6,38 +6,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from harness.answers import Source
 from harness.errors import ErrorKind
-
-
-class Usage(BaseModel):
-    """Tokens by class (harness/models/usage.py: cached and cache-write tokens are within prompt_tokens,
-    reasoning tokens within completion_tokens; 0 where the provider reports none, and in older rows),
-    calls, and their cost in dollars at the section's prices."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached_prompt_tokens: int = 0
-    cache_write_tokens: int = 0
-    reasoning_tokens: int = 0
-    llm_calls: int = 0
-    cache_hits: int = 0  # of llm_calls, those --cache answered (harness/models/cache.py), at no cost
-    cost: float = 0.0
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(**{name: getattr(self, name) + getattr(other, name) for name in Usage.model_fields})
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-
-class ReplayCheck(BaseModel):
-    """A replayed row's tool results against the recording's fingerprints (harness/models/replay.py)."""
-
-    checked: int = 0  # results compared with the recording's fingerprint
-    diverged: int = 0  # of those, results that differ (each a `divergence` event in the trace)
-    not_checked: int = 0  # results the recording holds no fingerprint for (an older recording): not judged
-
+from harness.models.replay import ReplayCheck
+from harness.usage import Usage
 
 # ok: the agent finished; limit: it hit a limit (still scored); error: it could not finish
 Status = Literal["ok", "limit", "error"]
@@ -56,7 +28,7 @@ class ResultRow(BaseModel):
     error: str | None = None
     limit: str | None = None  # wall_time / max_steps / max_tokens
     answer: str | None = None
-    answer_source: Literal["solution_tag", "final_message", "none"] = "none"
+    answer_source: Source = "none"
     target: str | None = None
     level: int | None = None
     correct: bool | None = None  # the primary scorer's verdict
@@ -71,13 +43,16 @@ class ResultRow(BaseModel):
     steps: int = 0
     tool_calls: list[str] = Field(default_factory=list)
     user_replies: int = 0  # replies of the simulated user (turns that ended without <solution>)
+    # model replies that were a tool call written as text (models/textcalls.py: the trace's model_call
+    # events that name one): the server has no tool-call parser on
+    text_tool_calls: int = 0
     duration_s: float = 0.0
     started_at: str = ""
     finished_at: str = ""
     sandbox: str | None = None
     trace: str | None = None  # path of the trace file, relative to the output dir
     # environment actions of the row's trace (its last attempt): env (code/file/web) -> outcome
-    # (ok/timeout/crashed/error) -> count; counted by the runner from the trace's `env` events
+    # (ok/nonzero_exit/timeout/crashed/error) -> count; counted by the runner from the trace's `env` events
     env_outcomes: dict[str, dict[str, int]] = Field(default_factory=dict)
     replay: ReplayCheck | None = None  # replay models: the tool results checked against the recording
 

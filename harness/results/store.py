@@ -24,7 +24,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ValidationError
 
@@ -32,6 +32,7 @@ from harness.errors import InputError
 from harness.fsutil import slug
 from harness.results.layout import RunDir
 from harness.results.model import ResultRow
+from harness.text import model_json
 
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
@@ -53,7 +54,7 @@ def append_row(path: Path, row: ResultRow) -> None:
     it, so a retry starts on a fresh line: never a partial row and a whole one on one line. A file
     that already ends mid-line (that truncation failed too) takes no more rows."""
     path = Path(path)
-    data = (row.model_dump_json() + "\n").encode()
+    data = (model_json(row) + "\n").encode()
     with _lock:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
@@ -84,8 +85,9 @@ def load(path: Path, model: type[ResultRow] | type[RowKey] = ResultRow, *, damag
     out = Loaded()
     if not path.exists():
         return out
+    parse, append = model.model_validate_json, out.rows.append
     with open(path, "rb") as fh:
-        number, offset, bad = 0, 0, None
+        number, offset, good, bad = 0, 0, 0, None
         for raw in fh:
             number += 1
             if bad is not None:  # a bad line followed by more lines: damaged, not torn
@@ -102,13 +104,14 @@ def load(path: Path, model: type[ResultRow] | type[RowKey] = ResultRow, *, damag
             offset += len(raw)
             if not raw.isspace():
                 try:
-                    out.rows.append(model.model_validate_json(raw))
+                    append(parse(raw))
                 except (ValidationError, ValueError) as exc:
                     bad = (number, raw, exc)
                     continue
-            out.good_size = offset
+            good = offset
         if bad is not None:  # the last complete line does not parse: torn, not damaged
             out.torn = True
+    out.good_size = good
     return out
 
 
@@ -142,9 +145,9 @@ class _Key(BaseModel):
     instance_hash: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class RowKey:
-    """What resuming needs of a row: its instance, epoch, status and content hash (the rest is not read)."""
+class RowKey(NamedTuple):
+    """What resuming needs of a row: its instance, epoch, status and content hash (the rest is not read).
+    A tuple: a 100k resume makes one per row, and a tuple is made in half a dataclass's time."""
 
     instance_id: str
     epoch: int
@@ -163,17 +166,19 @@ class RowKey:
         lacks some, and so does a part of a row glued to a whole one). Any other line (older rows, rows
         written by hand, braces inside strings, a damaged row) is parsed in full, so a damaged line is
         found here, before the run, not by the report after it."""
-        head = _HEAD.match(raw)
+        head = _match(raw)
         if head is None or not raw.endswith(b"}\n") or raw.count(b"{") != raw.count(b"}"):
             key = _Key.model_validate_json(raw)
             return cls(key.instance_id, key.epoch, key.status, key.instance_hash)
-        literal = head[1]
+        literal, digest = head[1], head[4]
         ident = literal[1:-1].decode() if b"\\" not in literal else json.loads(literal)
-        return cls(ident, int(head[2]), head[3].decode(), head[4].decode() if head[4] else None)
+        return _tuple(cls, (ident, int(head[2]), _STATUS[head[3]], digest.decode() if digest else None))
 
 
 _HEAD = re.compile(rb'^\{"instance_id":("(?:[^"\\]|\\.)*"),"epoch":(\d+),"attempt":\d+,"status":"(ok|limit|error)",'
                    rb'(?:"instance_hash":(?:"([0-9a-f]*)"|null),)?')
+_match, _tuple = _HEAD.match, tuple.__new__
+_STATUS = {b"ok": "ok", b"limit": "limit", b"error": "error"}
 
 
 def latest_by_key(rows: list[ResultRow]) -> dict[tuple[str, int], ResultRow]:
@@ -185,13 +190,15 @@ def pending(instance_ids: list[str], rows: list[ResultRow], epochs: int = 1) -> 
                                                                                        list[tuple[str, int]]]:
     """(to_run, already_done) as (instance id, epoch) in the order given, epochs of an id together:
     errored or absent ones run again."""
-    latest = latest_by_key(rows)
+    latest = latest_by_key(rows).get
     to_run: list[tuple[str, int]] = []
     done: list[tuple[str, int]] = []
+    numbers = range(1, epochs + 1)
     for iid in instance_ids:
-        for epoch in range(1, epochs + 1):
-            row = latest.get((iid, epoch))
-            (done if row is not None and row.finished else to_run).append((iid, epoch))
+        for epoch in numbers:
+            key = (iid, epoch)
+            row = latest(key)
+            (done if row is not None and row.finished else to_run).append(key)
     return to_run, done
 
 
@@ -252,11 +259,11 @@ def merge_rescue(output: Path) -> int:
         return 0
     rescued = load(source).rows  # a torn last line of a crashed rescue is skipped
     present = read_rows(output)
-    seen = {row.model_dump_json() for row in present}
+    seen = {model_json(row) for row in present}
     latest = {(row.instance_id, row.epoch): row.finished_at for row in present}
     added = 0
     for row in rescued:
-        if row.model_dump_json() in seen or latest.get((row.instance_id, row.epoch), "") > row.finished_at:
+        if model_json(row) in seen or latest.get((row.instance_id, row.epoch), "") > row.finished_at:
             continue
         append_row(output, row)
         added += 1

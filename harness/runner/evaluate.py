@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
@@ -30,36 +30,21 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from harness import exit_codes
 from harness.config import RunConfiguration
-from harness.errors import OwnFileRefused
 from harness.fsutil import refuses_data
 from harness.models.budget import RunBudget
 from harness.models.replay import recorded_turns
 from harness.models.slots import cap_words
+from harness.report.output import NOT_PRICED
 from harness.results.layout import RunDir
 from harness.results.model import ResultRow
 from harness.results.store import RowWriter, rescue
-from harness.runner import forkserver
 from harness.runner.agent_process.supervise import kill_all
-from harness.runner.instance import RunSettings, run_instance
+from harness.runner.instance import Finished, RunSettings, run_instance
+from harness.runner.outcome import Outcome
 from harness.settings import settings as harness_settings
 from harness.terminal import first_line, say
+from harness.text import model_json
 from harness.traces import LimitEvent, read_trace
-
-
-@dataclass
-class Outcome:
-    """How the evaluation loop ended."""
-
-    write_error: OSError | None = None  # output.jsonl refused a row
-    held: list[ResultRow] = field(default_factory=list)  # rows it did not take
-    stopped: str | None = None  # why no more instances were started
-    disk_full: Exception | None = None  # the run directory refused the harness's own files (not a row)
-    over_budget: str | None = None  # --max-cost was reached (exit 3): what was spent, of what budget
-
-    @property
-    def refused(self) -> Exception | None:
-        """Why the run directory stopped taking files mid-run (exit 4: `rescue_rows`), else None."""
-        return self.write_error or self.disk_full
 
 
 def rescue_rows(layout: RunDir, outcome: Outcome, leaked: int, console: Console) -> int:
@@ -87,7 +72,7 @@ def rescue_rows(layout: RunDir, outcome: Outcome, leaked: int, console: Console)
     else:
         say(console, f"{len(held)} finished row(s) could not be saved anywhere; they follow on stdout, one JSON "
                      f"line each: append them to {layout.output}", style="red")
-        sys.stdout.write("".join(row.model_dump_json() + "\n" for row in held))
+        sys.stdout.write("".join(model_json(row) + "\n" for row in held))
         sys.stdout.flush()
     if leaked:
         say(console, f"{leaked} container(s) of this run are left; `harness cleanup` removes them", style="red")
@@ -130,9 +115,10 @@ class _Workers:
             with self.lock:
                 self.not_started += 1
             return
-        self.finish(run_instance(instance, settings, epoch), settings.refused)
+        self.finish(run_instance(instance, settings, epoch))
 
-    def finish(self, row: ResultRow, refused: list[OwnFileRefused]) -> None:
+    def finish(self, finished: Finished) -> None:
+        row = finished.row
         if self.interrupted.is_set() and row.status == "error":
             return
         if row.status != "ok":
@@ -148,7 +134,7 @@ class _Workers:
                 self.recorded.append({"instance_id": row.instance_id, "epoch": row.epoch, "trace": row.trace})
             if not written and self.why is None:
                 self._stop(f"cannot write {self.out}: {self.writer.failed}")
-            elif self.why is None and (full := self._refusal(row, refused)) is not None:
+            elif self.why is None and (full := self._refusal(finished)) is not None:
                 self.disk_full = full  # every later instance would fail the same way, for want of space
                 self._stop(f"{self.out.parent} takes no more files: {full}")
             elif (self.fail_on_error is not None and self.budget is not None  # a budget only with the flag
@@ -156,12 +142,12 @@ class _Workers:
                 self._stop(f"{self.errors} instance(s) errored (--fail-on-error {self.fail_on_error.text})")
             self.progress.update(self.done, self.correct, self.errors, self.done - self.unscored, self.cost)
 
-    def _refusal(self, row: ResultRow, refused: list[OwnFileRefused]) -> Exception | None:
-        """Why the run directory takes no more files: its first refusal of the harness's own files, or,
-        after any other harness error, a probe of its disk; None while it still takes them."""
-        if refused:
-            return refused[0]
-        return refuses_data(self.out.parent) if row.error_kind == "harness" else None
+    def _refusal(self, finished: Finished) -> Exception | None:
+        """Why the run directory takes no more files: the instance's first refusal of the harness's own
+        files, or, after any other harness error, a probe of its disk; None while it still takes them."""
+        if finished.refused:
+            return finished.refused[0]
+        return refuses_data(self.out.parent) if finished.row.error_kind == "harness" else None
 
     def _stop(self, why: str) -> None:
         self.why = why
@@ -183,7 +169,7 @@ def evaluate(todo, settings: RunSettings, out: Path, cfg: RunConfiguration, cons
     label = "instances" if cfg.epochs.count == 1 else "instance runs"
     shown = _Bar if console.is_terminal else _Lines
     try:
-        priced = settings.model.kind == "replay" or settings.model.priced()  # a replay costs nothing
+        priced = settings.model.cost_known()
         with shown(console, label, len(todo), model_caps(settings), priced) as progress:
             workers = _Workers(out, cfg, n_selected, console, progress,
                                RunBudget(settings.budget) if settings.budget else None)
@@ -192,7 +178,7 @@ def evaluate(todo, settings: RunSettings, out: Path, cfg: RunConfiguration, cons
             # the run's end waits for the slowest removal, not for a queue of them.
             with ThreadPoolExecutor(2 * cfg.execution.workers, thread_name_prefix="reaper") as reaper, \
                     ThreadPoolExecutor(cfg.execution.workers) as pool:
-                settings.reaper = reaper
+                settings = replace(settings, reaper=reaper)
                 futures = [pool.submit(workers.run, inst, epoch, settings) for inst, epoch in todo]
                 try:
                     for future in as_completed(futures):
@@ -204,7 +190,8 @@ def evaluate(todo, settings: RunSettings, out: Path, cfg: RunConfiguration, cons
                     kill_all()  # running instances end now; their sandboxes are removed in finally
                     raise
     finally:
-        forkserver.close_all()
+        if settings.forks is not None:  # the agents' servers end with the last agent
+            settings.forks.close()
     if cfg.replay.record is not None:
         write_recording(cfg.replay.record, settings.output_dir, workers.recorded)
     return workers.outcome()
@@ -236,7 +223,7 @@ class _Bar:
         columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("pass {task.fields[rate]}  errors {task.fields[errors]}  {task.fields[cost]}"
                               "{task.fields[caps]}"),
-                   TimeRemainingColumn()]
+                   TextColumn("ETA"), TimeRemainingColumn()]
         self.bar = Progress(*columns, console=console, transient=False)
         self.total, self.caps, self.priced = total, caps, priced
         self.task = self.bar.add_task(label, total=total, rate="-", errors=0, cost=cost_words(0.0, 0, total, priced),
@@ -320,7 +307,7 @@ def cost_words(cost: float, done: int, total: int, priced: bool = True) -> str:
     """Cost so far and the whole selection's projected from the finished instances' mean; for a model
     whose TOML gives no prices, says so rather than show a cost of $0."""
     if not priced:
-        return "cost not priced (no price_*_per_1k)"
+        return f"cost {NOT_PRICED}"
     projected = f"${cost / done * total:.4f}" if done else "-"
     return f"cost ${cost:.4f} (projected {projected})"
 

@@ -4,8 +4,8 @@ Retries are decided by the error's type: a retryable error (infra: the engine, a
 sandbox) gets a fresh sandbox after a backoff; agent, model, input and harness errors
 are recorded, not retried. A harness bug is recorded as kind `harness` with its
 traceback in the trace. A file the run directory refused the harness (OwnFileRefused: an agent's
-request, trace or result, a trace's verdict) is the harness's failure too, and is noted in
-`RunSettings.refused`: the run starts no more instances (evaluate.py). Every path ends in exactly
+request, trace or result, a trace's verdict) is the harness's failure too, and is returned with the
+row (`Finished.refused`): the run starts no more instances (evaluate.py). Every path ends in exactly
 one ResultRow.
 """
 
@@ -39,12 +39,13 @@ from harness.errors import (
 )
 from harness.models.budget import BudgetSpec, RunBudget
 from harness.models.config import ModelSection
-from harness.models.replay import Turns, check_replay, turns_for
-from harness.models.usage import Price
+from harness.models.replay import ReplayCheck, Turns, check_replay, turns_for
 from harness.results.integrity import instance_hash
 from harness.results.layout import RunDir
-from harness.results.model import ReplayCheck, ResultRow, Status, Usage
+from harness.results.model import ResultRow, Status
+from harness.runner.agent_process.servers import ForkServers
 from harness.runner.agent_process.supervise import cancelled, own_write, run_agent, stopping
+from harness.runner.appends import append_divergences, append_verdict
 from harness.runner.pool import WarmPool
 from harness.runner.prompt import DEFAULT as DEFAULT_PROMPT
 from harness.runner.prompt import PromptTemplate, instruction
@@ -52,16 +53,17 @@ from harness.sandbox.contract import Sandbox, SandboxProvider, SandboxSpec
 from harness.scoring.apply import context_for, judge_usage, score_row, unscored_reason
 from harness.settings import settings
 from harness.traces import ErrorEvent, LimitEvent, Tracer, append_event
-from harness.traces.appends import append_divergences, append_verdict
 from harness.traces.forensics import TraceFacts, read_facts
+from harness.usage import Price, Usage
 
 log = logging.getLogger(__name__)
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunSettings:
     """What a worker needs of the run: a view of its configuration (harness/config.py, `of`) and
-    what the run made for it (the image, the provider, the scorers, the recording, the pools)."""
+    what the run made for it (the image, the provider, the scorers, the recording, the pools).
+    Read by every worker thread at once, so never changed once made (`dataclasses.replace` makes another)."""
 
     run_id: str
     image: str
@@ -85,11 +87,10 @@ class RunSettings:
     dataset: str | None = None  # the dataset's fingerprint, carried by every row (results/integrity.py)
     prompt: PromptTemplate = DEFAULT_PROMPT  # --prompt-template: the task's instruction (runner/prompt.py)
     search: SearchSettings | None = None  # web_search and the leakage guard, for every agent (environments/websearch/)
-    # The harness's own files the run directory refused (a full disk), first first: evaluate.py stops on one.
-    refused: list[OwnFileRefused] = field(default_factory=list)
     mcp: tuple[McpServer, ...] = ()  # the run's MCP servers, connected by each agent process
     budget: BudgetSpec | None = None  # --max-cost: the run's spend, shared by every agent (models/budget.py)
     cache: Path | None = None  # --cache DIR: the agents' response cache (models/cache.py)
+    forks: ForkServers | None = None  # the run's fork servers (agent_process/servers.py); None: every agent fresh
 
     @classmethod
     def of(cls, cfg: RunConfiguration, **run: Any) -> RunSettings:
@@ -141,14 +142,24 @@ def salvage(result: AgentResult, trace: TraceFacts, *, usage_too: bool = True) -
     return result
 
 
-def run_instance(instance: Instance, settings_: RunSettings, epoch: int = 1) -> ResultRow:
+@dataclass(frozen=True)
+class Finished:
+    """An instance's row, and the harness's own files the run directory refused on the way (a full
+    disk: evaluate.py starts no more instances), first first."""
+
+    row: ResultRow
+    refused: tuple[OwnFileRefused, ...] = ()
+
+
+def run_instance(instance: Instance, settings_: RunSettings, epoch: int = 1) -> Finished:
     """Never raises (but for KeyboardInterrupt): a bug here costs one row, recorded as kind `harness`."""
     started, t0 = _now(), time.monotonic()
+    refused: list[OwnFileRefused] = []
     try:
-        return _run_instance(instance, settings_, started, t0, epoch)
+        return Finished(_run_instance(instance, settings_, started, t0, epoch, refused), tuple(refused))
     except Exception as exc:  # noqa: BLE001
         if isinstance(exc, OwnFileRefused):
-            settings_.refused.append(exc)
+            refused.append(exc)
         error = f"harness failure: {type(exc).__name__}: {exc}"
         result = AgentResult(error_kind="harness", error=error)
         trace_rel = RunDir(settings_.output_dir).trace_name(instance.instance_id, 0, epoch)
@@ -158,7 +169,8 @@ def run_instance(instance: Instance, settings_: RunSettings, epoch: int = 1) -> 
         tracer.emit(ErrorEvent(kind="harness", message=error, traceback=traceback.format_exc()))
         tracer.close()
         kept = trace_rel if tracer.failed is None else None
-        return _finish(instance, settings_, result, 1, started, t0, None, kept, epoch)
+        row = _finish(instance, settings_, result, 1, started, t0, None, kept, refused, epoch)
+        return Finished(row, tuple(refused))
 
 
 def _request(instance: Instance, settings_: RunSettings, sandbox: Sandbox, trace_path: Path,
@@ -182,7 +194,8 @@ def _copy_files(sandbox: Sandbox, instance: Instance) -> None:
         raise InfraError(f"sandbox {sandbox.name} refused the task's files: {exc}") from exc
 
 
-def _run_instance(instance: Instance, settings_: RunSettings, started: str, t0: float, epoch: int) -> ResultRow:
+def _run_instance(instance: Instance, settings_: RunSettings, started: str, t0: float, epoch: int,
+                  refused: list[OwnFileRefused]) -> ResultRow:
     layout = RunDir(settings_.output_dir)
     result, sandbox_name, trace_rel, attempt = AgentResult(), None, None, 0
     trace: TraceFacts | None = None  # the last attempt's trace, read once its agent process ended
@@ -205,7 +218,7 @@ def _run_instance(instance: Instance, settings_: RunSettings, started: str, t0: 
                 sandbox_name = sandbox.name
                 _copy_files(sandbox, instance)
                 ended = run_agent(_request(instance, settings_, sandbox, trace_path, epoch),
-                                  settings_.limits.instance_timeout, layout.scratch)
+                                  settings_.limits.instance_timeout, layout.scratch, settings_.forks)
                 result, trace = ended.result, ended.trace
                 if ended.killed:
                     result = salvage(result, trace)
@@ -220,25 +233,30 @@ def _run_instance(instance: Instance, settings_: RunSettings, started: str, t0: 
                     try:
                         append_event(trace_path, LimitEvent(limit="wall_time", detail=detail))
                     except OSError as exc:  # the row says it too
-                        settings_.refused.append(OwnFileRefused(f"cannot append to the trace {trace_path}: {exc}"))
+                        refused.append(OwnFileRefused(f"cannot append to the trace {trace_path}: {exc}"))
                 elif result.limit or result.error_kind:
                     result = salvage(result, trace, usage_too=False)
         except HarnessError as exc:
             if isinstance(exc, OwnFileRefused):
-                settings_.refused.append(exc)
+                refused.append(exc)
             result = AgentResult(error_kind=exc.kind, error=str(exc), retryable=exc.retryable)
         spent = spent + result.usage
         if not (result.error_kind and result.retryable) or attempt > settings_.max_retries:
             break
         time.sleep(backoff * attempt)
     result.usage = spent
-    return _finish(instance, settings_, result, attempt, started, t0, sandbox_name, trace_rel, epoch, trace)
+    return _finish(instance, settings_, result, attempt, started, t0, sandbox_name, trace_rel, refused, epoch, trace)
 
 
 def _finish(instance, settings_: RunSettings, result: AgentResult, attempt, started, t0, sandbox_name,
-            trace_rel, epoch: int = 1, trace: TraceFacts | None = None) -> ResultRow:
-    """The row of an attempt that ended with `result`; `trace` is its trace's facts when read already."""
+            trace_rel, refused: list[OwnFileRefused], epoch: int = 1, trace: TraceFacts | None = None) -> ResultRow:
+    """The row of an attempt that ended with `result`; `trace` is its trace's facts when read already. A
+    verdict the trace refused is added to `refused`. A final message that was a tool call written as
+    text (the trace's model_call says so: models/textcalls.py) is no answer (source text_tool_call)."""
+    facts = trace if trace is not None or trace_rel is None else read_facts(settings_.output_dir / trace_rel)
     answer, source = extract_answer(result.final_message)
+    if source == "final_message" and facts is not None and answer in facts.text_calls:
+        answer, source = None, "text_tool_call"
     status: Status = "error" if result.error_kind else ("limit" if result.limit else "ok")
     scores: dict[str, dict] = {}
     correct: bool | None = None
@@ -262,14 +280,13 @@ def _finish(instance, settings_: RunSettings, result: AgentResult, attempt, star
         user_replies=result.user_replies, duration_s=round(time.monotonic() - t0, 3), started_at=started,
         finished_at=_now(), sandbox=sandbox_name, trace=trace_rel,
     )
-    if trace_rel is not None:
+    if trace_rel is not None and facts is not None:
         trace_path = settings_.output_dir / trace_rel
-        facts = trace if trace is not None else read_facts(trace_path)
-        row.env_outcomes = dict(facts.env_outcomes)
+        row.env_outcomes, row.text_tool_calls = dict(facts.env_outcomes), len(facts.text_calls)
         if settings_.replay is not None:
             row.replay = replay_check(trace_path, facts, turns_for(settings_.replay, instance.instance_id, epoch) or [])
-        if (refused := append_verdict(trace_path, row, "run")) is not None:  # the row is kept all the same
-            settings_.refused.append(OwnFileRefused(f"cannot append the verdict to {trace_path}: {refused}"))
+        if (verdict := append_verdict(trace_path, row, "run")) is not None:  # the row is kept all the same
+            refused.append(OwnFileRefused(f"cannot append the verdict to {trace_path}: {verdict}"))
     return row
 
 

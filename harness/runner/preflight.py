@@ -1,9 +1,11 @@
 """Every check of a run before any container starts, past its configuration's own (harness/config.py).
 
-The dataset and the selection's ids, the agent, the simulated user's function, the provider, the
-website's folder, the model sections against this machine (replay file, key variables), the
-scorers, the prompt template, replay coverage and the output dir are checked here (InputError,
-exit 2); the model preflight and the capacity check follow in run.py once the engine answers.
+The dataset and the selection's ids, the agent, the simulated user's function, the provider and its
+capabilities against the flags (--website, --web-record/--web-replay), the website's folder, a
+--web-replay's archives and search index (read whole: web/archives.py, websearch/site.py), the model sections
+against this machine (replay file, key variables), the scorers, the prompt template, replay coverage and the
+output dir are checked here (InputError, exit 2); the model preflight and the capacity check follow in
+phases/preflight.py once the engine answers.
 
 The agent is checked at load (harness/agents/registry.py) and then built once without a
 sandbox (`AgentRunner.preflight`), with every tool the run offers but the MCP servers' (known only
@@ -22,10 +24,11 @@ from harness.agents.registry import load_runner
 from harness.agents.user import reply_function
 from harness.config import RunConfiguration, Sandbox
 from harness.datasets import load_dataset, select
-from harness.datasets.model import Instance
+from harness.datasets.model import Dataset, Instance
 from harness.datasets.packed import check_output_outside
 from harness.environments.images import image_files
-from harness.environments.websearch.env import check_key
+from harness.environments.websearch.settings import SearchSettings, check_key
+from harness.environments.websearch.site import index_problem
 from harness.errors import HarnessError, InputError
 from harness.models.config import ModelSection, check_section
 from harness.models.probe import ModelCheck, clean, probe_section
@@ -36,17 +39,19 @@ from harness.results.layout import RunDir
 from harness.runner.prompt import DEFAULT as DEFAULT_PROMPT
 from harness.runner.prompt import PromptTemplate, load_template
 from harness.runner.scorers import build_scorers
-from harness.sandbox.contract import Capacity, parse_size
+from harness.sandbox.contract import Capacity, SandboxProvider, parse_size
 from harness.sandbox.registry import get_provider
 from harness.sandbox.site import site_info
 from harness.terminal import listed
+from harness.web.archives import archive_problem
+from harness.web.recorded import recorded_site_index, web_archives
 
 
-@dataclass
+@dataclass(frozen=True)
 class Prepared:
-    """What validation found: the instances, the model sections in use, the scorers."""
+    """What validation found: the dataset and its selection, the model sections in use, the scorers."""
 
-    instances: list[Instance]  # the whole dataset (its fingerprint: `getattr(instances, "fingerprint")`)
+    dataset: Dataset  # the whole dataset, its fingerprint and revision
     selected: list[Instance]
     section: ModelSection
     scorers: list
@@ -58,29 +63,33 @@ class Prepared:
 def prepare(cfg: RunConfiguration) -> Prepared:
     """Every check that needs no container (nor the engine). Raises InputError (exit 2)."""
     prompt = load_template(cfg.prompt_template)
-    instances = load_dataset(cfg.dataset.path, cfg.dataset.split)
-    selected = select(instances, **cfg.selection.model_dump())
+    dataset = load_dataset(cfg.dataset.path, cfg.dataset.split)
+    selected = select(dataset.instances, **cfg.selection.model_dump())
     section = check_section(cfg.model)
-    first_request = _check_agent(cfg, section, (selected or instances)[0])
+    first_request = _check_agent(cfg, section, (selected or dataset.instances)[0])
     reply_function(cfg.user)
-    get_provider(cfg.sandbox.provider)
+    check_capabilities(cfg.sandbox, get_provider(cfg.sandbox.provider))
     if cfg.sandbox.website is not None:
         site_info(cfg.sandbox.website)
-    check_key(cfg.search)  # web_search's key variable is set (environments/websearch/env.py)
+    check_recorded_web(cfg.sandbox, cfg.search)
+    check_key(cfg.search)  # web_search's key variable is set (environments/websearch/settings.py)
     scorers = build_scorers(cfg.scoring, cfg.replay.cache if cfg.replay.cache_judge else None)
-    models = [ModelCheck("--model", section, first_request)]
+    budget = " and ".join(flag for flag, value in (("--max-cost", cfg.execution.max_cost),
+                                                   ("--max-instance-cost", cfg.limits.max_instance_cost)) if value)
+    models = [ModelCheck("--model", section, first_request, budget)]
     if cfg.scoring.judge is not None:
-        models.append(ModelCheck("--judge-model", cfg.scoring.judge))
+        models.append(ModelCheck("--judge-model", cfg.scoring.judge, budget=budget))
     replay = None
     if section.kind == "replay":
         replay = load_turns(Path(section.path or ""))
-        missing = [i.instance_id for i in selected
-                   if not all(has_turns(replay, i.instance_id, e) for e in range(1, cfg.epochs.count + 1))]
+        epochs = range(1, cfg.epochs.count + 1)  # an instance's own line covers every epoch (has_turns)
+        missing = [i.instance_id for i in selected if i.instance_id not in replay
+                   and not all(has_turns(replay, i.instance_id, e) for e in epochs)]
         if missing:
             raise InputError(f"replay file {section.path} has no turns for: {', '.join(missing[:10])}")
     check_output_outside(selected, cfg.output.dir, cfg.sandbox.website)  # never packed into a container
     _check_output_dir(cfg.output.dir)
-    return Prepared(instances, selected, section, scorers, replay, models, prompt)
+    return Prepared(dataset, selected, section, scorers, replay, models, prompt)
 
 
 def unserved_website(cfg: RunConfiguration) -> str | None:
@@ -112,7 +121,8 @@ def unreachable_web(cfg: RunConfiguration, selected: list[Instance]) -> str | No
     no search provider."""
     if cfg.sandbox.network != "none" or cfg.sandbox.website is not None or cfg.search.provider != "none":
         return None
-    needing = [i.instance_id for i in selected if WEB in capability_labels(i.metadata).get("tool_family", ())]
+    needing = [i.instance_id for i in selected
+               if i.metadata and WEB in capability_labels(i.metadata).get("tool_family", ())]  # none: no labels
     if not needing:
         return None
     return (f"warning: {len(needing)} selected instance(s) need web browsing (their Annotator Metadata names a web "
@@ -129,6 +139,30 @@ def _check_agent(cfg: RunConfiguration, section: ModelSection, instance: Instanc
     except Exception as exc:  # noqa: BLE001 - whatever the agent's code raised, it would raise in every instance
         raise InputError(f"--agent {cfg.agent} with {section.where()}: building the agent (before any sandbox) "
                          f"failed: {type(exc).__name__}: {clean(exc)}") from None
+
+
+def check_capabilities(sandbox: Sandbox, provider: SandboxProvider) -> None:
+    """The provider offers what the run's flags ask of it (its declared `Capabilities`)."""
+    offered = provider.capabilities
+    for flag, asked, has, what in (
+            ("--website", sandbox.website is not None, offered.website, "serve an offline site"),
+            ("--web-record/--web-replay", bool(sandbox.web_record or sandbox.web_replay), offered.web_proxy,
+             "run a web proxy")):
+        if asked and not has:
+            raise InputError(f"{flag}: the sandbox provider {provider.label} cannot {what}")
+
+
+def check_recorded_web(sandbox: Sandbox, search: SearchSettings) -> None:
+    """Every archive a --web-replay serves, and the recorded index a `site` search reads, is whole."""
+    for folder in sandbox.web_replay or ():
+        for archive in web_archives(folder):
+            if (problem := archive_problem(archive)) is not None:
+                raise InputError(f"--web-replay {folder}: the web archive {archive} is {problem}; record the run "
+                                 "again (or move the file out of web/ to replay without it)")
+        index = recorded_site_index(folder)
+        if search.provider == "site" and index is not None and (problem := index_problem(index)) is not None:
+            raise InputError(f"--web-replay {folder}: the recorded site search index: {problem}; record the run "
+                             "again (or search with another --search provider)")
 
 
 def check_capacity(sandbox: Sandbox, capacity: Capacity | None) -> None:

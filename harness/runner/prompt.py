@@ -26,21 +26,26 @@ import string
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.answers import EXAMPLE_ANSWER
 from harness.datasets.model import Instance
 from harness.errors import InputError
 from harness.sandbox.contract import WORKSPACE
 
-FORMAT_RULES = """\
+# The answer tag's example: a placeholder, never a value a task could have as its answer (answers.py).
+EXAMPLE = f"<solution>{EXAMPLE_ANSWER}</solution>"
+FORMAT_RULES = f"""\
 Answer format (GAIA conventions):
-- Put your final answer inside <solution></solution>, e.g. <solution>42</solution>.
+- Put your final answer inside <solution></solution>: {EXAMPLE}, the answer itself
+  in place of the bracketed placeholder.
 - A number: digits only, no thousands separators, no units or $ or % unless the question asks for them.
 - A string: as few words as possible, no articles, no abbreviations; write digits in plain text unless told otherwise.
 - A list: comma-separated, each element following the rules above, in the order the question asks."""
 
 # Benchmarks whose answers follow conventions of their own (the dataset adapter sets metadata["benchmark"]).
 BENCHMARK_RULES = {
-    "math500": """Answer format (MATH conventions):
-- Put your final answer inside <solution></solution> as a LaTeX expression, e.g. <solution>\\frac{3}{4}</solution>.
+    "math500": f"""Answer format (MATH conventions):
+- Put your final answer inside <solution></solution> as a LaTeX expression: {EXAMPLE},
+  the expression itself in place of the bracketed placeholder (a fraction as \\frac{{a}}{{b}}).
 - Simplify it: exact values (fractions, radicals, pi) rather than decimals unless the problem asks for them;
   intervals and sets in their usual notation; no units unless the problem asks for them.""",
     "multihoprag": """\

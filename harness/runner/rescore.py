@@ -24,11 +24,12 @@ from harness.errors import InputError
 from harness.fsutil import write_atomic
 from harness.report import Report, append_summary, build_report, write_report
 from harness.results.layout import RunDir
-from harness.results.run_config import load_run_config, lock_output_dir
 from harness.results.store import latest_by_key, read_rows
+from harness.runner.appends import append_verdict
+from harness.runner.run_config import load_run_config, lock_output_dir
 from harness.runner.scorers import build_scorers
 from harness.scoring.apply import context_for, judge_usage, score_row, unscored_reason
-from harness.traces.appends import append_verdict
+from harness.text import model_json
 
 
 def rescore(output_dir: Path, scoring: Scoring) -> Report:
@@ -57,7 +58,7 @@ def rescore(output_dir: Path, scoring: Scoring) -> Report:
             row.scores, row.correct = score_row(row.answer, row.target, scorers, context)
             row.judge_usage = row.judge_usage + judge_usage(row.scores)  # the run's judge cost, and this one's
             row.unscored = unscored_reason(row.target)
-        write_atomic(layout.output, "".join(row.model_dump_json() + "\n" for row in rows))
+        write_atomic(layout.output, "".join(model_json(row) + "\n" for row in rows))
         scored = {id(row) for row in latest_by_key(rows).values()}
         for row in rows:
             if row.trace and id(row) in scored and row.status != "error":
@@ -68,7 +69,7 @@ def rescore(output_dir: Path, scoring: Scoring) -> Report:
                               epochs=run_config.epochs if run_config else 1,
                               reducers=run_config.reducers if run_config else (),
                               normalize=getattr(scorers[0], "normalize", None), tasks=expected,
-                              run_dir=layout.root)
+                              run_dir=layout.root, priced=not (run_config and run_config.prices == "unset"))
         write_report(report, layout.root)
         extra = ({"model": run_config.model, "agent": run_config.agent, "dataset": run_config.dataset}
                  if run_config else {})

@@ -6,7 +6,6 @@ from pathlib import Path
 
 from harness.config import Scoring
 from harness.errors import InputError
-from harness.models.completion import completer
 from harness.models.config import check_section
 from harness.scoring import SCORERS, get_scorer
 from harness.scoring.plugin import load_scorer
@@ -52,6 +51,8 @@ def build_scorers(scoring: Scoring, judge_cache: Path | None = None) -> list:
         if name == "tool_calls":  # without names: each task's expected_tool_calls
             kwargs = {"expected": [x for x in arg.split(",") if x]}
         if name == "llm_judge" and scoring.judge is not None:
+            from harness.models.completion import completer  # the model clients: only a run with a judge
+
             kwargs = {"complete": completer(check_section(scoring.judge), judge_cache)}
             if scoring.rubric:
                 kwargs["rubric"] = scoring.rubric

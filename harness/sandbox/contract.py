@@ -7,10 +7,11 @@ Two interfaces, and nothing else crosses the boundary:
   serialisable `SandboxHandle` that another process can `attach` to.
 - `SandboxProvider`: the lifecycle. `preflight` (engine, image, network policy; before any
   instance), `start`, `attach`, `teardown` (idempotent), `cleanup` of orphans and `find`
-  of a run's leftovers, the engine's `capacity` (checked against a run's limits),
-  optional run-scoped services (`website`), and optional image operations (`build_image`,
-  `list_images`, `prune_images`: `harness images ...`) that a provider without images of its
-  own leaves to their defaults, which decline with an InputError naming the provider.
+  of a run's leftovers, the engine's `capacity` (checked against a run's limits), and what
+  it offers beyond that, declared in its class's `capabilities` (`Capabilities`) and checked
+  before a run writes anything (runner/preflight.py) or `harness images` calls it: run-scoped
+  services (`website`, `web_proxy`) and image operations (`build_image`, `list_images`,
+  `prune_images`). What a provider does not offer keeps the contract's default, which declines.
 
 Errors a caller may see, all from `harness.errors`: `SandboxDied` (infra: the sandbox is
 gone; the instance cannot go on; its subclass `SandboxExhausted` when the agent's code used
@@ -28,7 +29,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -56,7 +57,7 @@ class SandboxSpec(BaseModel):
     pids: int = 1024  # Chromium alone runs ~200 threads
     # Writable space (files the agent's code writes anywhere, /workspace, /tmp, $HOME...):
     # writing beyond it fails with ENOSPC, never fills the engine's disk. How a provider
-    # enforces it (a storage quota, or size-limited tmpfs) is its own; see README "Disk".
+    # enforces it (a storage quota, or size-limited tmpfs) is its own; see docs/sandboxes.md "Disk".
     disk: str = DEFAULT_DISK
     # "none" (default), "internet", or "internal:NAME" (only that internal network).
     network: str = "none"
@@ -104,6 +105,18 @@ def parse_size(value: str) -> int:
     if not match:
         return -1
     return int(match.group(1)) * {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[match.group(2)]
+
+
+def canonical_size(value: str) -> str:
+    """A size as one spelling: its largest whole unit ('2gb', '2G', '2048m' -> '2g'; '1536m' stays), so two
+    spellings of one size compare equal (a resume's run.json); what parse_size cannot read is kept as it is."""
+    size = parse_size(value)
+    if size < 0:
+        return value
+    for unit, scale in (("g", 1 << 30), ("m", 1 << 20), ("k", 1 << 10)):
+        if size and size % scale == 0:
+            return f"{size // scale}{unit}"
+    return str(size)
 
 
 class SandboxHandle(BaseModel):
@@ -239,13 +252,23 @@ class ImageInfo:
     current: bool = False
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a provider offers beyond the lifecycle (each a method of `SandboxProvider` it implements)."""
+
+    website: bool = False  # `website`: serve --website's offline site to a run's sandboxes
+    web_proxy: bool = False  # `web_proxy`: the run's recording or replaying proxy (--web-record/--web-replay)
+    images: bool = False  # `build_image`, `list_images`, `prune_images`: `harness images ...`
+
+
 class SandboxProvider(abc.ABC):
     """The lifecycle of sandboxes on one kind of engine."""
 
     name: str
+    capabilities: ClassVar[Capabilities] = Capabilities()
     # Modules every agent process needs to `attach` and use this provider's sandboxes, beyond the
     # provider's own module: the agents' fork server imports both once per run (sandbox/registry.py
-    # `preload`, harness/runner/forkserver.py).
+    # `preload`, harness/runner/agent_process/forkserver.py).
     preload: tuple[str, ...] = ()
 
     @abc.abstractmethod
@@ -253,6 +276,12 @@ class SandboxProvider(abc.ABC):
         """Check everything a run needs before any instance starts (engine answers, image present
         or built, network policy possible); return the image reference. InputError for a bad
         setting, InfraError/EngineUnavailable when the engine is the problem."""
+
+    def prepare(self, *, network: str = "none", log: Callable[[str], None] = print) -> None:
+        """Make ready, once, what the run's sandboxes on `network` need beyond what preflight checked
+        (the Docker provider's isolated network and its firewall rules). A run calls it only when it
+        has instances to run: a resume with nothing to do pays for none of it. The default does nothing."""
+        return None
 
     @abc.abstractmethod
     def start(self, spec: SandboxSpec) -> Sandbox:
@@ -280,26 +309,36 @@ class SandboxProvider(abc.ABC):
         instance starts; None when the provider cannot tell (nothing is checked)."""
         return None
 
+    @property
+    def label(self) -> str:
+        """The provider as a user names it: its name, or `module:Class` for a plug-in without one."""
+        return getattr(self, "name", None) or f"{type(self).__module__}:{type(self).__qualname__}"
+
     def website(self, site_dir: Path, image: str, run_id: str) -> AbstractContextManager[str]:
-        """Serve an offline site to this run's sandboxes; yields the network policy to give them."""
-        raise NotImplementedError(f"the {self.name} provider cannot serve --website")
+        """Serve an offline site to this run's sandboxes; yields the network policy to give them
+        (`capabilities.website`)."""
+        raise NotImplementedError(f"the {self.label} provider cannot serve --website")
+
+    def web_proxy(self, mode: str, run_id: str, network: str | None, **options: Any) -> AbstractContextManager[Any]:
+        """The run's web proxy, `mode` "record" (into `out`) or "replay" (of `archives`), on the site's
+        `network` or (None) one of its own; yields it (its `network`) once it listens (`capabilities.web_proxy`)."""
+        raise NotImplementedError(f"the {self.label} provider has no web proxy")
 
     def build_image(self, *, force: bool = False, log: Callable[[str], None] = print) -> str:
         """Make the sandbox image present on the engine (`force`: rebuild it); return its reference."""
-        raise self._no_images("build_image")
+        raise self.no_images("build_image")
 
     def list_images(self) -> list[ImageInfo]:
         """The harness's sandbox images on the engine."""
-        raise self._no_images("list_images")
+        raise self.no_images("list_images")
 
     def prune_images(self, log: Callable[[str], None] = print) -> list[str]:
         """Remove sandbox images other than the current one; return the removed references."""
-        raise self._no_images("prune_images")
+        raise self.no_images("prune_images")
 
-    def _no_images(self, operation: str) -> InputError:
-        """What the image operations' defaults raise: this provider has no images of its own."""
-        label = getattr(self, "name", None) or f"{type(self).__module__}:{type(self).__qualname__}"
-        return InputError(f"the sandbox provider {label} has no images of its own (it does not implement "
+    def no_images(self, operation: str) -> InputError:
+        """Why a provider without `capabilities.images` declines an image operation."""
+        return InputError(f"the sandbox provider {self.label} has no images of its own (it does not implement "
                           f"{operation})")
 
     @contextmanager

@@ -43,6 +43,7 @@ from harness.sandbox.contract import (
     SandboxSpec,
 )
 from harness.sandbox.files import MAX_ARCHIVE_BYTES, archive_file, archive_size
+from harness.settings import settings
 
 TOKEN_HEADER = "X-Harness-Token"
 # The largest request body sandboxd accepts; larger uploads are refused before sending.
@@ -190,7 +191,9 @@ class ServiceClient:
     def start_browser(self, force: bool = False) -> dict:
         """Start (or find, or restart) Chromium inside the sandbox; returns its DevTools ws path.
         force: kill a running but stuck Chromium first."""
-        return self._json("POST", "/browser/start" + ("?force=1" if force else ""), timeout=90)
+        wait = settings().browser_start_timeout
+        query = urllib.parse.urlencode({"timeout": wait, **({"force": 1} if force else {})})
+        return self._json("POST", f"/browser/start?{query}", timeout=wait + 30)
 
     def close(self) -> None:
         self._pool.close()

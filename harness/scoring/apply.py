@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.results.model import Usage
 from harness.scoring.base import Score, ScoreContext, Scorer, ScorerError, make_score
+from harness.usage import Usage
 
 MAX_ERROR = 500  # characters of a scorer error kept in its verdict's explanation
 PLACEHOLDERS = ("?",)  # targets that stand for a private answer (GAIA's test split)

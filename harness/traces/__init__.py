@@ -7,6 +7,7 @@ from harness.traces.events import (
     Event,
     LimitEvent,
     Message,
+    ModelAttempt,
     ModelCall,
     ModelCallStarted,
     ModelWait,
@@ -23,6 +24,7 @@ from harness.traces.events import (
     read_trace,
 )
 
-__all__ = ["Divergence", "EnvAction", "ErrorEvent", "Event", "LimitEvent", "Message", "ModelCall", "ModelCallStarted",
+__all__ = ["Divergence", "EnvAction", "ErrorEvent", "Event", "LimitEvent", "Message", "ModelAttempt", "ModelCall",
+           "ModelCallStarted",
            "ModelWait", "SystemPrompt", "TaskEvent", "ToolCall", "ToolCallsDropped", "ToolResult", "Tracer",
            "UserReply", "VerdictEvent", "append_event", "read_events", "read_trace"]

@@ -56,9 +56,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from harness.text import scrub
+
 
 class _Event(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    # Built when first used (a trace written or read), not when imported: most harness commands never do.
+    model_config = ConfigDict(extra="allow", defer_build=True)
     t: float = 0.0  # seconds since the tracer opened
 
 
@@ -102,6 +105,15 @@ class ModelCallStarted(_Event):
     at: float = 0.0  # wall-clock start (time.time()), for whoever reads the trace of a killed process
 
 
+class ModelAttempt(_Event):
+    """A model call's request sent again (the client's own retry: a timeout, a dropped connection, a 5xx)."""
+
+    type: Literal["model_attempt"] = "model_attempt"
+    model: str = ""
+    attempt: int = 2  # 2: the first retry
+    at: float = 0.0  # wall-clock (time.time())
+
+
 class ModelCall(_Event):
     type: Literal["model_call"] = "model_call"
     model: str = ""
@@ -112,6 +124,9 @@ class ModelCall(_Event):
     n_messages: int | None = None  # how many messages the request sent (None: not recorded)
     messages: list[dict[str, Any]] = Field(default_factory=list)  # those new to this trace (see above)
     cached: bool = False  # answered by --cache (harness/models/cache.py), not the provider
+    # the offered tool the reply's text calls when its content is nothing but a tool call written as text
+    # (harness/models/textcalls.py: a server without its tool-call parser); None: not one
+    text_tool_call: str | None = None
 
 
 class ModelWait(_Event):
@@ -137,7 +152,7 @@ class EnvAction(_Event):
     env: str
     action: str
     args: dict[str, Any] = Field(default_factory=dict)
-    outcome: str = "ok"  # ok / timeout / crashed / error
+    outcome: str = "ok"  # ok / nonzero_exit (code env) / timeout / crashed / error
     seconds: float = 0.0
 
 
@@ -183,16 +198,16 @@ class ErrorEvent(_Event):
 
 
 Event = Annotated[TaskEvent | SystemPrompt | Message | ToolCall | ToolResult | ModelCallStarted | ModelCall
-                  | ModelWait | ToolCallsDropped | EnvAction | UserReply | LimitEvent | ErrorEvent | VerdictEvent
-                  | Divergence,
+                  | ModelAttempt | ModelWait | ToolCallsDropped | EnvAction | UserReply | LimitEvent | ErrorEvent
+                  | VerdictEvent | Divergence,
                   Field(discriminator="type")]
-_EVENT = TypeAdapter(Event)
+_EVENT: TypeAdapter[Event] = TypeAdapter(Event, config=ConfigDict(defer_build=True))
 
 
 class Tracer:
     """Writes one trace. A write the file refuses (a full disk) never reaches the agent: the tracer
     remembers it in `failed` and writes no more (a torn last line is skipped by readers); the agent's
-    process then reports the attempt as the harness's failure (harness/runner/child.py)."""
+    process then reports the attempt as the harness's failure (harness/runner/agent_process/child.py)."""
 
     def __init__(self, path: Path | None):
         self.path = path
@@ -226,7 +241,7 @@ class Tracer:
         if self._fh is None:
             return
         event.t = round(time.monotonic() - self._t0, 4)
-        data = (json.dumps(event.model_dump(mode="json"), default=str) + "\n").encode()
+        data = (_line(event) + "\n").encode()
         with self._lock:
             if self._fh is None:
                 return
@@ -250,7 +265,15 @@ def append_event(path: Path, event: _Event) -> None:
     """Append one event to a closed trace (the parent's `limit` and `verdict`); t is left 0."""
     torn = path.exists() and path.stat().st_size and not path.read_bytes().endswith(b"\n")
     with open(path, "a", encoding="utf-8") as fh:
-        fh.write(("\n" if torn else "") + json.dumps(event.model_dump(mode="json"), default=str) + "\n")
+        fh.write(("\n" if torn else "") + _line(event) + "\n")
+
+
+def _line(event: _Event) -> str:
+    """The event as one JSON line (ASCII: json.dumps escapes the rest), a lone surrogate in its text
+    (a model's or a tool's) replaced by U+FFFD (harness/text.py), so every reader can write it out again."""
+    data = event.model_dump(mode="json")
+    line = json.dumps(data, default=str)
+    return json.dumps(scrub(data), default=str) if "\\ud" in line else line
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:

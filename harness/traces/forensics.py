@@ -9,10 +9,12 @@ writer is left), and keeps everything the parent asks of it:
 - `last_message`: the text of the last `message` event; `tool_calls`: the `tool_call` names in order;
 - `waiting_on_model(now)`: why a killed agent's row is the model's error, or None (rule below);
 - `env_outcomes`: env -> outcome -> count of the `env` actions (the row's env_outcomes);
+- `text_calls`: the text of each reply that was a tool call written as text (a `model_call` naming its
+  `text_tool_call`: models/textcalls.py), stripped: the row's count, and whether its answer is one;
 - `events`: every event, for the replay check (models/replay.py check_replay).
 
 A missing trace reads as an empty one; torn and unknown lines are skipped (events.py read_trace).
-What the parent appends afterwards (a kill's `limit`, divergences, the verdict: traces/appends.py)
+What the parent appends afterwards (a kill's `limit`, divergences, the verdict: runner/appends.py)
 changes none of these facts.
 """
 
@@ -22,8 +24,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.models.usage import counts
-from harness.results.model import Usage
 from harness.traces.events import (
     EnvAction,
     ErrorEvent,
@@ -34,6 +34,7 @@ from harness.traces.events import (
     ToolCall,
     read_trace,
 )
+from harness.usage import Usage, counts
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class TraceFacts:
     last_message: str = ""
     tool_calls: list[str] = field(default_factory=list)
     env_outcomes: dict[str, dict[str, int]] = field(default_factory=dict)
+    text_calls: list[str] = field(default_factory=list)
     # the last model_call_started, model_call or model error: what the agent was doing with its model
     last_model_event: ModelCallStarted | ModelCall | ErrorEvent | None = None
 
@@ -66,7 +68,7 @@ class TraceFacts:
 def read_facts(path: Path) -> TraceFacts:
     """The facts of the trace at `path`, from one read of it."""
     events = read_trace(path)
-    usage, last_text, tools = Usage(), "", []
+    usage, last_text, tools, text_calls = Usage(), "", [], []
     outcomes: dict[str, dict[str, int]] = {}
     last_model: ModelCallStarted | ModelCall | ErrorEvent | None = None
     for event in events:
@@ -74,6 +76,8 @@ def read_facts(path: Path) -> TraceFacts:
             last_model = event
         if isinstance(event, ModelCall):
             usage += Usage(**counts(event.usage), llm_calls=1)
+            if event.text_tool_call:
+                text_calls.append((event.content or "").strip())
         elif isinstance(event, ToolCall):
             tools.append(event.name)
         elif isinstance(event, Message):
@@ -82,4 +86,4 @@ def read_facts(path: Path) -> TraceFacts:
             per_env = outcomes.setdefault(event.env, {})
             per_env[event.outcome] = per_env.get(event.outcome, 0) + 1
     return TraceFacts(events=events, usage=usage, last_message=last_text, tool_calls=tools,
-                      env_outcomes=outcomes, last_model_event=last_model)
+                      env_outcomes=outcomes, last_model_event=last_model, text_calls=text_calls)

@@ -24,13 +24,12 @@ import io
 import json
 from collections import defaultdict
 from pathlib import Path
-
-import httpx
-from warcio.archiveiterator import ArchiveIterator
-from warcio.statusandheaders import StatusAndHeaders
-from warcio.warcwriter import WARCWriter
+from typing import TYPE_CHECKING
 
 from harness.web.rules import request_key
+
+if TYPE_CHECKING:  # imported where used: a run that records and replays nothing imports neither
+    import httpx
 
 SEARCH_ARCHIVE = "search.warc.gz"
 REDACTED = "REDACTED"
@@ -73,6 +72,10 @@ class SearchRecorder:
         self.path, self.who, self.secret = path, who, secret
 
     def record(self, request: httpx.Request, response: httpx.Response, start: float, end: float) -> None:
+        import httpx
+        from warcio.statusandheaders import StatusAndHeaders
+        from warcio.warcwriter import WARCWriter
+
         url, headers, body = redacted(request, self.secret)
         buf = io.BytesIO()
         writer = WARCWriter(buf, gzip=True)
@@ -106,6 +109,8 @@ class SearchReplay:
     """The recorded answers of the given archives, served in order per identical request."""
 
     def __init__(self, archives: list[Path], secret: str | None = None):
+        from warcio.archiveiterator import ArchiveIterator
+
         self.secret = secret
         self.recorded: dict[str, list[tuple[int, list[tuple[str, str]], bytes]]] = defaultdict(list)
         self.served: dict[str, int] = defaultdict(int)
@@ -120,6 +125,8 @@ class SearchReplay:
                                                     record.content_stream().read()))
 
     def answer(self, request: httpx.Request) -> httpx.Response:
+        import httpx
+
         name = search_key(request, self.secret)
         found = self.recorded.get(name)
         if not found:

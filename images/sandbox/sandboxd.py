@@ -692,7 +692,11 @@ async def _devtools_version() -> dict | None:
         writer.close()
 
 
-async def start_browser(timeout: float = 30.0, force: bool = False) -> dict:
+BROWSER_START_S = 30.0  # a client that names no timeout (the harness sends its setting)
+BROWSER_START_CAP_S = 600.0
+
+
+async def start_browser(timeout: float = BROWSER_START_S, force: bool = False) -> dict:
     """Start Chromium unless it runs; a crashed one (or, with force, a stuck one) is started again."""
     lock = _browser.setdefault("lock", asyncio.Lock())
     async with lock:
@@ -771,7 +775,8 @@ async def dispatch(method: str, target: str, body) -> tuple[int, bytes, str]:
         return 200, FileBody(query.get("path", ""), max_bytes), "application/octet-stream"
     if method == "POST" and url.path == "/browser/start":
         force = query.get("force") == "1"
-        return 200, json.dumps(await start_browser(force=force)).encode(), "application/json"
+        timeout = min(max(_field(query, "timeout", float, BROWSER_START_S), 1.0), BROWSER_START_CAP_S)
+        return 200, json.dumps(await start_browser(timeout, force=force)).encode(), "application/json"
     raise HttpError(404, f"no route {method} {url.path}")
 
 

@@ -13,6 +13,7 @@ import pytest
 from harness.errors import InfraError, SandboxDied
 from harness.sandbox import registry
 from harness.sandbox.contract import SandboxHandle
+from tests.helpers.locks import machine_lock
 
 
 def names(leftovers) -> set[str]:
@@ -118,28 +119,29 @@ time.sleep(600)
 
 
 def test_cleanup_removes_orphans_of_a_dead_owner_and_spares_live_ones(provider, image, make_spec, run_id):
-    mine = provider.start(make_spec("live-owner"))  # this process is alive: never an orphan
-    child = subprocess.Popen([sys.executable, "-c", OWNER, registry_name(provider), image, run_id],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        line = child.stdout.readline()
-        assert line, child.stderr.read() if child.poll() is not None else "the child printed nothing"
-        orphan = SandboxHandle.model_validate_json(line)
-        assert names(provider.find(run_id)) == {mine.name, orphan.name}
-        assert provider.cleanup() is not None
-        assert orphan.name in names(provider.find(run_id))  # its owner is alive: not an orphan yet
-    finally:
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait()
-        child.stdout.close()
-        child.stderr.close()
-    removed = provider.cleanup()
-    assert orphan.name in names(removed) and mine.name not in names(removed)
-    assert names(provider.find(run_id)) == {mine.name}
-    assert mine.shell("echo spared").stdout == "spared\n"
-    with pytest.raises(SandboxDied):
-        provider.attach(orphan).shell("true")
-    provider.teardown(mine)
+    with machine_lock("reap"):  # no other test reaps the orphan first (tests/helpers/locks.py)
+        mine = provider.start(make_spec("live-owner"))  # this process is alive: never an orphan
+        child = subprocess.Popen([sys.executable, "-c", OWNER, registry_name(provider), image, run_id],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            line = child.stdout.readline()
+            assert line, child.stderr.read() if child.poll() is not None else "the child printed nothing"
+            orphan = SandboxHandle.model_validate_json(line)
+            assert names(provider.find(run_id)) == {mine.name, orphan.name}
+            assert provider.cleanup() is not None
+            assert orphan.name in names(provider.find(run_id))  # its owner is alive: not an orphan yet
+        finally:
+            os.kill(child.pid, signal.SIGKILL)
+            child.wait()
+            child.stdout.close()
+            child.stderr.close()
+        removed = provider.cleanup()
+        assert orphan.name in names(removed) and mine.name not in names(removed)
+        assert names(provider.find(run_id)) == {mine.name}
+        assert mine.shell("echo spared").stdout == "spared\n"
+        with pytest.raises(SandboxDied):
+            provider.attach(orphan).shell("true")
+        provider.teardown(mine)
 
 
 def registry_name(provider) -> str:

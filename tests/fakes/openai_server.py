@@ -21,6 +21,9 @@ Each `POST /v1/chat/completions` (non-streaming) takes the next item of the scri
 - ``("text", content, (prompt_tokens, completion_tokens))``: assistant text, finish_reason "stop";
 - ``("hang", seconds)``: no answer for that long (None: until the server stops), then the
   connection is closed without a response: a model that hangs;
+- ``("hold", seconds)``: the same, watching the connection: ``server.holds`` has one entry per such
+  request, ``{"at": time.time() on arrival, "gone": time.time() when the client closed its end, or
+  None}`` (a server that cancels a request on disconnect, as llama.cpp's does, frees its slot then);
 - ``("raw", status, body, content_type)``: exactly these bytes (a reply that is not JSON, or JSON
   that is not a chat completion, e.g. empty ``choices``);
 - ``("endless", chunk, every, most, seconds)``: 200 and its headers (JSON, no length, gzip-encoded
@@ -30,8 +33,8 @@ Each `POST /v1/chat/completions` (non-streaming) takes the next item of the scri
   and whether the client hung up.
 
 The harness's preflight call (header ``X-Harness-Preflight``, harness/models/probe.py) does not
-take script items: it gets ``probe`` (default: text "OK"), and is kept in ``server.probes``, out
-of ``chat_requests`` and ``responses``.
+take script items: it gets ``probe`` (default: text "OK"), after ``probe_delay`` seconds (a slow
+CPU model's first call), and is kept in ``server.probes``, out of ``chat_requests`` and ``responses``.
 
 When the script is used up, `default` is served (e.g. an error for "always fails");
 without a default the server answers 400 with ``x-should-retry: false`` so a test
@@ -101,6 +104,10 @@ def hang(seconds: float | None = None) -> Item:
     return ("hang", seconds)
 
 
+def hold(seconds: float | None = None) -> Item:
+    return ("hold", seconds)
+
+
 def raw(body: str | bytes, status: int = 200, content_type: str = "application/json") -> Item:
     return ("raw", status, body.encode() if isinstance(body, str) else body, content_type)
 
@@ -112,7 +119,7 @@ def endless(chunk: int = 1 << 16, every: float = 0.0, most: int = 1 << 30, secon
 
 PROBE_HEADER = "x-harness-preflight"
 REFUSE_TOOLS = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
-KINDS = ("error", "tool_calls", "text", "hang", "raw", "endless")
+KINDS = ("error", "tool_calls", "text", "hang", "raw", "endless", "hold")
 
 
 def _usage(usage: tuple[int, ...]) -> dict:
@@ -131,7 +138,8 @@ class FakeOpenAI:
     base_path = "/v1"
 
     def __init__(self, script: Sequence[Item], *, default: Item | None = None, model: str = "fake-model-1",
-                 probe: Item | None = None, delay: float = 0.0, rate_limited: int = 0, retry_after: str = "1",
+                 probe: Item | None = None, probe_delay: float = 0.0, delay: float = 0.0, rate_limited: int = 0,
+                 retry_after: str = "1",
                  refuse_tools: bool = False, strict_model: bool = False,
                  transcript: str | Item = "fake transcript"):
         probe = probe or text("OK")
@@ -140,7 +148,7 @@ class FakeOpenAI:
                 raise ValueError(f"not a script item: {item!r}")
         self.script = list(script)
         self.default = default
-        self.probe = probe
+        self.probe, self.probe_delay = probe, probe_delay
         self.probes: list[dict[str, Any]] = []  # the harness's preflight calls
         self._stopping = threading.Event()
         self.model = model
@@ -148,6 +156,7 @@ class FakeOpenAI:
         self.responses: list[tuple[int, Any]] = []  # (status, JSON body) of every chat completion answer
         self.exhausted = 0
         self.endless: list[dict[str, Any]] = []  # per endless answer: {"sent": bytes, "hung_up": bool}
+        self.holds: list[dict[str, Any]] = []  # per hold: {"at": arrival, "gone": the client's close, or None}
         self.delay, self.rate_limited, self.retry_after = delay, rate_limited, retry_after
         self.refuse_tools, self.strict_model = refuse_tools, strict_model
         self.transcript = transcript
@@ -232,6 +241,8 @@ class FakeOpenAI:
             return status, body_bytes, {"Content-Type": content_type}
         if kind == "endless":
             return 200, item, {}  # streamed by the handler
+        if kind == "hold":
+            return 0, item, {}  # watched by the handler
         if kind == "error":
             _, status, payload, headers = item
             return status, payload, headers
@@ -348,6 +359,8 @@ def _handler_for(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             if probing:
                 with fake._lock:
                     fake.probes.append({"path": self.path, "json": body})
+                if fake.probe_delay:
+                    fake._stopping.wait(fake.probe_delay)
                 self._answer(fake.refusal(body) or fake.probe, body, entry, probing=True)
                 return
             try:
@@ -384,6 +397,10 @@ def _handler_for(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             if payload is None:  # a hang: close without an answer
                 self.close_connection = True
                 return
+            if isinstance(payload, tuple) and payload[0] == "hold":
+                self.close_connection = True
+                self._watch(payload[1])
+                return
             if isinstance(payload, tuple):
                 entry["status"] = status
                 self._stream_forever(payload)
@@ -393,6 +410,26 @@ def _handler_for(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 with fake._lock:
                     fake.responses.append((status, payload))
             self._send(status, payload, headers)
+
+        def _watch(self, seconds: float | None) -> None:
+            """No answer for `seconds` (None: until the server stops); note when the client closes its end."""
+            import select
+            import socket
+
+            record: dict[str, Any] = {"at": time.time(), "gone": None}
+            with fake._lock:
+                fake.holds.append(record)
+            ends = None if seconds is None else time.monotonic() + seconds
+            while not fake._stopping.is_set() and (ends is None or time.monotonic() < ends):
+                if select.select([self.connection], [], [], 0.05)[0]:
+                    try:
+                        gone = self.connection.recv(1, socket.MSG_PEEK) == b""
+                    except OSError:
+                        gone = True
+                    if gone:
+                        record["gone"] = time.time()
+                        return
+                    self.connection.recv(65536)  # a client's stray bytes: not an end
 
         def _stream_forever(self, item: Item) -> None:
             """A 200 whose body has no end (within the item's bounds); the connection closes after it."""

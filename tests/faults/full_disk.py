@@ -12,7 +12,7 @@ Stages, in the order an instance makes them:
 - `request`: the agent's request file (harness/runner/agent_process/supervise.py);
 - `trace`: the agent's trace, at its first tool result (in the agent's process: a fork of the fork
   server, itself a fork of this process, so it inherits the wrapper);
-- `verdict`: the verdict the harness appends to the ended agent's trace (harness/traces/appends.py);
+- `verdict`: the verdict the harness appends to the ended agent's trace (harness/runner/appends.py);
 - `row`: the instance's row in output.jsonl (harness/results/store.py);
 - `report`: the run's report.json, once every row is in (INSTANCE is then not looked at).
 """
@@ -92,15 +92,15 @@ def _wrap(stage: str, instance_id: str, filler: Path, mark: Path) -> None:
 
         store.append_row = row_then
     elif stage == "report":
-        from harness.runner import run
+        from harness.runner.phases import report
 
-        write_report = run.write_report
+        write_report = report.write_report
 
         def report_then(*args, **kwargs):
             full_now()
             return write_report(*args, **kwargs)
 
-        run.write_report = report_then
+        report.write_report = report_then
     else:
         raise SystemExit(f"unknown stage {stage!r}: one of {', '.join(STAGES)}")
 

@@ -35,8 +35,11 @@ def test_a_server_started_in_the_background_keeps_serving(sandbox, reliability):
     t0 = time.monotonic()
     started = sandbox.shell("python3 -m http.server 8000 >/dev/null 2>&1 & sleep 0.5; echo started", timeout=20)
     took = time.monotonic() - t0
-    fetched = sandbox.shell("sleep 0.5; python3 -c \"import urllib.request as u; "
-                            "print(u.urlopen('http://127.0.0.1:8000/').status)\"", timeout=20)
+    # The server's Python may take seconds to listen on a loaded host: the request retries for up to 15 s.
+    fetched = sandbox.shell("python3 -c \"import time, urllib.request as u\n"
+                            "for _ in range(150):\n"
+                            "    try: print(u.urlopen('http://127.0.0.1:8000/').status); break\n"
+                            "    except OSError: time.sleep(0.1)\"", timeout=30)
     answered = fetched.stdout.strip() or fetched.stderr[-80:]
     reliability.record("`python3 -m http.server 8000 & ...` then a request to it",
                        f"command returned in {took:.1f} s; server answered {answered}",

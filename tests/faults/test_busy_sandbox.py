@@ -99,23 +99,33 @@ def test_nine_hundred_busy_background_processes_leave_the_sandbox_the_agents(tmp
     assert leaked == 0
 
 
-# Keeps the sandbox's pids limit full (a slot freed is taken again within 10 ms), every process
-# asleep: what a backgrounded fork bomb leaves, without the CPU it burns.
+# Keeps the sandbox's pids limit full, every child asleep: what a backgrounded fork bomb leaves. The
+# filler retries at once (yielding the CPU only), so a slot freed when a command's shell exits is taken
+# again before the next command arrives even on a loaded host (a 10 ms sleep there once lasted long
+# enough for `echo one` to start).
 FILL_PIDS = """
 import os, time
+full = False
 while True:
     try:
         if os.fork() == 0:
             time.sleep(10**6)
     except OSError:
-        time.sleep(0.01)
+        if not full:
+            open("/tmp/pids-full", "w").close()
+            full = True
+        os.sched_yield()
 """
 
 
 def test_a_command_that_cannot_start_is_an_error_outcome(tmp_path, image, reliability):
     """Processes agent code left in the background fill the pids limit: the next commands cannot
     start; the agent reads why, and the trace counts them as `error`, not `ok`."""
-    fill = "nohup python3 -c '" + FILL_PIDS.strip() + "' >/dev/null 2>&1 & sleep 3; echo filled"
+    # Waits (up to 15 s, within the 20 s command timeout) until the filler's first fork fails, with bash
+    # builtins only (a fork would wait out bash's retries once the limit is full): `read -t` on a FIFO
+    # nobody writes is the pause.
+    fill = ("mkfifo /tmp/tick && exec 3<>/tmp/tick; nohup python3 -c '" + FILL_PIDS.strip() + "' >/dev/null 2>&1 & "
+            "for i in {1..150}; do [ -e /tmp/pids-full ] && break; read -t 0.1 -u 3; done; echo filled")
     t0 = time.monotonic()
     proc, row, results, leaked = _run(tmp_path, [_shell(fill), _shell("echo one"), _python("print(2)"),
                                                  {"content": "<solution>0</solution>"}], "--command-timeout", 20)

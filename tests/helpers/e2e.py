@@ -67,6 +67,22 @@ def trace(out: Path, row: dict) -> list[dict]:
     return [json.loads(line) for line in (out / row["trace"]).read_text().splitlines() if line.strip()]
 
 
+def web_responses(out: Path) -> dict[str, str]:
+    """URL -> WARC-Harness-Instance of every response a --web-record run into `out` recorded (out/web/*.warc.gz)."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    from harness.web.recorded import web_archives
+
+    found = {}
+    for archive in web_archives(out):
+        with archive.open("rb") as fh:
+            for record in ArchiveIterator(fh):
+                if record.rec_type == "response":
+                    found[record.rec_headers.get_header("WARC-Target-URI")] = \
+                        record.rec_headers.get_header("WARC-Harness-Instance")
+    return found
+
+
 def docker_ids(*filters: str) -> set[str]:
     args = ["docker", "ps", "-aq", "--no-trunc", "--filter", "label=harness.managed=1"]
     for f in filters:
@@ -84,14 +100,18 @@ def containers_of(out: Path) -> list[str]:
             if len(line.split()) == 2 and line.split()[1].startswith(prefix)]
 
 
-def containers_created_between(instance_id: str, since: float, until: float) -> list[str]:
-    """Harness containers of this instance the engine created in [since, until] (its event log)."""
-    out = subprocess.run(
+def containers_created_between(instance_id: str, since: float, until: float, out: Path | None = None) -> list[str]:
+    """Harness containers of this instance the engine created in [since, until] (its event log);
+    with `out`, only those of runs into `out` (instance ids such as one_instance's are shared by
+    tests that run at the same time)."""
+    listing = subprocess.run(
         ["docker", "events", "--since", f"{since:.3f}", "--until", f"{until:.3f}",
          "--filter", "type=container", "--filter", "event=create", "--filter", "label=harness.managed=1",
-         "--filter", f"label=harness.instance_id={instance_id}", "--format", "{{.ID}}"],
+         "--filter", f"label=harness.instance_id={instance_id}",
+         "--format", '{{.ID}} {{index .Actor.Attributes "harness.run_id"}}'],
         capture_output=True, text=True, check=True, timeout=30).stdout
-    return out.split()
+    found = [line.split() for line in listing.splitlines() if line.strip()]
+    return [row[0] for row in found if out is None or (len(row) == 2 and row[1].startswith(out.name[:12] + "-"))]
 
 
 def remove_leftovers(out: Path) -> list[str]:
@@ -180,6 +200,14 @@ def run_replayed(tmp_path: Path, turns: list[dict], *flags, env=None) -> tuple[s
     proc = harness("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out, *flags,
                    env=env)
     return proc, out
+
+
+def tasks_file(folder: Path, ids: list[str], question: str = "What is 6*7?", answer: str = "42") -> Path:
+    """FOLDER/tasks.jsonl: one task per id, each the same question and answer."""
+    path = folder / "tasks.jsonl"
+    path.write_text("".join(json.dumps({"instance_id": iid, "question": question, "answer": answer}) + "\n"
+                            for iid in ids))
+    return path
 
 
 def fake_config(path: Path, base_url: str, *, max_retries: int = 0, max_connections: int | str | None = None,

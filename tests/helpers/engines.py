@@ -29,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from tests.helpers.locks import machine_lock
+
 DATA_ROOT = Path("/var/lib/harness-test-engines")
 CGROUPS = ("cpu", "cpuacct", "cpuset", "memory", "devices", "freezer", "blkio", "pids")
 
@@ -95,6 +97,8 @@ class SecondEngine:
         self.log = self.run_dir / "dockerd.log"
         self.proc: subprocess.Popen | None = None
         self.subnet: ipaddress.IPv4Network | None = None
+        # Another test process (an xdist worker, another checkout's suite) with an engine of this name waits.
+        self._owner = machine_lock(f"engine-{name}", timeout=1800)
 
     # -- addresses ----------------------------------------------------------------------------
     @property
@@ -129,10 +133,12 @@ class SecondEngine:
     def start(self, timeout: float = 60) -> SecondEngine:
         if os.geteuid() != 0:
             raise RuntimeError("a second engine needs root (network namespaces)")
-        self.subnet = free_subnet()
-        _run("ip", "netns", "add", self.netns)
+        self._owner.acquire()  # its data root: one engine of this name on the machine at a time
         try:
-            self._network()
+            with machine_lock("subnet"):  # another engine starting at the same time must not pick it too
+                self.subnet = free_subnet()
+                _run("ip", "netns", "add", self.netns)
+                self._network()
             make_certs(self.certs, self.addr)
             self._dockerd()
             self._wait(timeout)
@@ -199,13 +205,14 @@ class SecondEngine:
         """Copy an image of the host engine into this one (skipped when present): ~30 s for the sandbox image."""
         if self.docker("image", "inspect", tag, check=False).returncode == 0:
             return
-        save = subprocess.Popen(["docker", "save", tag], stdout=subprocess.PIPE)
-        try:
-            subprocess.run(["docker", "-H", self.unix_url, "load", "-q"], stdin=save.stdout, check=True,
-                           capture_output=True, timeout=600)
-        finally:
-            save.stdout.close()
-            save.wait()
+        with machine_lock("disk"):
+            save = subprocess.Popen(["docker", "save", tag], stdout=subprocess.PIPE)
+            try:
+                subprocess.run(["docker", "-H", self.unix_url, "load", "-q"], stdin=save.stdout, check=True,
+                               capture_output=True, timeout=600)
+            finally:
+                save.stdout.close()
+                save.wait()
         if save.returncode != 0:
             raise RuntimeError(f"docker save {tag} failed")
 
@@ -226,6 +233,8 @@ class SecondEngine:
         _run("ip", "link", "del", self.host_if, check=False)  # gone with the namespace's end already, usually
         shutil.rmtree(Path("/etc/netns") / self.netns, ignore_errors=True)
         shutil.rmtree(self.run_dir, ignore_errors=True)
+        if self._owner.is_locked:
+            self._owner.release()
 
     def __enter__(self) -> SecondEngine:
         return self.start()

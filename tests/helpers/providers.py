@@ -1,9 +1,12 @@
-"""A plug-in sandbox provider (`--sandbox tests.helpers.providers:NoImagesProvider`) that has no
-images of its own: it keeps the contract's image operations as they are."""
+"""Plug-in sandbox providers (`--sandbox tests.helpers.providers:NAME`) offering less than docker's:
+`NoImagesProvider` keeps the contract's optional operations as they are (no capability), and
+`NoWebProxyProvider` serves a website but has no web proxy."""
 
 from __future__ import annotations
 
-from harness.sandbox.contract import Leftover, SandboxProvider
+from contextlib import contextmanager
+
+from harness.sandbox.contract import Capabilities, Leftover, SandboxProvider
 
 
 class NoImagesProvider(SandboxProvider):
@@ -26,3 +29,17 @@ class NoImagesProvider(SandboxProvider):
 
     def cleanup(self, *, run_id=None, everything=False, dry_run=False) -> list[Leftover]:
         return []
+
+
+class NoWebProxyProvider(NoImagesProvider):
+    """Passes the engine's preflight and serves --website (a network that is only a name), no web proxy:
+    a --web-record run on it must be refused before it writes anything."""
+
+    capabilities = Capabilities(website=True)
+
+    def preflight(self, *, network="none", log=print):
+        return "no-such-image:test"
+
+    @contextmanager
+    def website(self, site_dir, image, run_id):
+        yield "internal:no-such-site"

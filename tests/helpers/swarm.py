@@ -11,12 +11,18 @@ bridge. An engine already in a swarm is used as it is (a worker: the test is ski
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from tests.helpers.locks import machine_lock
+
 LOCAL_NETWORKS = ("docker_gwbridge", "harness-swarm-none-config")
+# Set by a swarm test for a pytest it starts under its own swarm lock (single_node_swarm).
+HELD_ENV = "TESTS_SWARM_LOCK_HELD"
+SWARM_WAIT_S = 1800  # the host engine is in one swarm at a time: another suite's swarm tests may hold it that long
 
 
 def docker(*args: str, check: bool = True, timeout: float = 60, host: str | None = None) -> str:
@@ -35,6 +41,16 @@ def network_names(host: str | None = None) -> set[str]:
     return set(docker("network", "ls", "--format", "{{.Name}}", host=host).split())
 
 
+def wait_swarm_network_gone(host: str | None = None, timeout: float = 60) -> None:
+    """After a leave: the engine lists its copy of the swarm's isolated network for a few seconds
+    more (tests/swarm/test_rejoin.py); the next module's swarm must not start beside it."""
+    from harness.sandbox.swarm.networks import ISOLATED
+
+    deadline = time.monotonic() + timeout
+    while ISOLATED in network_names(host) and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
 def remove_firewall_jumps() -> None:
     from harness.sandbox.docker.networks import CHAIN
     from harness.sandbox.swarm.networks import BRIDGE
@@ -46,7 +62,18 @@ def remove_firewall_jumps() -> None:
 
 @contextmanager
 def single_node_swarm() -> Iterator[bool]:
-    """Yields whether this call made the swarm (and so will undo it)."""
+    """Yields whether this call made the swarm (and so will undo it). Holds the machine's swarm lock
+    meanwhile: another test process (an xdist worker, another checkout's suite) waits for it. A pytest
+    that a swarm test starts (the conformance suite on swarm) runs under its parent's lock: waiting for
+    it there would wait for the parent, which waits for the child (HELD_ENV says so)."""
+    if os.environ.get(HELD_ENV) == "1":
+        yield from _single_node_swarm()
+        return
+    with machine_lock("swarm", timeout=SWARM_WAIT_S):
+        yield from _single_node_swarm()
+
+
+def _single_node_swarm() -> Iterator[bool]:
     import pytest
 
     state = swarm_state()
@@ -61,6 +88,7 @@ def single_node_swarm() -> Iterator[bool]:
         yield True
     finally:
         docker("swarm", "leave", "--force", check=False)
+        wait_swarm_network_gone()
         for name in LOCAL_NETWORKS:
             if name not in before:
                 for _ in range(20):  # the engine may still hold it for a moment after leaving
@@ -92,6 +120,11 @@ def two_node_swarm(worker, image: str) -> Iterator[dict]:
     provider's config-only network on it. Yields {"manager": node id, "worker": node id}.
     Teardown (platform notes): worker leaves, manager leaves --force, then the local networks
     made on each engine are removed."""
+    with machine_lock("swarm", timeout=SWARM_WAIT_S):
+        yield from _two_node_swarm(worker, image)
+
+
+def _two_node_swarm(worker, image: str) -> Iterator[dict]:
     import pytest
 
     from harness.sandbox.swarm import networks
@@ -127,6 +160,7 @@ def two_node_swarm(worker, image: str) -> Iterator[dict]:
         for host, known in ((None, before), (worker.unix_url, worker_before)):
             if host is not None and worker.docker("info", check=False, timeout=10).returncode != 0:
                 continue  # the worker's engine was stopped (a test of a node going down)
+            wait_swarm_network_gone(host)
             for name in LOCAL_NETWORKS:
                 if name not in known:
                     for _ in range(20):

@@ -16,6 +16,7 @@ from harness.errors import InfraError, InputError, SandboxDied
 from harness.sandbox.contract import SandboxSpec
 from harness.sandbox.docker import engine, naming
 from harness.sandbox.swarm import cluster, networks, nodecheck, tasks
+from tests.helpers.swarm import HELD_ENV
 
 pytestmark = pytest.mark.docker
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -110,8 +111,7 @@ def test_network_policies(provider, image, run_id):
             provider.preflight(network=f"internal:{local}", log=lambda m: None)
         with pytest.raises(InputError, match="no Docker network"):
             provider.preflight(network="internal:harness-no-such-network", log=lambda m: None)
-        with pytest.raises(InputError, match="--website is not supported"):
-            provider.website(None, image, run_id)
+        assert not provider.capabilities.website  # --website: refused by the run's preflight (runner/preflight.py)
         assert provider.find() == before  # refused before any service
     finally:
         api.remove_network(local)
@@ -162,7 +162,7 @@ def test_the_conformance_suite_passes_for_swarm(swarm):
     """tests/conformance with HARNESS_CONFORMANCE_PROVIDERS=swarm, browser tests included (~40 s)."""
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/conformance"],
                           capture_output=True, text=True, timeout=900, cwd=REPO,
-                          env={**os.environ, "HARNESS_CONFORMANCE_PROVIDERS": "swarm"})
+                          env={**os.environ, "HARNESS_CONFORMANCE_PROVIDERS": "swarm", HELD_ENV: "1"})
     assert proc.returncode == 0, proc.stdout[-5000:]
     assert " passed" in proc.stdout and "[swarm]" not in proc.stdout.split("passed")[-1]
     assert "skipped" not in proc.stdout

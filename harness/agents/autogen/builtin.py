@@ -8,6 +8,8 @@ from autogen_agentchat.teams import MagenticOneGroupChat, RoundRobinGroupChat
 
 from harness.agents.autogen.executor import LANGUAGES, SandboxCodeExecutor
 from harness.agents.autogen.tools import sandbox_tools, web_tools
+from harness.environments.families.browser import Browser
+from harness.environments.families.mcp import Mcp
 
 # The agent may loop over tools freely: the harness's meter enforces --max-steps
 # (model calls) the same way for every agent and team, and records the limit; it also cuts
@@ -23,7 +25,7 @@ SYSTEM = (
 
 def assistant(model_client, envs, instance, limits):
     """One AssistantAgent that loops over tool calls until it answers in text."""
-    tools = sandbox_tools(envs, instance) + (web_tools(envs) if envs.web is not None else [])
+    tools = sandbox_tools(envs, instance) + web_tools(envs)
     return AssistantAgent("assistant", model_client, tools=tools, system_message=SYSTEM,
                           max_tool_iterations=UNBOUNDED, reflect_on_tool_use=False)
 
@@ -85,7 +87,7 @@ def magentic(model_client, envs, instance, limits):
     # and fetch_url, the executor runs the coder's code (run_python, run_shell), the coder the MCP tools
     reading = [n for n in ("list_files", "read_file", "find_in_file", "view_image", "transcribe_audio",
                            "video_frames", "search_corpus") if n in tools]
-    served = [tools[t.__name__] for t in envs.mcp]  # the MCP servers' tools (environments/mcp_tools.py)
+    served = [tools[t.__name__] for t in envs.of(Mcp) or []]  # the MCP servers' tools (families/mcp.py)
     file_surfer = AssistantAgent(
         "file_surfer", model_client, tools=[tools[n] for n in reading],
         system_message=FILE_SURFER, max_tool_iterations=10, reflect_on_tool_use=False,
@@ -106,7 +108,7 @@ def magentic(model_client, envs, instance, limits):
         description="A computer terminal in the task's sandbox (files in /workspace). Runs the ```python or "
                     "```sh code blocks the coder wrote in its latest messages and reports their output. "
                     "Does nothing else.")
-    browsing = web_tools(envs) if envs.web is not None else []
+    browsing = web_tools(envs)
     web_surfer = AssistantAgent(
         "web_surfer", model_client, tools=browsing + [tools[n] for n in ("web_search", "fetch_url") if n in tools],
         system_message=WEB_SURFER, max_tool_iterations=10, reflect_on_tool_use=False,
@@ -125,7 +127,9 @@ async def websurfer(model_client, envs, instance, limits):
     the built-in web tools; the browser still runs inside the sandbox."""
     from autogen_ext.agents.web_surfer import MultimodalWebSurfer
 
-    playwright, context = await envs.web.playwright()
+    browser = envs.of(Browser)
+    assert browser is not None, "an agent process always builds the browser"
+    playwright, context = await browser.playwright()
     surfer = MultimodalWebSurfer("web_surfer", model_client, start_page="about:blank", playwright=playwright,
                                  context=context, to_resize_viewport=False)
     solver = AssistantAgent("assistant", model_client, tools=sandbox_tools(envs, instance), system_message=SYSTEM,

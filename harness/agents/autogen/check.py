@@ -27,15 +27,16 @@ from harness.agents.dry import SandboxNeeded, dry_environments
 from harness.datasets.model import Instance
 from harness.environments.websearch.settings import SearchSettings
 from harness.models.config import ModelSection
-from harness.models.probe import PROBE_HEADER, PROBE_PROMPT, NotACompletion
+from harness.models.probe import PROBE_HEADER, PROBE_PROMPT, Answered, NotACompletion
+from harness.models.textcalls import offered_names, text_tool_call
 
 
 def preflight(factory: Callable, section: ModelSection, instance: Instance, limits: Limits,
-              search: SearchSettings | None = None) -> Callable[[], None]:
+              search: SearchSettings | None = None) -> Callable[[], Answered]:
     from harness.agents.autogen.models import inner_client
 
     client = inner_client(section, [], headers={PROBE_HEADER: "1"})
-    envs = dry_environments(limits, section, search)
+    envs = dry_environments(limits, section, search, instance)
     agent = _dry_build(factory, client, envs, instance, limits)
     if agent is NEEDS_SANDBOX:
         from harness.agents.autogen.tools import sandbox_tools, web_tools
@@ -79,17 +80,19 @@ async def _first_member_with_tools(agent) -> tuple[list, str | None]:
     return [], None
 
 
-async def _first_call(client, tools: list, system: str | None) -> None:
+async def _first_call(client, tools: list, system: str | None) -> Answered:
     import openai
     from autogen_core.models import SystemMessage, UserMessage
     from pydantic import ValidationError
 
     messages = ([SystemMessage(content=system)] if system else []) + [UserMessage(content=PROBE_PROMPT, source="user")]
     try:
-        await client.create(messages, tools=tools)
+        result = await client.create(messages, tools=tools)
     except openai.OpenAIError:
         raise
     except (AttributeError, TypeError, KeyError, IndexError, ValidationError, json.JSONDecodeError) as exc:
         raise NotACompletion(f"{type(exc).__name__}: {exc}") from None  # e.g. a text/html page parsed as a reply
     finally:
         await client.close()
+    text = result.content if isinstance(result.content, str) else None
+    return Answered(text_tool_call=text_tool_call(text, offered_names(tools)))

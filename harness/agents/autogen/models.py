@@ -28,7 +28,7 @@ import base64
 import json
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, cast
 
 from autogen_core import FunctionCall, Image
@@ -52,7 +52,10 @@ from harness.models.meter import Meter
 from harness.models.providers import azure_deployment
 from harness.models.replay import needs_image
 from harness.models.slots import Slots
-from harness.models.usage import counts, overheard, tapped
+from harness.models.tap import overheard, tapped
+from harness.models.textcalls import offered_names
+from harness.text import scrub
+from harness.usage import counts
 
 DEFAULT_MODEL_INFO: ModelInfo = {"vision": False, "function_calling": True, "json_output": False,
                                  "family": "unknown", "structured_output": False}
@@ -106,7 +109,7 @@ def _anthropic_knows(model: str) -> bool:
 def _client_class(section: ModelSection, kwargs: dict, paced: bool) -> Any:
     """AutoGen's client class (or factory) for the section's provider, `kwargs` completed for it;
     every one gets an HTTP client that caps a reply's size (models/http.py) and reads each reply's
-    usage by class for the Meter (models/usage.py `tapped`: AutoGen's own usage keeps two classes)."""
+    usage by class for the Meter (models/tap.py `tapped`: AutoGen's own usage keeps two classes)."""
     if section.provider == "anthropic":
         from harness.agents.autogen.anthropic_client import anthropic_chat_client
 
@@ -229,6 +232,33 @@ def with_pictures(messages: Sequence[LLMMessage], images: ImageEnv | None) -> Se
     return request
 
 
+def scrubbed_result(result: CreateResult) -> CreateResult:
+    """The result with each lone surrogate of its text, thought and function calls made U+FFFD
+    (harness/text.py): a model may send any code point JSON can spell; the row, trace and sandbox hold it."""
+    content: Any = result.content
+    if isinstance(content, list):
+        content = [FunctionCall(id=call.id, name=scrub(call.name), arguments=_scrubbed_arguments(call.arguments))
+                   for call in content]
+    else:
+        content = scrub(content)
+    return result.model_copy(update={"content": content, "thought": scrub(result.thought)})
+
+
+def _scrubbed_arguments(arguments: str) -> str:
+    """Arguments (JSON text, parsed by the tool later) whose escapes spell a lone surrogate: re-written scrubbed."""
+    arguments = scrub(arguments)
+    if "\\ud" not in arguments:
+        return arguments
+    try:
+        return json.dumps(scrub(json.loads(arguments)))
+    except json.JSONDecodeError:
+        return arguments
+
+
+async def _scrubbed(pending: Awaitable[CreateResult]) -> CreateResult:
+    return scrubbed_result(await pending)
+
+
 class MeteredClient(ChatCompletionClient):
     """Counts every call on the instance's Meter (budgets included) before handing it on; with
     `slots` (the run's cap on the model's calls in flight) each call holds one of them. A reply's
@@ -243,9 +273,11 @@ class MeteredClient(ChatCompletionClient):
 
     async def create(self, messages: Sequence[Any], **kwargs: Any) -> CreateResult:
         messages = with_pictures(messages, self._images)
-        return self._capped(await self._meter.call(self._label, lambda: self._inner.create(messages, **kwargs),
-                                                   turn_from_result, trace_messages(messages), slots=self._slots,
-                                                   retries=self._retries, cached=self._cached(messages, kwargs)))
+        reply = lambda: _scrubbed(self._inner.create(messages, **kwargs))  # noqa: E731
+        return self._capped(await self._meter.call(self._label, reply, turn_from_result, trace_messages(messages),
+                                                   slots=self._slots, retries=self._retries,
+                                                   cached=self._cached(messages, kwargs),
+                                                   offered=offered_names(kwargs.get("tools"))))
 
     def _cached(self, messages: Sequence[Any], kwargs: dict[str, Any]) -> CachedCall[CreateResult] | None:
         """This request's --cache entry (models/cache.py): its messages, tool schemas and the create
@@ -297,11 +329,13 @@ class MeteredClient(ChatCompletionClient):
                         raise
                     raise mapped from exc
                 streaming = True
+                item = scrubbed_result(item) if isinstance(item, CreateResult) else scrub(item)
                 if isinstance(item, CreateResult):
                     if self._slots is not None:
                         self._slots.succeeded()
                     done = turn_from_result(item)
-                    meter.after_call(done, time.monotonic() - started, self._label, trace_messages(messages))
+                    meter.after_call(done, time.monotonic() - started, self._label, trace_messages(messages),
+                                     offered=offered_names(kwargs.get("tools")))
                     if admission is not None:
                         admission.close(meter.price.cost(counts(done["usage"])))
                     item = self._capped(item)

@@ -20,6 +20,7 @@ from autogen_agentchat.messages import BaseChatMessage, MultiModalMessage, ToolC
 
 from harness.agents.autogen.models import build_client, image_parts
 from harness.agents.contract import AgentContext, AgentRunner
+from harness.environments.families.images import Images
 from harness.environments.images import task_text
 from harness.errors import ErrorKind, kind_of
 from harness.traces import Message, SystemPrompt, ToolCall, ToolResult
@@ -57,7 +58,7 @@ class AutoGenRunner(AgentRunner):
 
     async def setup(self, ctx: AgentContext) -> None:
         self.ctx = ctx
-        self.client = build_client(ctx.model, ctx.meter, ctx.replay_turns, images=ctx.envs.images)
+        self.client = build_client(ctx.model, ctx.meter, ctx.replay_turns, images=ctx.envs.of(Images))
         self.asked = False  # the task (the first turn's message) carries the instance's pictures
         agent = self.target(self.client, ctx.envs, ctx.instance, ctx.limits)
         self.agent = await agent if inspect.isawaitable(agent) else agent
@@ -86,7 +87,7 @@ class AutoGenRunner(AgentRunner):
 
     async def _task(self, message: str) -> str | MultiModalMessage:
         """The task: a MultiModalMessage with its image attachments for a vision model."""
-        images = self.ctx.envs.images
+        images = self.ctx.envs.of(Images)
         if images is None:
             return message
         pictures, notes = await self.ctx.envs.call(images.task_pictures, self.ctx.instance.files)

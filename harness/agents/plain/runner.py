@@ -25,10 +25,11 @@ import json
 from pydantic import ValidationError
 
 from harness.agents.contract import AgentContext, AgentRunner
+from harness.environments.families.images import Images
 from harness.environments.images import SHOWN_BELOW, latest, openai_parts, task_text
 from harness.environments.tools import arguments_model, sandbox_tools, schema, web_tools
 from harness.errors import InfraError
-from harness.models.chat import chat_model
+from harness.models.factory import chat_model
 from harness.traces import Message, SystemPrompt, ToolCall, ToolResult
 
 SYSTEM = (
@@ -49,7 +50,7 @@ class PlainRunner(AgentRunner):
         from harness.agents.dry import dry_environments
         from harness.models.probe import chat_request
 
-        envs = dry_environments(limits, model, search)
+        envs = dry_environments(limits, model, search, instance)
         schemas = [schema(fn) for fn in sandbox_tools(envs, instance) + web_tools(envs)]
         return lambda: chat_request(model, tools=schemas, system=SYSTEM)
 
@@ -83,7 +84,7 @@ class PlainRunner(AgentRunner):
 
     async def _task(self, message: str) -> str | list[dict]:
         """The task message: with image parts of its image attachments for a vision model."""
-        images = self.ctx.envs.images
+        images = self.ctx.envs.of(Images)
         if images is None:
             return message
         pictures, notes = await self.ctx.envs.call(images.task_pictures, self.ctx.instance.files)
@@ -91,7 +92,7 @@ class PlainRunner(AgentRunner):
 
     def _shown(self, messages: list[dict]) -> list[dict]:
         """The request: after each run of tool results that name pictures, a user message showing them."""
-        images = self.ctx.envs.images
+        images = self.ctx.envs.of(Images)
         if images is None:
             return messages
         runs: list[tuple[int, list[str]]] = []  # (index of a run's last tool message, the run's results)

@@ -16,7 +16,9 @@ checked for them).
 A budget reached or a failed model call ends the instance: the proxy keeps the error (`stopped`),
 answers the agent 400 with `x-should-retry: false` (clients do not retry it), and the runner stops
 the agent and raises the error (a limit row, a model error). The handler threads hand each request
-to the agent's event loop, where the Meter lives.
+to the agent's event loop, where the Meter lives. `cancel()` ends the requests in flight (the program
+that sent them has ended: relay.py `relayed`): their model calls are cancelled, so their connections
+close, and each is answered 503.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import asyncio
 import hmac
 import json
 import threading
+from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -59,6 +62,7 @@ class ModelProxy:
         self.stopped: HarnessError | None = None  # the limit or model failure that ends the instance
         self.calls = 0
         self._server: ThreadingHTTPServer | None = None
+        self._pending: set[Future[Answer]] = set()  # the requests being answered
 
     @property
     def url(self) -> str:
@@ -70,6 +74,21 @@ class ModelProxy:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self, loop))
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, name="model-proxy", daemon=True).start()
+
+    def cancel(self) -> None:
+        """Cancel the requests being answered (their model calls with them)."""
+        for future in list(self._pending):
+            future.cancel()
+
+    def answered(self, future: Future[Answer]) -> Answer:
+        """A request's answer once `future` (proxy.answer in the agent's loop) has it; 503 if cancelled."""
+        self._pending.add(future)
+        try:
+            return future.result()
+        except CancelledError:
+            return _error(503, "the agent program ended: its request was cancelled", "cancelled", NO_RETRY)
+        finally:
+            self._pending.discard(future)
 
     def close(self) -> None:
         if self._server is not None:
@@ -129,8 +148,8 @@ def _handler(proxy: ModelProxy, loop: asyncio.AbstractEventLoop) -> type[BaseHTT
         def _serve(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             headers = {k.lower(): v for k, v in self.headers.items()}
-            answer = asyncio.run_coroutine_threadsafe(
-                proxy.answer(self.command, self.path, headers, body), loop).result()
+            answer = proxy.answered(asyncio.run_coroutine_threadsafe(
+                proxy.answer(self.command, self.path, headers, body), loop))
             self.send_response(answer.status)
             for key, value in answer.headers.items():
                 self.send_header(key, value)

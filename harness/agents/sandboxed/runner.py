@@ -21,7 +21,6 @@ and the reply as its task (the program keeps no state between runs).
 from __future__ import annotations
 
 import asyncio
-import base64
 import http.client
 import re
 import secrets
@@ -34,7 +33,7 @@ from harness.agents.contract import AgentContext, AgentRunner
 from harness.agents.sandboxed.proxy import SOURCE, ModelProxy
 from harness.agents.sandboxed.relay import ROOT, Relay, relayed
 from harness.errors import AgentError, InputError, SandboxFileNotFound
-from harness.models.chat import chat_model
+from harness.models.factory import chat_model
 from harness.traces import Message
 
 HOST_FILE = re.compile(r"(?<!\S)@(\S+)")
@@ -96,7 +95,8 @@ class SandboxedRunner(AgentRunner):
                "HARNESS_MODEL": self.ctx.model.model, "HARNESS_TASK_FILE": f"{spool}/task.txt",
                "HARNESS_ANSWER_FILE": f"{spool}/answer.txt"}
         done = await relayed(Relay(self.sandbox, spool), self.argv, task, env, self.ctx.limits.instance_timeout,
-                             self._forward, lambda: self.proxy.stopped is not None, self.ctx.envs.guard)
+                             self._forward, lambda: self.proxy.stopped is not None, self.ctx.envs.guard,
+                             abandon=self.proxy.cancel)
         if self.proxy.stopped is not None:
             raise self.proxy.stopped
         if not done.ok:
@@ -124,17 +124,17 @@ class SandboxedRunner(AgentRunner):
 
 
 def forward(url: str, request: dict[str, Any]) -> dict[str, Any]:
-    """One relayed request (relay.py's form) sent to the proxy at `url`; its answer in the same form."""
+    """One relayed request (relay.py's form: its body as bytes) sent to the proxy at `url`; its answer in
+    the same form."""
     where = urllib.parse.urlsplit(url)
     headers = {k: v for k, v in request["headers"].items()
                if k.lower() in ("content-type", "authorization", "x-api-key", "anthropic-version")}
     connection = http.client.HTTPConnection(where.hostname or "127.0.0.1", where.port)
     try:
-        connection.request(request["method"], request["path"], body=base64.b64decode(request["body"]),
-                           headers=headers)
+        connection.request(request["method"], request["path"], body=request["body"], headers=headers)
         response = connection.getresponse()
         body = response.read()
     finally:
         connection.close()
     return {"status": response.status, "headers": {k: v for k, v in response.getheaders() if k.lower() in KEPT_HEADERS},
-            "body": base64.b64encode(body).decode()}
+            "body": body}

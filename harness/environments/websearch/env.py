@@ -14,7 +14,7 @@ An outage (connection errors, timeouts, 5xx, 429) is retried `max_retries` times
 (`backoff` s doubling, at most 60 s; a Retry-After of at most 60 s obeyed); one left after that is
 `SearchUnavailable`, an infra error: the attempt ends and the runner retries it on a fresh sandbox.
 A query the provider refuses (another 4xx) or an empty one is a tool result the agent reads
-(outcome `error`). A key variable that is not set is refused before any container (`check_key`; a
+(outcome `error`). A key variable that is not set is refused before any container (settings.py `check_key`; a
 --web-replay run asks for none: it never calls the provider).
 
 `--web-record` / `--web-replay` (web/search_archive.py): each provider exchange is recorded in the
@@ -36,7 +36,7 @@ from harness.environments.websearch.cache import SearchCache, key
 from harness.environments.websearch.guard import Guard
 from harness.environments.websearch.providers import Hit
 from harness.environments.websearch.settings import MAX_RESULTS, SearchSettings
-from harness.errors import InfraError, InputError, ModelError
+from harness.errors import InfraError, ModelError
 from harness.traces import EnvAction, Tracer
 from harness.web.search_archive import NotRecorded, SearchRecorder, SearchReplay, redacted
 
@@ -58,13 +58,6 @@ class SearchUnavailable(InfraError):
 
 class QueryRefused(Exception):
     """The provider refused the query itself: the agent reads why."""
-
-
-def check_key(search: SearchSettings) -> None:
-    """Before any container: the key's variable is set (InputError naming it otherwise)."""
-    if search.api_key_env and not os.environ.get(search.api_key_env):
-        raise InputError(f"--search {search.provider}: the key variable {search.api_key_env} is not set "
-                         f"(set it, or name another: [search.{search.provider}] api_key_env = \"VAR\")")
 
 
 class SearchHTTP:

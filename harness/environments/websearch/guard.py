@@ -1,8 +1,10 @@
 """The leakage guard: URLs where GAIA's questions and answers are published, kept from the agent.
 
 A pattern is matched against a URL's `host/path?query`, lower-cased, with any `www.` and a trailing
-dot of the host dropped, the host in its ASCII (IDNA) form, the path percent-decoded and its repeated
-slashes collapsed; a pattern's host is read in the same ASCII form, so `bücher.example` and
+dot of the host dropped, the host in its ASCII (IDNA) form, the path percent-decoded, its repeated
+slashes collapsed and its dot segments removed as RFC 3986 does (`/x/../secret` is `/secret`), the query's
+escapes of unreserved characters decoded (`gaia%2Dbenchmark` is `gaia-benchmark`); a pattern's host is
+read in the same ASCII form, so `bücher.example` and
 `xn--bcher-kva.example` block each other's URLs (a browser navigates the second for the first):
 
 - with a `*`: a glob over the whole of it (`huggingface.co/datasets/*/gaia*`);
@@ -11,12 +13,15 @@ slashes collapsed; a pattern's host is read in the same ASCII form, so `bücher.
 - else a domain, its subdomains included (`example.com` blocks `a.example.com`).
 
 `DEFAULT_BLOCK` names the benchmark's Hugging Face dataset, Space and organisation (on huggingface.co,
-hf.co and the hub's mirror hf-mirror.com), its rows through the hub's dataset viewer API, and known copies
-on the hub. `--search-block PATTERN` adds patterns; `--search-block none` drops the defaults; a pattern
-with nothing to match (empty, a bare scheme, no host: `pattern_problem`) is refused at load.
-The guard is applied to every search provider's results (websearch/__init__.py) and to the
-browser's navigations (environments/web.py); each blocked URL is an `env` trace event (env "guard",
-outcome "blocked"), counted in the row's and the report's env_outcomes.
+hf.co and the hub's mirror hf-mirror.com, and their `/api/` paths), its rows through the hub's dataset
+viewer API, and known copies on the hub. `--search-block PATTERN` adds patterns; `--search-block none`
+drops the defaults; a pattern with nothing to match (empty, a bare scheme, no host: `pattern_problem`) is
+refused at load.
+The guard is applied to every search provider's results (websearch/__init__.py), to the
+browser's navigations (environments/web.py), to fetch_url's and download_file's every redirect hop
+(environments/redirects.py) and to the site search's crawl (site.py, which runs this module's source in its
+sandbox: keep it stdlib only); each blocked URL is an `env` trace event (env "guard", outcome "blocked"),
+counted in the row's and the report's env_outcomes.
 """
 
 from __future__ import annotations
@@ -28,9 +33,10 @@ import urllib.parse
 
 HUB_HOSTS = ("huggingface.co", "hf.co", "hf-mirror.com")
 DEFAULT_BLOCK: tuple[str, ...] = (
-    *(f"{host}/{kind}gaia-benchmark" for host in HUB_HOSTS for kind in ("datasets/", "spaces/", "")),
+    *(f"{host}/{api}{kind}gaia-benchmark" for host in HUB_HOSTS for api in ("", "api/")
+      for kind in ("datasets/", "spaces/", "models/", "")),
     "datasets-server.huggingface.co/*gaia-benchmark*",  # the dataset viewer's rows API
-    "huggingface.co/datasets/*/gaia*",  # copies of the dataset under other accounts (e.g. evatan/GAIA)
+    *(f"{host}/{api}datasets/*/gaia*" for host in HUB_HOSTS for api in ("", "api/")),  # copies (e.g. evatan/GAIA)
     "*.hf.space/*gaia*", "gaia-benchmark-leaderboard.hf.space",  # the leaderboard Space served directly
 )
 
@@ -52,13 +58,31 @@ def _ascii(host: str) -> str:
     return ".".join(labels)
 
 
+UNRESERVED_ESCAPE = re.compile(r"%(2[dDeE]|5[fF]|7[eE]|[46][1-9a-fA-F]|[57][0-9aA]|3[0-9])")
+
+
+def _no_dots(path: str) -> str:
+    """A path without its `.` and `..` segments (RFC 3986, 5.2.4); `..` above the root stays at the root."""
+    kept: list[str] = []
+    segments = path.split("/")[1:]
+    for segment in segments:
+        if segment == "..":
+            kept = kept[:-1]
+        elif segment != ".":
+            kept.append(segment)
+    tail = "/" if segments and segments[-1] in (".", "..") else ""
+    return "/" + "/".join(kept) + tail
+
+
 def _key(url: str) -> str:
     """`host/path?query` of a URL (a bare `host/path` is read as http), its path read as a server reads it:
-    percent-escapes decoded (`gaia%2Dbenchmark` is `gaia-benchmark`) and repeated slashes collapsed."""
+    percent-escapes decoded (`gaia%2Dbenchmark` is `gaia-benchmark`), repeated slashes collapsed, dot
+    segments removed; in the query, escapes of unreserved characters decoded."""
     parts = urllib.parse.urlsplit(url if "://" in url else f"http://{url}")
     host = _ascii(parts.hostname or "").rstrip(".").removeprefix("www.")
-    path = re.sub(r"/{2,}", "/", urllib.parse.unquote(parts.path)) or "/"
-    query = f"?{parts.query}" if parts.query else ""
+    path = _no_dots(re.sub(r"/{2,}", "/", "/" + urllib.parse.unquote(parts.path).lstrip("/")))
+    decoded = UNRESERVED_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), parts.query)
+    query = f"?{decoded}" if parts.query else ""
     return f"{host}{path}{query}".lower()
 
 

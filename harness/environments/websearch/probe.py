@@ -18,10 +18,6 @@ from __future__ import annotations
 
 import os
 
-import httpx
-
-from harness.environments.websearch import providers
-from harness.environments.websearch.env import SearchHTTP
 from harness.environments.websearch.settings import SearchSettings
 from harness.errors import InputError
 
@@ -35,6 +31,11 @@ def probe_search(settings: SearchSettings) -> str | None:
     InputError when the provider cannot work."""
     if settings.provider in ("none", "site") or settings.web_replay or settings.base_url is None:
         return None
+    import httpx  # a run that searches nothing does not import the HTTP client and the archive's modules
+
+    from harness.environments.websearch import providers
+    from harness.environments.websearch.env import SearchHTTP
+
     where = f"--search {settings.provider} ({settings.base_url})"
     key = os.environ.get(settings.api_key_env) if settings.api_key_env else None
     request = providers.request(settings.provider, settings.base_url, PROBE_QUERY, 1, key, settings.options)

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import httpx
+if TYPE_CHECKING:
+    import httpx
 
 Refusal = Literal["key", "quota", "query", "retry"]
 DEFAULT_URLS = {"tavily": "https://api.tavily.com", "serper": "https://google.serper.dev",
@@ -44,24 +45,26 @@ class Hit:
         return {"title": self.title, "url": self.url, "snippet": self.snippet, "date": self.date}
 
 
-def _tavily(base: str, query: str, n: int, key: str | None, options: dict) -> httpx.Request:
-    return httpx.Request("POST", f"{base}/search", headers={"Authorization": f"Bearer {key}"},
-                         json={"query": query, "max_results": n, **options})
+Built = tuple[str, str, dict[str, Any]]  # method, path under the base URL, httpx.Request's other arguments
 
 
-def _serper(base: str, query: str, n: int, key: str | None, options: dict) -> httpx.Request:
-    return httpx.Request("POST", f"{base}/search", headers={"X-API-KEY": key or ""},
-                         json={"q": query, "num": n, **options})
+def _tavily(query: str, n: int, key: str | None, options: dict) -> Built:
+    return "POST", "/search", {"headers": {"Authorization": f"Bearer {key}"},
+                               "json": {"query": query, "max_results": n, **options}}
 
 
-def _brave(base: str, query: str, n: int, key: str | None, options: dict) -> httpx.Request:
-    return httpx.Request("GET", f"{base}/res/v1/web/search", params={"q": query, "count": n, **options},
-                         headers={"X-Subscription-Token": key or "", "Accept": "application/json"})
+def _serper(query: str, n: int, key: str | None, options: dict) -> Built:
+    return "POST", "/search", {"headers": {"X-API-KEY": key or ""}, "json": {"q": query, "num": n, **options}}
 
 
-def _searxng(base: str, query: str, n: int, key: str | None, options: dict) -> httpx.Request:
-    return httpx.Request("GET", f"{base}/search", params={"q": query, "format": "json", **options},
-                         headers={"Accept": "application/json"})
+def _brave(query: str, n: int, key: str | None, options: dict) -> Built:
+    return "GET", "/res/v1/web/search", {"params": {"q": query, "count": n, **options},
+                                         "headers": {"X-Subscription-Token": key or "", "Accept": "application/json"}}
+
+
+def _searxng(query: str, n: int, key: str | None, options: dict) -> Built:
+    return "GET", "/search", {"params": {"q": query, "format": "json", **options},
+                              "headers": {"Accept": "application/json"}}
 
 
 def _text(value: object) -> str:
@@ -95,7 +98,10 @@ BUILDERS = {"tavily": _tavily, "serper": _serper, "brave": _brave, "searxng": _s
 
 
 def request(provider: str, base: str, query: str, n: int, key: str | None, options: dict) -> httpx.Request:
-    return BUILDERS[provider](base.rstrip("/"), query, n, key, options)
+    import httpx  # here, not at the top: a run's configuration reads this module, and most runs search nothing
+
+    method, path, args = BUILDERS[provider](query, n, key, options)
+    return httpx.Request(method, base.rstrip("/") + path, **args)
 
 
 def hits(provider: str, body: object, n: int) -> list[Hit]:

@@ -23,6 +23,7 @@ with the run directory's cache folder and the site's index folder filled in (`fo
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -75,7 +76,7 @@ class SearchSettings(BaseModel):
     block: tuple[str, ...] = DEFAULT_BLOCK
     cache: bool = True
     # `site` picked because the run has a --website (no --search, no [search] provider): not in run.json's
-    # fingerprint, so a run from before search existed resumes (results/run_config.py)
+    # fingerprint, so a run from before search existed resumes (runner/run_config.py)
     automatic: bool = False
     # Filled in by the run (for_run): where the cache and the site's index live; --web-record's search archive
     # (web/search_archive.py) and --web-replay's archives, served instead of the provider.
@@ -141,3 +142,10 @@ def resolve(flag: str | None, blocks: list[str] | None, no_cache: bool, table: o
                           else None, timeout=section.timeout, max_retries=section.max_retries,
                           options=section.options, max_results=toml.max_results, block=block_list(blocks, toml.block),
                           cache=toml.cache and not no_cache, automatic=not (flag or toml.provider))
+
+
+def check_key(search: SearchSettings) -> None:
+    """Before any container: the key's variable is set (InputError naming it otherwise)."""
+    if search.api_key_env and not os.environ.get(search.api_key_env):
+        raise InputError(f"--search {search.provider}: the key variable {search.api_key_env} is not set "
+                         f"(set it, or name another: [search.{search.provider}] api_key_env = \"VAR\")")

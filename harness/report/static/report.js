@@ -14,11 +14,17 @@
   const $ = (s) => document.querySelector(s);
   const esc = (v) => String(v === null || v === undefined ? "" : v)
     .replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
-  const pct = (x) => (100 * x).toFixed(1) + "%";
+  const pct = (x) => (x === null || x === undefined) ? "not judged" : (100 * x).toFixed(1) + "%";
+  const judged = (x) => x !== null && x !== undefined;  // a rate over nothing judged is null: no bar, no 0%
+  // a rate's bar text: "p% (correct/n, ...)", or with nothing judged "not judged (...)"
+  const rateText = (acc, counts, extra) => judged(acc) ? `${pct(acc)} (${counts}${extra || ""})` : `not judged${extra ? ` (${extra.replace(/^[,;] /, "")})` : ""}`;
   const num = (x, d) => (x === null || x === undefined || isNaN(x)) ? "" : Number(x).toFixed(d === undefined ? 0 : d);
   const tokens = (r) => ((r.usage || {}).prompt_tokens || 0) + ((r.usage || {}).completion_tokens || 0);
   // a row's cost: its agent's calls and its LLM judge's (every scoring of it)
   const cost = (r) => ((r.usage || {}).cost || 0) + ((r.judge_usage || {}).cost || 0);
+  // report.json's `priced` false (run.json's prices "unset"): the agents' calls have no price, so no cost
+  const NOT_PRICED = "not priced (no price_*_per_1k)";
+  const notPriced = (run) => (run.summary || {}).priced === false || (run.run || {}).prices === "unset";
   const verdict = (r) => r.status === "running" ? "running" : r.correct === true && r.status !== "error" ? "correct" : (r.correct === false || r.status === "error") ? "wrong" : "unscored";
   const iidOf = (r) => r.instance || r.instance_id;  // with epochs a row is "ID #eN"
 
@@ -34,6 +40,10 @@
     items.forEach((it, k) => {
       const y = k * (bh + gap) + 2;
       s += `<text x="${left - 4}" y="${y + 13}" text-anchor="end">${esc(it.label)}</text>`;
+      if (!judged(it.value)) {  // nothing judged: its words, no bar and no interval
+        s += `<text x="${left + 4}" y="${y + 13}" class="not-judged">${esc(it.text !== undefined ? it.text : "not judged")}</text>`;
+        return;
+      }
       s += `<rect x="${left}" y="${y}" width="${Math.max(0, x(it.value) - left)}" height="${bh}" fill="${it.color || "#5b7fd6"}"></rect>`;
       if (it.lo !== undefined) {
         s += `<line x1="${x(it.lo)}" x2="${x(it.hi)}" y1="${y + bh / 2}" y2="${y + bh / 2}" stroke="#111" stroke-width="1.5"></line>`;
@@ -80,8 +90,8 @@
     const s = run.summary || {};
     const g = run.progress || {};
     const unfinished = g.n_selected !== undefined && g.n_finished < g.n_selected;
-    const soFar = (label, b, color) => ({label, value: b.accuracy || 0, lo: b.ci95 ? b.ci95[0] : undefined, hi: b.ci95 ? b.ci95[1] : undefined,
-      text: `${pct(b.accuracy || 0)} (${b.n_correct}/${b.n_judged}; ${b.n_finished} of ${b.n_selected} finished)`, color});
+    const soFar = (label, b, color) => ({label, value: b.accuracy, lo: b.ci95 ? b.ci95[0] : undefined, hi: b.ci95 ? b.ci95[1] : undefined,
+      text: rateText(b.accuracy, `${b.n_correct}/${b.n_judged}`, `; ${b.n_finished} of ${b.n_selected} finished`), color});
     const state = run.live === true ? "running" : run.live === false ? (unfinished ? "not running (stopped before the end)" : "finished") : "state unknown";
     const runningRows = run.rows.filter((r) => r.status === "running");
     const runningCard = runningRows.length ? `<div class="card" id="running"><h3>Running now (${runningRows.length})</h3>` +
@@ -93,10 +103,10 @@
     // group of unscored instances alone has no accuracy at all (no bar)
     const scoredLevels = levels.filter(([, b]) => b.n - (b.no_verdict || 0) - (b.unscored || 0) > 0 || !b.unscored);
     const onlyUnscored = s.n_unscored && !s.n_judged;
-    const acc = (onlyUnscored ? [] : [{label: "overall", value: s.accuracy || 0, lo: (s.ci95 || [0, 0])[0], hi: (s.ci95 || [0, 0])[1],
-                  text: `${pct(s.accuracy || 0)} (${s.n_correct}/${s.n_judged === undefined ? s.n_selected : s.n_judged}${unjudged(s.n_no_verdict, s.n_unscored)})`}])
+    const acc = (onlyUnscored ? [] : [{label: "overall", value: s.accuracy, lo: (s.ci95 || [0, 0])[0], hi: (s.ci95 || [0, 0])[1],
+                  text: rateText(s.accuracy, `${s.n_correct}/${s.n_judged === undefined ? s.n_selected : s.n_judged}`, unjudged(s.n_no_verdict, s.n_unscored))}])
       .concat(scoredLevels.map(([k, b]) => ({label: "level " + k, value: b.accuracy, lo: b.ci95[0], hi: b.ci95[1],
-                                       text: `${pct(b.accuracy)} (${b.correct}/${b.n - (b.no_verdict || 0) - (b.unscored || 0)}${unjudged(b.no_verdict, b.unscored)})`, color: "#8aa3e0"})));
+                                       text: rateText(b.accuracy, `${b.correct}/${b.n - (b.no_verdict || 0) - (b.unscored || 0)}`, unjudged(b.no_verdict, b.unscored)), color: "#8aa3e0"})));
     const unscoredNote = s.n_unscored ? `<p class="muted" id="unscored">${s.n_unscored} of ${s.n_selected} unscored (no target: ` +
       `the answers are absent or a placeholder), left out of every rate${onlyUnscored ? "; nothing was scored, so there is no accuracy" : ""}</p>` : "";
     const headline = Object.keys(s.scorers || {})[0];
@@ -112,20 +122,24 @@
     const cfg = run.run || {};
     const brief = ["dataset", "model", "agent", "image"].filter((k) => cfg[k] !== undefined)
       .map((k) => `<b>${k}</b> ${esc(cfg[k])}`).join(" · ");
-    const limits = cfg.limits ? Object.entries(cfg.limits).map(([k, v]) => `${k}=${esc(v)}`).join(", ") : "";
+    const limits = cfg.limits ? Object.entries(cfg.limits).filter(([, v]) => v !== null && v !== undefined)  // unset: not shown
+      .map(([k, v]) => `${esc(k)}=${esc(v)}`).join(", ") : "";
     let extra = "";
-    const known = new Set(["n_selected", "n_rows", "n_correct", "n_judged", "n_no_verdict", "n_unscored", "accuracy", "ci95", "per_level", "outcomes", "errors_by_kind", "stderr",
+    const known = new Set(["n_selected", "n_rows", "n_correct", "n_judged", "n_no_verdict", "n_unscored", "accuracy", "ci95", "per_level", "outcomes", "errors_by_kind", "first_errors", "stderr",
                            "ids", "env_outcomes_per_instance", "scorers", "env_outcomes", "epochs", "breakdowns", "disagreements", "costs"]);
     // dollars (report.json's `costs`): the agents', the judge's, the total and per level
     const c = s.costs;
-    const costBars = c ? Object.entries(c.per_level || {}).map(([k, v]) => ({label: "level " + k, value: v, text: "$" + num(v, 4), color: "#d9a21b"})) : [];
-    const costCard = c ? `<div class="card" id="costs"><h3>Cost: $${num(c.total, 4)} (agents $${num(c.agents, 4)}, judge $${num(c.judge, 4)} in ${c.judge_calls} calls)</h3>` +
+    const unpriced = notPriced(run);  // the agents' model gives no prices: no dollar figure for it, never $0
+    const costBars = c && !unpriced ? Object.entries(c.per_level || {}).map(([k, v]) => ({label: "level " + k, value: v, text: "$" + num(v, 4), color: "#d9a21b"})) : [];
+    const costCard = c && unpriced ? `<div class="card" id="costs"><h3>Cost: ${NOT_PRICED}` +
+      `${c.judge_calls ? ` (judge $${num(c.judge, 4)} in ${esc(c.judge_calls)} calls)` : ""}</h3></div>` :
+      c ? `<div class="card" id="costs"><h3>Cost: $${num(c.total, 4)} (agents $${num(c.agents, 4)}, judge $${num(c.judge, 4)} in ${esc(c.judge_calls)} calls)</h3>` +
       `${costBars.length ? barChart(costBars, {max: Math.max(...costBars.map((b) => b.value), 1e-9)}) : ""}</div>` : "";
     // accuracy per breakdown label (report.json's `breakdowns`: GAIA's tool family and steps bucket, question type...)
     const names = {tool_family: "Accuracy per tool family", steps: "Accuracy per steps bucket"};
     const breakdownCards = Object.entries(s.breakdowns || {}).map(([field, groups]) => {
       const bars = Object.entries(groups).map(([k, g]) => ({label: k, value: g.accuracy, lo: g.ci95 ? g.ci95[0] : undefined,
-        hi: g.ci95 ? g.ci95[1] : undefined, text: `${pct(g.accuracy)} (${g.correct}/${g.n - (g.no_verdict || 0)}${unjudged(g.no_verdict)})`, color: "#2c8a8a"}));
+        hi: g.ci95 ? g.ci95[1] : undefined, text: rateText(g.accuracy, `${g.correct}/${g.n - (g.no_verdict || 0)}`, unjudged(g.no_verdict)), color: "#2c8a8a"}));
       return `<div class="card breakdown" data-field="${esc(field)}"><h3>${esc(names[field] || "Accuracy per " + field)}, 95% CI</h3>${barChart(bars, {max: 1, width: 560, right: 290})}</div>`;
     }).join("");
     // strict (gaia) vs lenient (llm_judge): where they disagree (report.json's `disagreements`)
@@ -137,12 +151,12 @@
     // --epochs K: each epoch alone and each reducer (report.json's `epochs`)
     const ep = s.epochs;
     const epochBars = ep ? Object.entries(ep.per_epoch || {}).map(([k, b]) => ({label: "epoch " + k, value: b.accuracy,
-      lo: b.ci95[0], hi: b.ci95[1], text: `${pct(b.accuracy)} (${b.correct}/${b.n - (b.no_verdict || 0) - (b.unscored || 0)}${unjudged(b.no_verdict, b.unscored)})`, color: "#8aa3e0"}))
+      lo: b.ci95[0], hi: b.ci95[1], text: rateText(b.accuracy, `${b.correct}/${b.n - (b.no_verdict || 0) - (b.unscored || 0)}`, unjudged(b.no_verdict, b.unscored)), color: "#8aa3e0"}))
       .concat(Object.entries(ep.reducers || {}).map(([k, r]) => ({label: k, value: r.value, lo: r.ci95[0], hi: r.ci95[1],
-        text: `${pct(r.value)}${r.ties && r.ties.length ? ` (${r.ties.length} tie${r.ties.length > 1 ? "s" : ""})` : ""}`, color: "#3c9a3c"}))) : [];
+        text: judged(r.value) ? `${pct(r.value)}${r.ties && r.ties.length ? ` (${r.ties.length} tie${r.ties.length > 1 ? "s" : ""})` : ""}` : "not judged", color: "#3c9a3c"}))) : [];
     // per-scorer pass rates (report.json's `scorers`, when this harness writes them)
     const scorers = Object.entries(s.scorers || {}).filter(([, v]) => v && v.ci95).map(([k, v]) =>
-      ({label: k, value: v.accuracy, lo: v.ci95[0], hi: v.ci95[1], text: `${pct(v.accuracy)} (${v.correct}/${v.n - (v.no_verdict || 0)}${unjudged(v.no_verdict)}), mean score ${(v.mean_score || 0).toFixed(2)}`, color: "#7a57c9"}));
+      ({label: k, value: v.accuracy, lo: v.ci95[0], hi: v.ci95[1], text: rateText(v.accuracy, `${v.correct}/${v.n - (v.no_verdict || 0)}`, unjudged(v.no_verdict)) + (judged(v.mean_score) ? `, mean score ${v.mean_score.toFixed(2)}` : ""), color: "#7a57c9"}));
     // environment action outcomes, summed over the rows that count them (rows' `env_outcomes`)
     const envs = {};
     rows.forEach((r) => Object.entries(r.env_outcomes || {}).forEach(([env, outs]) =>
@@ -155,7 +169,7 @@
     $("#overview").innerHTML = `
       <h2>Run ${esc(run.name)} <span class="run-state">${esc(state)}</span></h2>
       <p>${brief}${limits ? " · <b>limits</b> " + limits : ""}</p>
-      <p id="progress" class="${unfinished ? "unfinished" : ""}">${esc(progressText(g))}${unfinished ? ` <span class="muted">(counting the ${g.n_selected - g.n_finished} unfinished as failed, as report.json does: ${pct(s.accuracy || 0)})</span>` : ""}</p>
+      <p id="progress" class="${unfinished ? "unfinished" : ""}">${esc(progressText(g))}${unfinished ? ` <span class="muted">(counting the ${g.n_selected - g.n_finished} unfinished as failed, as report.json does: ${pct(s.accuracy)})</span>` : ""}</p>
       <details class="config"><summary>Run configuration (run.json)</summary><pre>${esc(JSON.stringify(cfg, null, 2))}</pre></details>
       ${extra}
       <div class="cards">
@@ -163,16 +177,17 @@
         <div class="card" id="chart-accuracy"><h3>${unfinished ? "So far: a" : "A"}ccuracy${headline ? ` (${esc(headline)})` : ""}, 95% CI (Wilson), over the ${unfinished ? "finished and " : ""}judged</h3>${unscoredNote}${accBars.length ? barChart(accBars, unfinished ? {max: 1, width: 720, right: 350} : {max: 1, width: 560, right: 290}) : ""}</div>
         ${ep ? `<div class="card" id="chart-epochs"><h3>${ep.k} epochs: each alone and reduced (headline: ${esc(ep.primary)}); answers agree ${pct(ep.agreement)} of pairs, all ${pct(ep.all_agree)} of instances</h3>${barChart(epochBars, {max: 1, width: 560, right: 290})}</div>` : ""}
         <div class="card" id="chart-outcomes"><h3>Outcomes</h3>${barChart(outcomes)}</div>
-        <div class="card" id="chart-errors"><h3>Error kinds</h3>${errs.length ? barChart(errs) : '<p class="muted">no errors</p>'}</div>
+        <div class="card" id="chart-errors"><h3>Error kinds</h3>${errs.length ? barChart(errs) : '<p class="muted">no errors</p>'}${Object.entries(s.first_errors || {}).map(([k, v]) =>
+          `<p class="no first-error"><b>first ${esc(k)} error</b>: ${esc(v)}</p>`).join("")}</div>
         ${noVerdict.length ? `<div class="card" id="no-verdict"><h3>No verdict</h3>${noVerdict.map(([k, v]) =>
-          `<p class="no"><b>${esc(k)}</b>: no verdict: ${v.no_verdict} of ${v.n}; first: ${esc(v.first_error || "-")}</p>`).join("")}</div>` : ""}
+          `<p class="no"><b>${esc(k)}</b>: no verdict: ${esc(v.no_verdict)} of ${esc(v.n)}; first: ${esc(v.first_error || "-")}</p>`).join("")}</div>` : ""}
         ${scorers.length ? `<div class="card" id="chart-scorers"><h3>Pass rate per scorer, 95% CI (report.json)</h3>${barChart(scorers, {max: 1, width: 640, right: 370})}</div>` : ""}
         ${breakdownCards}
         ${disCard}
         ${envTable ? `<div class="card"><h3>Environment actions</h3>${envTable}</div>` : ""}
         <div class="card"><h3>Tokens per instance</h3>${histogram(rows.map(tokens), "tokens", 0)}</div>
         ${costCard}
-        <div class="card"><h3>Cost per instance</h3>${histogram(rows.map(cost), "cost", 4)}</div>
+        ${unpriced ? "" : `<div class="card"><h3>Cost per instance</h3>${histogram(rows.map(cost), "cost", 4)}</div>`}
         <div class="card"><h3>Seconds per instance</h3>${histogram(rows.map((r) => r.duration_s), "seconds", 1)}</div>
       </div>`;
   }
@@ -244,6 +259,7 @@
   // ---------- table ----------
   const COLS = [
     ["instance_id", "instance", (r) => r.instance_id],
+    ["epoch", "epoch", (r) => r.epoch || 1],  // shown when the run has epochs (epochsShown)
     ["level", "level", (r) => r.level],
     ["status", "status", (r) => r.status],
     ["correct", "verdict", verdict],
@@ -288,21 +304,24 @@
     }
     return rows;
   }
+  const epochsShown = (run) => run.rows.some((r) => (r.epoch || 1) > 1);
   function renderTable() {
     const run = DATA.runs[current];
-    $("#rows thead").innerHTML = "<tr>" + COLS.map((c, k) =>
+    const withEpoch = epochsShown(run);
+    $("#rows thead").innerHTML = "<tr>" + COLS.map((c, k) => c[0] === "epoch" && !withEpoch ? "" :
       `<th data-col="${k}">${esc(c[1])}${sortKey === k ? (sortDir > 0 ? " ▲" : " ▼") : ""}</th>`).join("") + "</tr>";
     const rows = filtered(run);
+    const priced = !notPriced(run);
     const parts = new Array(rows.length);
     for (let i = 0; i < rows.length; i++) {
       const r = rows[i], v = verdict(r);
       parts[i] = `<tr data-id="${esc(r.instance_id)}"${r.instance_id === openId ? ' class="selected"' : ""}>` +
-        `<td class="id" title="${esc(r.instance_id)}">${esc(r.instance_id)}</td><td>${esc(r.level)}</td>` +
+        `<td class="id" title="${esc(r.instance_id)}">${esc(r.instance_id)}</td>${withEpoch ? `<td>${esc(r.epoch || 1)}</td>` : ""}<td>${esc(r.level)}</td>` +
         `<td class="st-${esc(r.status)}">${esc(r.status)}${r.limit ? " (" + esc(r.limit) + ")" : ""}</td>` +
         `<td class="${v === "correct" ? "yes" : v === "wrong" ? "no" : ""}">${v}</td>` +
         `<td>${esc(r.error_kind || "")}</td><td class="txt" title="${esc(r.answer)}">${esc(r.answer)}</td>` +
         `<td class="txt" title="${esc(r.target)}">${esc(r.target)}</td><td>${tokens(r)}</td>` +
-        `<td>${num(cost(r), 4)}</td><td>${num(r.duration_s, 1)}</td><td>${esc(r.steps)}</td></tr>`;
+        `<td>${priced ? num(cost(r), 4) : "not priced"}</td><td>${num(r.duration_s, 1)}</td><td>${esc(r.steps)}</td></tr>`;
     }
     $("#rows tbody").innerHTML = parts.join("");
     $("#row-count").textContent = `${rows.length} of ${run.rows.length} rows`;
@@ -329,9 +348,9 @@
       case "model_call_started": body = head(`${esc(ev.model)} timeout ${esc(ev.timeout)}s`); break;
       case "model_call": {
         const u = ev.usage || {};
-        body = head(`${esc(ev.model)} · ${num(ev.seconds, 2)}s · ${u.prompt_tokens || 0} in / ${u.completion_tokens || 0} out`);
-        if (ev.messages && ev.messages.length) body += `<details><summary>${ev.n_messages !== undefined && ev.n_messages !== null ? ev.n_messages + " messages sent, " : ""}${ev.messages.length} new to this trace</summary>${json(ev.messages)}</details>`;
-        else if (ev.n_messages) body += `<div class="muted">${ev.n_messages} messages sent (all earlier in this trace)</div>`;
+        body = head(`${esc(ev.model)} · ${num(ev.seconds, 2)}s · ${esc(u.prompt_tokens || 0)} in / ${esc(u.completion_tokens || 0)} out`);
+        if (ev.messages && ev.messages.length) body += `<details><summary>${ev.n_messages !== undefined && ev.n_messages !== null ? esc(ev.n_messages) + " messages sent, " : ""}${ev.messages.length} new to this trace</summary>${json(ev.messages)}</details>`;
+        else if (ev.n_messages) body += `<div class="muted">${esc(ev.n_messages)} messages sent (all earlier in this trace)</div>`;
         if (ev.content) body += pre(ev.content);
         if (ev.tool_calls) body += `<div class="muted">tool calls</div>` + json(ev.tool_calls);
         break;

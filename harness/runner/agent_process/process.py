@@ -1,6 +1,6 @@
 """A running agent: one protocol, two implementations, one start path.
 
-Each attempt's agent runs in a process of its own (runner/child.py): it reads its request file,
+Each attempt's agent runs in a process of its own (runner/agent_process/child.py): it reads its request file,
 writes its trace as it goes and its result file at the end. `AgentProcess` is all the harness knows
 of that process:
 
@@ -17,11 +17,11 @@ of that process:
   sandbox and process;
 - `trace()`: what its trace says (traces/forensics.py), read once, after it ended.
 
-The implementations: `ForkedAgent`, a fork of the run's preloaded fork server (runner/forkserver.py;
-a few milliseconds), and `FreshAgent`, a fresh interpreter (`python -m harness.runner.child`, ~0.6 s
-of imports). `start` is the one start path: forked when the run's server for the agent has loaded,
-else fresh (HARNESS_AGENT_FORK=0, or the server failed or died). Either leads its own process group
-and dies with the harness (agent_process/lifeline.py, the parent's pid given explicitly).
+The implementations: `ForkedAgent`, a fork of the run's preloaded fork server (forkserver.py,
+servers.py; a few milliseconds), and `FreshAgent`, a fresh interpreter (`python -m harness.runner.agent_process.child`,
+~0.6 s of imports). `start` is the one start path: forked when the run's server for the agent has
+loaded, else fresh (no server: HARNESS_AGENT_FORK=0, none started, or it failed or died). Either
+leads its own process group and dies with the harness (agent_process/lifeline.py, the parent's pid given explicitly).
 """
 
 from __future__ import annotations
@@ -39,8 +39,7 @@ from pathlib import Path
 
 from harness.agents.contract import AgentResult
 from harness.errors import InfraError, OwnFileRefused
-from harness.runner import forkserver
-from harness.runner.child import EXIT_CANNOT_WRITE
+from harness.runner.agent_process.servers import Server
 from harness.traces.forensics import TraceFacts, read_facts
 
 log = logging.getLogger(__name__)
@@ -91,6 +90,8 @@ class AgentProcess(abc.ABC):
                 os.killpg(self.pid, signal.SIGKILL)
 
     def result(self, *, killed: bool = False) -> AgentResult:
+        from harness.runner.agent_process.child import EXIT_CANNOT_WRITE  # here: child.py imports every tool family
+
         written = self.files.result.exists()
         if self.returncode == EXIT_CANNOT_WRITE:
             why = AgentResult.model_validate_json(self.files.result.read_text()).error if written else self._stderr()
@@ -118,13 +119,14 @@ class AgentProcess(abc.ABC):
 
 
 class FreshAgent(AgentProcess):
-    """A fresh interpreter: `python -m harness.runner.child REQUEST RESULT PARENT_PID`."""
+    """A fresh interpreter: `python -m harness.runner.agent_process.child REQUEST RESULT PARENT_PID`."""
 
     def __init__(self, files: AgentFiles):
         super().__init__(files)
         with open(files.stderr, "wb") as err:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "harness.runner.child", str(files.request), str(files.result), str(os.getpid())],
+                [sys.executable, "-m", "harness.runner.agent_process.child", str(files.request), str(files.result),
+                 str(os.getpid())],
                 start_new_session=True, stdout=subprocess.DEVNULL, stderr=err)
         self.pid = self._proc.pid
 
@@ -138,7 +140,7 @@ class FreshAgent(AgentProcess):
 class ForkedAgent(AgentProcess):
     """A fork of the run's fork server; RuntimeError when the server cannot fork it."""
 
-    def __init__(self, files: AgentFiles, server: forkserver.Server):
+    def __init__(self, files: AgentFiles, server: Server):
         super().__init__(files)
         self.pid = server.spawn(str(files.request), str(files.result), str(files.stderr))
         self._server, self._exit = server, server.exit_of(self.pid)
@@ -154,10 +156,10 @@ class ForkedAgent(AgentProcess):
         return self._server.death() if self.pid in self._server.orphaned else None
 
 
-def start(agent: str, files: AgentFiles) -> AgentProcess:
-    """The agent's process: forked from the run's preloaded server, else started fresh."""
-    server = forkserver.server_for(agent)
-    if server is not None:
+def start(files: AgentFiles, server: Server | None) -> AgentProcess:
+    """The agent's process: forked from `server` (the run's, loaded: servers.py `server_for`), else started
+    fresh."""
+    if server is not None and not server.dead:
         try:
             return ForkedAgent(files, server)
         except RuntimeError as exc:

@@ -1,7 +1,8 @@
 """One attempt's agent process, run to its end under the wall-clock limit; all of them stopped on Ctrl-C.
 
 `run_agent` writes the request into a private directory of the run's scratch (DIR/.harness-tmp,
-never /tmp: the request holds the sandbox's token), starts the agent (process.py `start`), waits
+never /tmp: the request holds the sandbox's token), starts the agent (process.py `start`: forked from
+the run's fork server for the agent when it has one, servers.py), waits
 for it until the instance's wall-clock limit, kills its whole process group past it, and returns
 what it ended with: its result, whether it was killed at the limit, and its trace's facts (read
 once). Its files are removed when it ends, or by the next run's `reset_scratch` if this one is
@@ -28,6 +29,7 @@ from harness.agents.contract import AgentRequest, AgentResult
 from harness.errors import OwnFileRefused
 from harness.results.layout import RunDir
 from harness.runner.agent_process.process import AgentFiles, AgentProcess, start
+from harness.runner.agent_process.servers import ForkServers
 from harness.traces.forensics import TraceFacts, read_facts
 
 _live: set[AgentProcess] = set()
@@ -83,7 +85,7 @@ def own_write(what: str, path: Path) -> Iterator[None]:
         raise OwnFileRefused(f"cannot write {what} {path}: {exc}") from exc
 
 
-def run_agent(request: AgentRequest, timeout: float | None, scratch: Path) -> Ended:
+def run_agent(request: AgentRequest, timeout: float | None, scratch: Path, forks: ForkServers | None = None) -> Ended:
     with own_write("the agent's request file in", scratch):
         tmp_dir = tempfile.TemporaryDirectory(prefix="child-", dir=_private_dir(scratch), ignore_cleanup_errors=True)
     with tmp_dir as tmp:
@@ -97,7 +99,7 @@ def run_agent(request: AgentRequest, timeout: float | None, scratch: Path) -> En
         with _live_lock:
             if _stopping.is_set():
                 return Ended(cancelled(), False, read_facts(files.trace))
-            proc = start(request.agent, files)
+            proc = start(files, None if forks is None else forks.server_for(request.agent))
             _live.add(proc)
         killed = False
         try:

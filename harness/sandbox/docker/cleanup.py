@@ -9,7 +9,11 @@ now names another process), or a containerised harness whose container has exite
 or no longer exists on the engine we drive. Containers of live owners, of other
 hosts or engines, of owners this process cannot judge, and containers without our
 label are never touched unless asked for by run id (--run-id) or --all; even
---all only ever selects containers with our label."""
+--all only ever selects containers with our label.
+
+A recording web proxy's archive (--web-record) is on a volume of its own until it is kept (webarchive.py):
+reap keeps the archives of the volumes it chooses (as it chooses containers) in their runs' web/ folders
+before it removes any container, and removes those volumes."""
 
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ import functools
 
 from harness.errors import EngineInUse
 from harness.sandbox.contract import Leftover as Found
-from harness.sandbox.docker import engine, naming, networks
+from harness.sandbox.docker import engine, naming, networks, webarchive
 
 PASSES = 3  # look-ups for containers a just-killed harness's in-flight requests made (reap)
 
@@ -58,8 +62,11 @@ def reap(*, run_id: str | None = None, everything: bool = False, dry_run: bool =
     the engine finishes without it), so containers are looked for again until a pass finds no
     new one; a chosen network that still has endpoints after that is left for a later cleanup."""
     doomed = select(find(run_id), run_id=run_id, everything=everything)
+    archives = select(webarchive.find(run_id), run_id=run_id, everything=everything)
     if dry_run:
-        return doomed + select(find_networks(run_id), run_id=run_id, everything=everything)
+        return doomed + archives + select(find_networks(run_id), run_id=run_id, everything=everything)
+    # Before the containers go: keeping an archive stops its proxy gracefully (its last record whole).
+    kept = [item for item in archives if webarchive.rescue(item, forced=everything)]
     removed: dict[str, Found] = {}
     for _ in range(PASSES):
         fresh = [item for item in doomed if item.id not in removed]
@@ -78,5 +85,5 @@ def reap(*, run_id: str | None = None, everything: bool = False, dry_run: bool =
         nets.append(item)
     if nets:
         networks.unseal_gone_sites()  # a site network's firewall jump goes with it
-    return list(removed.values()) + nets
+    return list(removed.values()) + kept + nets
 

@@ -58,7 +58,7 @@ _info: dict | None = None
 
 
 def _forget_in_child() -> None:
-    """A forked process (the agents' fork server, forkserver.py) must not share the parent's
+    """A forked process (the agents' fork server, runner/agent_process/forkserver.py) must not share the parent's
     connections to the engine: it makes its own on first use."""
     global _lock, _client, _gate, _info_lock, _info
     _lock, _client, _gate, _info_lock, _info = threading.Lock(), None, None, threading.Lock(), None

@@ -4,11 +4,15 @@ The context is the top-level `images/` (shipped in the package, so an installed 
 `base/build.sh` (a Debian base from packages, for machines without a registry) and
 `sandbox/` (Dockerfile, toolbox requirements, sandboxd). A change anywhere there changes the tag
 and so triggers a build; no change finds the tag present and skips it. Concurrent builders (several harness
-processes, parallel test workers) are serialized by a file lock.
+processes, parallel test workers) are serialized by a file lock of the engine they build on (`lock_path`):
+a tag already present is taken without waiting for it, so a run on one engine never waits for a build or a
+copy (minutes for ~1.6 GB) to another (it did: one machine-wide lock held a local run behind a copy to a
+remote engine for as long as the copy took).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -100,8 +104,10 @@ def build(*, force: bool = False, log=print) -> str:
     if not (root / "sandbox" / "Dockerfile").is_file():
         raise InputError(f"no sandbox Dockerfile under {root}")
     tag = sandbox_tag()
-    with FileLock(str(state_dir() / "images.lock")):
-        if not force and _exists(tag):
+    if not force and _exists(tag):
+        return tag
+    with FileLock(str(lock_path())):
+        if not force and _exists(tag):  # another process made it while this one waited
             return tag
         local = engine.local_client()
         if local is None:
@@ -117,6 +123,12 @@ def build(*, force: bool = False, log=print) -> str:
                                  f"first), and building it there failed: {exc}") from exc
         finally:
             local.close()
+
+
+def lock_path() -> Path:
+    """The file lock of image builds and copies onto the engine this process talks to."""
+    url = engine.engine_url() or "local"
+    return state_dir() / f"images-{hashlib.sha256(url.encode()).hexdigest()[:12]}.lock"
 
 
 def _copy_from(source, tag: str, log) -> bool:

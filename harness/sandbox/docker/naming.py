@@ -9,7 +9,7 @@ random suffix, so two ids that slugify alike still never collide.
 Owners. Every container and network the harness makes carries the owner label (LABEL_OWNER),
 which `harness cleanup` reads to tell orphans from the containers of a run still going:
 - a harness process on a host: "HOST:PID:STARTTIME" (STARTTIME guards against PID reuse);
-- a harness process inside a Docker container C (the docker-compose service, see README):
+- a harness process inside a Docker container C (the docker-compose service, see docs/sandboxes.md):
   "ctr:ENGINE:C:PID:STARTTIME", where ENGINE is a short digest of the id of the engine that runs
   C, or "-" when the engine the harness drives does not know C (a remote engine). Inside a
   container neither the hostname (shared with `network_mode: host`) nor the PID (another PID
@@ -48,6 +48,8 @@ LABEL_CREATED = "harness.created"
 # The sandbox's name. Sandbox containers carry no Docker name (the embedded DNS would give it
 # away to other sandboxes, see networks.py): this label is their name for the harness.
 LABEL_NAME = "harness.name"
+# A recording web proxy's: the file its archive is kept in before the container goes (webproxy.py, cleanup.py).
+LABEL_WEB_ARCHIVE = "harness.web_archive"
 
 MAX_NAME = 63  # fits a DNS label, so names stay usable as hostnames too
 

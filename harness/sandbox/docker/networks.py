@@ -75,14 +75,17 @@ ISOLATED_OPTIONS = {
 CHAIN = "HARNESS-ISOLATED"  # our own iptables chain; reached only by jumps that match our bridge
 _ready: set[str] = set()
 _lock = threading.Lock()
-_firewall: dict[str, str | None] = {}  # "problem": None when applied, else why not (once per process)
+_firewall: dict[str, str | None] = {}  # "problem": None when applied, else why not (once per process); "untold"
 
 
 def ensure_isolated(log_fn=None) -> str:
     """The isolated network, created on first use, with its firewall rules (once per process).
-    When the rules cannot be applied, one warning goes to the log and to `log_fn`."""
+    When the rules cannot be applied, one warning goes to the log, and to the first `log_fn` given
+    (a sandbox may have made the network before the run's `prepare` gave one)."""
     with _lock:
         if ISOLATED in _ready:
+            if log_fn is not None and (untold := _firewall.pop("untold", None)):
+                log_fn(untold)
             return ISOLATED
         api = engine.client().api
         with FileLock(str(state_dir() / "networks.lock"), timeout=60):
@@ -108,6 +111,8 @@ def ensure_isolated(log_fn=None) -> str:
             log.warning(message)
             if log_fn is not None:
                 log_fn(message)
+            else:
+                _firewall["untold"] = message
         _ready.add(ISOLATED)
         return ISOLATED
 
@@ -234,10 +239,8 @@ def firewall_problem() -> str | None:
 
 # ------------------------------------------------------------------ policies
 def check_policy(policy: str, log_fn=None) -> None:
-    """Preflight: the isolated network and its rules (every policy but internet uses it);
-    an internal:NAME network must already exist."""
-    if policy != "internet":
-        ensure_isolated(log_fn)
+    """Preflight: an internal:NAME network must already exist (the isolated network every other policy
+    but internet uses is made by the provider's `prepare`, once the run has instances to run)."""
     if policy.startswith("internal:"):
         name = policy.split(":", 1)[1]
         rows = engine.call("network list", lambda: engine.client().api.networks(names=[name]))
@@ -266,18 +269,6 @@ def unsealed_warning(policy: str, network: dict, problem: str | None = None) -> 
 # The embedded DNS never answers a name it cannot forward (nothing leaves the bridge), so a
 # lookup would wait out glibc's 2 x 5 s; names it knows (an internal site's alias) come at once.
 ISOLATED_DNS_OPTIONS = ["timeout:1", "attempts:1"]
-
-
-def create_options(policy: str) -> dict:
-    if policy == "internet":
-        return {"network": "bridge"}
-    options: dict[str, object] = {"network": ensure_isolated(), "dns_opt": ISOLATED_DNS_OPTIONS}
-    if policy.startswith("internal:"):
-        from harness.sandbox.docker.website import hosts_on
-
-        if hosts := hosts_on(policy.split(":", 1)[1]):  # this process's --website: its name in /etc/hosts
-            options["extra_hosts"] = hosts
-    return options
 
 
 def extra_networks(policy: str) -> list[str]:

@@ -11,8 +11,19 @@ import secrets
 import time
 from pathlib import Path
 
+from docker.models.containers import _create_container_args
+
 from harness.errors import InfraError, PortTaken
-from harness.sandbox.contract import Capacity, ImageInfo, Leftover, Sandbox, SandboxHandle, SandboxProvider, SandboxSpec
+from harness.sandbox.contract import (
+    Capabilities,
+    Capacity,
+    ImageInfo,
+    Leftover,
+    Sandbox,
+    SandboxHandle,
+    SandboxProvider,
+    SandboxSpec,
+)
 from harness.sandbox.docker import cleanup, engine, images, naming, networks, ports, storage, webproxy
 from harness.sandbox.docker.website import hosts_on as website_hosts
 from harness.sandbox.service import ServiceSandbox
@@ -52,8 +63,18 @@ def _create_kwargs(spec: SandboxSpec, name: str, token: str) -> dict:
         # The disk limit, the memory limit that goes with it (no swap: a memory hog is OOM-killed,
         # not slowed to a crawl), and the capped log (storage.py).
         **storage.create_options(spec),
-        **networks.create_options(spec.network),
+        **_network_options(spec.network),
     )
+
+
+def _network_options(policy: str) -> dict:
+    if policy == "internet":
+        return {"network": "bridge"}
+    options: dict[str, object] = {"network": networks.ensure_isolated(), "dns_opt": networks.ISOLATED_DNS_OPTIONS}
+    if policy.startswith("internal:"):
+        if hosts := website_hosts(policy.split(":", 1)[1]):  # this process's --website: its name in /etc/hosts
+            options["extra_hosts"] = hosts
+    return options
 
 
 def _remove_by_name(name: str) -> None:
@@ -66,22 +87,28 @@ def _remove_by_name(name: str) -> None:
         pass
 
 
+def _create(cli, kwargs: dict) -> str:
+    """The new container's id: the SDK's `containers.create` with its own argument conversion, without the
+    inspect it makes right after (the start's inspect below is the one the harness needs)."""
+    args = {**kwargs, "command": kwargs.get("command"), "version": cli.api._version}
+    return str(cli.api.create_container(**_create_container_args(args))["Id"])
+
+
 def _create_and_start(kwargs: dict, policy: str, host_port: int | None):
     cli = engine.client()
     try:
         # No retry: a create that timed out on our side may still have made the container.
-        container = engine.call("create", lambda: cli.containers.create(ports=ports.publish(host_port), **kwargs),
-                                retries=0)
+        cid = engine.call("create", lambda: _create(cli, {**kwargs, "ports": ports.publish(host_port)}), retries=0)
     except BaseException:
         _remove_by_name(kwargs["labels"][naming.LABEL_NAME])
         raise
     try:
-        networks.connect(container.id, policy)
-        engine.call("start", container.start, retries=0)
-        engine.call("inspect", container.reload)
+        networks.connect(cid, policy)
+        engine.call("start", lambda: cli.api.start(cid), retries=0)
+        container = cli.containers.prepare_model(engine.call("inspect", lambda: cli.api.inspect_container(cid)))
         return container, ports.read_port(container.attrs)
     except BaseException:
-        engine.remove_container(container.id)  # a failed start leaves a Created container behind
+        engine.remove_container(cid)  # a failed start leaves a Created container behind
         raise
 
 
@@ -110,14 +137,19 @@ def _start_in_range(kwargs: dict, policy: str, port_range: range):
 
 class DockerProvider(SandboxProvider):
     name = NAME
+    capabilities = Capabilities(website=True, web_proxy=True, images=True)
     preload = ("harness.sandbox.service",)  # attach(): every agent process speaks to sandboxd through it
 
     def preflight(self, *, network: str = "none", log=print) -> str:
         engine.client()  # EngineUnavailable when nothing answers
         ports.port_range()  # a bad HARNESS_PORT_RANGE is an input error now
         image = images.build(log=log)
-        networks.check_policy(network, log)  # also the isolated network's firewall (a warning when impossible)
+        networks.check_policy(network, log)  # an internal:NAME network must exist
         return image
+
+    def prepare(self, *, network: str = "none", log=print) -> None:
+        if network != "internet":
+            networks.ensure_isolated(log)  # with its firewall (one warning when the rules cannot be applied)
 
     def capacity(self) -> Capacity:
         info = engine.info()

@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 # The site server is a small Python script: it listens well within this.
 READY_TIMEOUT_S = 30.0
 # network -> {alias: the site's address on it}, while the site runs: sandboxes get the alias in
-# their /etc/hosts (networks.create_options), so a page load needs no DNS answer, which a loaded
+# their /etc/hosts (provider.py _network_options), so a page load needs no DNS answer, which a loaded
 # engine's embedded DNS gave too late for the sandboxes' 1 s lookup timeout (ERR_NAME_NOT_RESOLVED).
 _HOSTS: dict[str, dict[str, str]] = {}
 

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import time
 
-import docker.types
-
 from harness.errors import EngineNotFound, InfraError
 from harness.sandbox.contract import Leftover
 from harness.sandbox.docker import cleanup as docker_cleanup
@@ -50,36 +48,37 @@ STOP_WAIT = 30.0  # seconds a teardown waits for another node to stop a sandbox'
 
 
 def retire(service_id: str) -> None:
-    """Stop the sandbox's container, then remove its service: after this, its sandboxd answers
-    no more (so a stale handle gets SandboxDied at once). Removing the service alone would leave
-    the container answering for ~3 s here, until its node's agent acts on it. On the engine the
-    harness talks to the container is removed directly (~0.3 s, its volumes too); on another
-    node the service is scaled to 0 and its task watched until it shut down (bounded by
+    """Remove the sandbox's service and stop its container: after this, its sandboxd answers no
+    more (so a stale handle gets SandboxDied at once). The service always goes first, while its task
+    still runs: a service removed after its task had ended (its container killed first, or the service
+    scaled to 0 and its task shut down) lets the manager's task reaper delete that task while the
+    orchestrator marks it for removal, a race that crashed the manager's engine once in a fresh-clone
+    suite run (a nil task in swarmkit's SetServiceTasksRemove, Debian's docker.io 20.10.24). Removing
+    the service alone would leave the container answering for ~3 s here, until its node's agent acts
+    on it: on the engine the harness talks to, the container is then removed directly (~0.3 s, its
+    volumes too); on another node the task is watched until it shut down or is gone (bounded by
     STOP_WAIT; not at all when the node is down). Idempotent: a gone service is fine."""
     task = tasks.current(service_id)
-    if task is not None and tasks.state(task) not in tasks.FINAL:
-        container = (task.get("Status", {}).get("ContainerStatus") or {}).get("ContainerID")
-        node_id = task.get("NodeID", "")
-        if container and node_id == volumes.local_node_id():
-            engine.remove_container(container)
-        elif node_id and (found := cluster.node(node_id)) is not None and cluster.usable(found):
-            _scale_to_zero_and_wait(service_id)
     remove(service_id)
+    if task is None or tasks.state(task) in tasks.FINAL:
+        return
+    container = (task.get("Status", {}).get("ContainerStatus") or {}).get("ContainerID")
+    node_id = task.get("NodeID", "")
+    if container and node_id == volumes.local_node_id():
+        engine.remove_container(container)
+    elif node_id and (found := cluster.node(node_id)) is not None and cluster.usable(found):
+        _wait_stopped(task["ID"])
 
 
-def _scale_to_zero_and_wait(service_id: str) -> None:
+def _wait_stopped(task_id: str) -> None:
     api = cluster.api()
-    try:
-        current = engine.call("service inspect", lambda: api.inspect_service(service_id))
-        engine.call("service update", lambda: api.update_service(
-            service_id, current["Version"]["Index"], mode=docker.types.ServiceMode("replicated", replicas=0),
-            fetch_current_spec=True), retries=0)
-    except InfraError:
-        return  # gone, or changed under us: removing it is all that is left
     deadline = time.monotonic() + STOP_WAIT
     while time.monotonic() < deadline:
-        task = tasks.current(service_id)
-        if task is None or tasks.state(task) in tasks.FINAL:
+        try:
+            found = engine.call("task list", lambda: api.tasks(filters={"id": task_id}))
+        except InfraError:
+            return  # the manager cannot say: removing the service was all that could be done
+        if not found or all(tasks.state(t) in tasks.FINAL for t in found):
             return
         time.sleep(0.1)
 

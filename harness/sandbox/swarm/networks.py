@@ -25,6 +25,8 @@ published in host mode, which the engine maps only for a bridge endpoint (a task
 from __future__ import annotations
 
 import threading
+import time
+from datetime import datetime
 
 from harness.errors import EngineConflict, EngineNotFound, InfraError, InputError
 from harness.sandbox.docker import engine
@@ -40,6 +42,7 @@ OPTIONS = {
 INTERNET = "bridge"  # swarm's predefined network of that name
 # The embedded DNS cannot forward a name (nothing leaves the bridge): fail a lookup fast.
 DNS_OPTIONS = ["timeout:1", "attempts:1"]
+STALE_WAIT_S = 60  # a left swarm's copy of the network goes within ~2 s at load 1 (measured)
 _lock = threading.Lock()
 _ready = False
 
@@ -84,6 +87,8 @@ def ensure_isolated() -> str:
         api = engine.client().api
         ensure_node_config(api)
         found = _find(api, ISOLATED)
+        if found is not None and _left_behind(api, found):
+            found = _wait_gone(api)
         if found is None:
             try:
                 # A network made from a config network takes no labels of its own.
@@ -96,6 +101,30 @@ def ensure_isolated() -> str:
                              f"(docker network rm {ISOLATED})")
         _ready = True
         return ISOLATED
+
+
+def _left_behind(api, found: dict) -> bool:
+    """Whether the listed network is this engine's copy of the network of a swarm it left: made
+    before the swarm it is in now. Such a copy stays listed for a few seconds after `docker swarm
+    leave` (also after a new `swarm init`), and a service naming it is refused with "network
+    harness-swarm-none not found" (seen in CI: one test module's swarm left, the next one's made)."""
+    info = engine.call("info", api.info)
+    cluster_made = ((info.get("Swarm") or {}).get("Cluster") or {}).get("CreatedAt")
+    if not cluster_made or not found.get("Created"):
+        return False
+    return datetime.fromisoformat(found["Created"]) < datetime.fromisoformat(cluster_made)
+
+
+def _wait_gone(api) -> dict | None:
+    """Until the left swarm's copy is gone (the engine removes it itself; it cannot be removed by
+    a request: "not found"), or InfraError after STALE_WAIT_S."""
+    deadline = time.monotonic() + STALE_WAIT_S
+    while (found := _find(api, ISOLATED)) is not None and _left_behind(api, found):
+        if time.monotonic() > deadline:
+            raise InfraError(f"the network {ISOLATED} of a swarm this engine left is still listed after "
+                             f"{STALE_WAIT_S}s; restart the engine or wait, then retry")
+        time.sleep(0.2)
+    return found
 
 
 def check_policy(policy: str) -> None:

@@ -23,10 +23,18 @@ builds it on the manager and checks every usable node (nodecheck.py) before any 
 from __future__ import annotations
 
 import secrets
-from pathlib import Path
 
 from harness.errors import InputError
-from harness.sandbox.contract import Capacity, ImageInfo, Leftover, Sandbox, SandboxHandle, SandboxProvider, SandboxSpec
+from harness.sandbox.contract import (
+    Capabilities,
+    Capacity,
+    ImageInfo,
+    Leftover,
+    Sandbox,
+    SandboxHandle,
+    SandboxProvider,
+    SandboxSpec,
+)
 from harness.sandbox.docker import engine, images, naming
 from harness.sandbox.service import ServiceSandbox
 from harness.sandbox.swarm import cleanup, cluster, networks, nodecheck, tasks, volumes
@@ -64,6 +72,9 @@ def _remove_by_name(name: str) -> None:
 
 class SwarmProvider(SandboxProvider):
     name = NAME
+    # No website: a site's network is local to one engine (give --network internal:NAME with a
+    # swarm-scoped network instead); no web proxy.
+    capabilities = Capabilities(images=True)
     preload = ("harness.sandbox.service",)  # attach(): every agent process speaks to sandboxd through it
 
     def preflight(self, *, network: str = "none", log=print) -> str:
@@ -131,10 +142,6 @@ class SwarmProvider(SandboxProvider):
     def cleanup(self, *, run_id: str | None = None, everything: bool = False,
                 dry_run: bool = False) -> list[Leftover]:
         return cleanup.reap(run_id=run_id, everything=everything, dry_run=dry_run)
-
-    def website(self, site_dir: Path, image: str, run_id: str):
-        raise InputError("--website is not supported by the swarm provider (its site network is local to one "
-                         "engine); give --network internal:NAME with a swarm-scoped network instead")
 
     # Images: built on the manager's engine; every other node loads it (see nodecheck.py).
     def build_image(self, *, force: bool = False, log=print) -> str:

@@ -3,7 +3,8 @@
     python3 calc_server.py            # stdio (the harness starts it inside a sandbox: --mcp)
     python3 calc_server.py http PORT  # streamable HTTP on 127.0.0.1:PORT/mcp (a remote server)
 
-With http, a request whose X-Test-Key header differs from $CALC_KEY (when that is set) is refused 401.
+With http, a request whose X-Test-Key header differs from $CALC_KEY (when that is set) is refused 401;
+CALC_JSON=1 answers each request with one JSON body instead of an event stream.
 """
 
 import os
@@ -58,7 +59,7 @@ if __name__ == "__main__":
         from starlette.middleware.base import BaseHTTPMiddleware
         from starlette.responses import PlainTextResponse
 
-        app = server.streamable_http_app()
+        app = server.streamable_http_app(json_response=os.environ.get("CALC_JSON") == "1")
         key = os.environ.get("CALC_KEY")
 
         async def check_key(request, call_next):

@@ -1,7 +1,9 @@
-"""The token classes of a model call, read from any provider's usage, and what they cost.
+"""The token classes of a model call, read from any provider's usage, what they cost, and their sum.
+
+Token usage, below every stage that counts it (models, traces, agents, scoring, results).
 
 Classes (the keys of a call's usage dict, in `model_call` trace events and replay files, and the
-fields of results.model.Usage):
+fields of `Usage`):
 
 - `prompt_tokens`: every input token, cached ones included (OpenAI's `prompt_tokens` already holds
   them; for Anthropic, `input_tokens` + `cache_read_input_tokens` + `cache_creation_input_tokens`);
@@ -20,21 +22,15 @@ Price (`Price.of(section)`): uncached input at `price_input_per_1k`, cached inpu
 `price_cached_input_per_1k`, cache writes at `price_cache_write_per_1k` (both default to the input
 price), output at `price_output_per_1k`. Reasoning tokens are output tokens and are priced as
 output: OpenAI and Anthropic bill them that way. A call's cost is the sum of each class at its price.
-
-AutoGen's clients keep only prompt and completion tokens of a reply (its RequestUsage), so the
-AutoGen runner's HTTP clients are `tapped`: while a metered call is open (`tap`, Meter.call), a
-JSON reply's `usage` is read off the wire and the meter takes its classes from there. A streamed
-reply (server-sent events) is not read: it keeps AutoGen's two classes.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from pydantic import BaseModel
 
 DETAILS = ("cached_prompt_tokens", "cache_write_tokens", "reasoning_tokens")
 CLASSES = ("prompt_tokens", "completion_tokens", *DETAILS)
@@ -97,41 +93,23 @@ class Price:
                 + usage.get("completion_tokens", 0) * self.output) / 1000
 
 
-_TAP: contextvars.ContextVar[list[dict[str, int]] | None] = contextvars.ContextVar("usage_tap", default=None)
+class Usage(BaseModel):
+    """Tokens by class (above: cached and cache-write tokens are within prompt_tokens,
+    reasoning tokens within completion_tokens; 0 where the provider reports none, and in older rows),
+    calls, and their cost in dollars at the section's prices."""
 
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    llm_calls: int = 0
+    cache_hits: int = 0  # of llm_calls, those --cache answered (harness/models/cache.py), at no cost
+    cost: float = 0.0
 
-@contextlib.contextmanager
-def tap(seen: list[dict[str, int]]) -> Iterator[None]:
-    """While open, replies read by a `tapped` client in this context append their classes to `seen`
-    (tasks started inside inherit it: AutoGen's clients make their requests in tasks of their own)."""
-    token = _TAP.set(seen)
-    try:
-        yield
-    finally:
-        _TAP.reset(token)
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(**{name: getattr(self, name) + getattr(other, name) for name in Usage.model_fields})
 
-
-def overheard(usage: Any) -> None:
-    """A reply's usage, for the open `tap` (a replay client's recorded turn: no wire to read it from)."""
-    seen = _TAP.get()
-    if seen is not None and usage:
-        seen.append(counts(usage))
-
-
-def tapped(client: Any) -> Any:
-    """An async httpx (or httpx2) client that reports each JSON reply's usage to the open `tap`."""
-    async def read_usage(response: Any) -> None:
-        seen = _TAP.get()
-        if seen is None or "json" not in response.headers.get("content-type", ""):
-            return
-        await response.aread()  # the body the client reads next anyway (through the size cap, models/http.py)
-        try:
-            usage = json.loads(response.content).get("usage")
-        except (ValueError, AttributeError):
-            return
-        if isinstance(usage, dict):
-            overheard(usage)
-
-    hooks = client.event_hooks
-    client.event_hooks = {**hooks, "response": [*hooks.get("response", []), read_usage]}
-    return client
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens

@@ -12,10 +12,10 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Self, TypeVar
+from typing import Any, Literal, Self, TypeVar
 
 from filelock import AcquireReturnProxy, FileLock, Timeout
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from harness.agents.contract import Limits, UserSimulation
 from harness.config import RunConfiguration, Selection
@@ -26,6 +26,7 @@ from harness.errors import InputError
 from harness.fsutil import write_atomic
 from harness.models.config import ModelSection
 from harness.results.layout import RunDir
+from harness.sandbox.contract import canonical_size
 from harness.sandbox.registry import DEFAULT as DEFAULT_PROVIDER
 
 # Fields that change results; `selection` and the dataset path are left out on purpose
@@ -52,6 +53,12 @@ class Environment(BaseModel):
     search: str | None = None
     mcp: tuple[McpServer, ...] | None = None  # the MCP servers, when there are any (no secrets: variables' names)
 
+    @field_validator("memory", "disk")
+    @classmethod
+    def _one_spelling(cls, size: str) -> str:
+        """--memory 2gb and 2g are one size: written, read back and compared as '2g' (a run.json of either)."""
+        return canonical_size(size)
+
 
 class RunConfig(BaseModel):
     model_config = ConfigDict(protected_namespaces=())
@@ -75,6 +82,9 @@ class RunConfig(BaseModel):
     # --reducer: how the report reduces the epochs (the first is the headline); a resume may change
     # them, as a rescore may change its scorers' report: not fingerprinted.
     reducers: list[str] = Field(default_factory=list)
+    # "unset" when --model's section gives no price_*_per_1k: its calls' cost is unknown, not $0 (the report
+    # says "not priced"); None (left out of run.json): priced, or a replay model. Not fingerprinted.
+    prices: Literal["unset"] | None = None
     # Every run into this directory, oldest first: the ids its containers carry (`harness cleanup
     # --run-id`). Not fingerprinted: each run adds its own.
     run_ids: list[str] = Field(default_factory=list)
@@ -104,16 +114,17 @@ class RunConfig(BaseModel):
                    limits=_as_before(Limits, cfg.limits), scorers=cfg.scoring.recorded(),
                    selection=_as_before(Selection, cfg.selection), environment=environment,
                    user=UserSimulation(**cfg.user.model_dump()), epochs=cfg.epochs.count,
-                   reducers=list(cfg.epochs.reducers), prompt_template=prompt_template, run_ids=[run_id])
+                   reducers=list(cfg.epochs.reducers), prompt_template=prompt_template, run_ids=[run_id],
+                   prices=None if cfg.model.cost_known() else "unset")
 
     def as_written(self, name: str) -> Any:
         """Field `name` as run.json holds it: a section by the fields it was given."""
         value = getattr(self, name)
         return value.model_dump(mode="json", exclude_unset=True) if isinstance(value, BaseModel) else value
 
-    def to_json(self) -> dict[str, Any]:  # dataset_revision (hf:// only) is left out when there is none
+    def to_json(self) -> dict[str, Any]:  # dataset_revision (hf:// only) and prices are left out when None
         return {name: value for name in type(self).model_fields
-                if (value := self.as_written(name)) is not None or name != "dataset_revision"}
+                if (value := self.as_written(name)) is not None or name not in ("dataset_revision", "prices")}
 
     def fingerprint(self) -> str:
         payload = {name: value for name in FINGERPRINTED if (value := self.as_written(name)) is not None}

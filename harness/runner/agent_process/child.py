@@ -8,7 +8,7 @@ answer), and writes an AgentResult as JSON. It dies with the process that starte
 (runner/agent_process/lifeline.py): a fresh one is given its parent's pid on its command line, a
 fork of the fork server calls `run` after the server's own `die_with` for it.
 
-    python -m harness.runner.child REQUEST.json RESULT.json PARENT_PID
+    python -m harness.runner.agent_process.child REQUEST.json RESULT.json PARENT_PID
 """
 
 from __future__ import annotations
@@ -28,8 +28,10 @@ import traceback
 from pathlib import Path
 
 from harness.agents.contract import AgentContext, AgentRequest, AgentResult, AgentRunner
+from harness.environments.families import environments, serving  # every built-in family, preloaded with this module
 from harness.errors import ErrorKind, HarnessError, LimitExceeded
 from harness.fsutil import write_atomic
+from harness.text import model_json
 
 EXIT_SANDBOX_DIED = 70
 # The harness's own disk refused the trace or the result file: the harness's failure (OwnFileRefused in the
@@ -40,20 +42,15 @@ EXIT_CANNOT_WRITE = 71
 def run(request: AgentRequest, result_path: Path) -> int:
     from harness.agents.registry import resolve
     from harness.agents.user import reply_function
-    from harness.environments import CodeEnv, Environments, FileEnv, ImageEnv, WebEnv
-    from harness.environments.audio import audio_env
-    from harness.environments.mcp_tools import serving_mcp
-    from harness.environments.websearch.env import WebSearch
-    from harness.environments.websearch.guard import Guard
     from harness.models.budget import RunBudget
     from harness.models.cache import ResponseCache
     from harness.models.meter import Meter
-    from harness.models.usage import Price
     from harness.sandbox.registry import attach
     from harness.traces import ErrorEvent, LimitEvent, TaskEvent, Tracer
+    from harness.usage import Price
 
     limits = request.limits
-    section = request.model.within(limits.instance_timeout)  # no model call may eat the instance's budget
+    section = request.section()
     trace_path = Path(request.trace_path)
     tracer = Tracer(trace_path)
     meter = Meter(max_tokens=limits.max_tokens, max_steps=limits.max_steps, price=Price.of(section), tracer=tracer,
@@ -74,7 +71,7 @@ def run(request: AgentRequest, result_path: Path) -> int:
         # Atomic (a kill mid-write leaves no torn result), not durable: the harness reads it at once,
         # and after a machine crash the instance runs again anyway.
         try:
-            write_atomic(result_path, result.model_dump_json(), durable=False)
+            write_atomic(result_path, model_json(result), durable=False)
         except OSError as exc:
             with contextlib.suppress(OSError):  # stderr may live on the same full disk
                 print(f"the harness could not write the agent's result {result_path}: {exc}", file=sys.stderr)
@@ -91,30 +88,20 @@ def run(request: AgentRequest, result_path: Path) -> int:
         tracer.emit(ErrorEvent(kind=kind, message=result.error))
         os._exit(finish(EXIT_SANDBOX_DIED))
 
-    sandbox = attach(request.sandbox)
     shots = trace_path.with_name(trace_path.stem + "-shots")  # screenshots and given pictures, beside the trace
-    images = ImageEnv(sandbox, tracer, shots) if section.vision else None  # pictures only for a vision model
-    envs = Environments(code=CodeEnv(sandbox, tracer, timeout=limits.command_timeout),
-                        file=FileEnv(sandbox, tracer, page_size=limits.page_size),
-                        web=WebEnv(sandbox, tracer, screenshots=shots,
-                                   page_size=limits.page_size, images=images),
-                        images=images, on_fatal=sandbox_died)
-    envs.audio = audio_env(envs.file, section, request.replay_turns)
-    if request.search is not None:  # the leakage guard holds for the browser, with or without a search tool
-        if envs.web is not None:
-            envs.web.guard = Guard(request.search.block)
-        who = f"{request.sandbox.spec.instance_id}/{request.sandbox.spec.attempt}"  # its archived exchanges' tag
-        envs.search = WebSearch(request.search, tracer, who=who) if request.search.offered else None
-    envs.publish()
-    context = AgentContext(task=request.task, instance=request.instance, limits=limits, model=section, meter=meter,
-                           tracer=tracer, envs=envs, replay_turns=request.replay_turns,
-                           trace_dir=trace_path.parent)
+    setup = request.setup(attach(request.sandbox), tracer, shots)
     runner: AgentRunner | None = None
     tracer.emit(TaskEvent(task=request.task))
     try:
-        runner = resolve(request.agent)()
+        runner_class = resolve(request.agent)  # first: a plug-in agent's module may define a tool family
+        envs = environments(setup, on_fatal=sandbox_died)
+        envs.publish()
+        context = AgentContext(task=request.task, instance=request.instance, limits=limits, model=section,
+                               meter=meter, tracer=tracer, envs=envs, replay_turns=request.replay_turns,
+                               trace_dir=trace_path.parent)
+        runner = runner_class()
         reply = reply_function(request.user)
-        asyncio.run(serving_mcp(request.mcp, envs, lambda: _drive(runner, context, request, reply, result)))
+        asyncio.run(serving(setup, envs, lambda: _drive(runner, context, request, reply, result)))
     except Exception as exc:  # noqa: BLE001 - classified and recorded, never lost
         limit = exc.limit if isinstance(exc, LimitExceeded) else meter.exceeded
         if limit:
@@ -156,11 +143,7 @@ async def _drive(runner: AgentRunner, ctx: AgentContext, request: AgentRequest, 
             ctx.tracer.emit(UserReply(number=result.user_replies, content=answer))
             result.final_message = await runner.turn(answer) or result.final_message
     finally:
-        try:
-            await runner.close()
-        finally:
-            if ctx.envs.web is not None:  # the agent process always gives one (main); another caller may not
-                await ctx.envs.web.close()
+        await runner.close()
 
 
 def main(request_path: str, result_path: str) -> None:

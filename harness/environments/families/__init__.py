@@ -1,0 +1,68 @@
+"""The tool-family registry: every `ToolFamily` defined (harness/environments/family.py), the built-in ones
+being this package's modules, imported with it (so the agents' fork server, which imports
+harness/runner/agent_process/child.py, has them before it forks); a plug-in agent's module may define more.
+
+`environments` builds each offered family's environment in order, `tools` gives their tools kit by kit,
+`serving` runs the agent's turns inside each built family's `serve`; on the host, `check_run` and
+`start_run` take every family's run-level steps in order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import pkgutil
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from harness.datasets.model import Instance
+from harness.environments import Environments
+from harness.environments.family import _REGISTERED, Kit, RunSetup, Setup, Tool, ToolFamily
+
+T = TypeVar("T")
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
+
+
+def families() -> list[ToolFamily]:
+    """Every registered family, in tool order (kit by kit)."""
+    return sorted(_REGISTERED.values(), key=lambda f: (f.kit != "sandbox", f.order))
+
+
+def check_run(run: RunSetup) -> list[str]:
+    """Every family's preflight, in order; the warnings they give (InputError from the first that fails)."""
+    return [warned for family in families() if (warned := family.check(run)) is not None]
+
+
+def start_run(run: RunSetup, stack: contextlib.ExitStack) -> RunSetup:
+    """Every family's run-level start, in order, each on the run setup the one before gave."""
+    for family in families():
+        run = family.start(run, stack)
+    return run
+
+
+def environments(setup: Setup, on_fatal: Callable[[BaseException], None] | None = None) -> Environments:
+    """Each offered family's environment, built in order (a family may build on an earlier one's)."""
+    envs = Environments(on_fatal=on_fatal)
+    for family in families():
+        if family.offered(setup) and (env := family.build(setup, envs)) is not None:
+            envs.built[family.name] = env
+    return envs
+
+
+def tools(envs: Environments, instance: Instance | None = None, kit: Kit | None = None) -> list[Tool]:
+    """The tools of every family (of one kit), in order."""
+    return [tool for family in families() if kit in (None, family.kit) for tool in family.tools(envs, instance)]
+
+
+async def serving(setup: Setup, envs: Environments, work: Callable[[], Awaitable[T]]) -> T:
+    """Await `work` (the agent's turns) inside every built family's `serve`, the first family outermost."""
+    built = [f for f in families() if f.name in envs.built]
+
+    async def within(index: int) -> T:
+        if index == len(built):
+            return await work()
+        family = built[index]
+        return await family.serve(setup, envs.built[family.name], envs, lambda: within(index + 1))
+
+    return await within(0)

@@ -1,0 +1,61 @@
+"""Phase 1, preflight: every check that can fail for every instance, before anything is written.
+
+The checks that need no engine (runner/preflight.py `prepare`: dataset, selection, config, agent,
+capabilities, replay coverage, the output dir), one preflight call to each model the run uses
+(models/probe.py), the engine, image and network policy (the provider's `preflight`), the sandboxes'
+resources against the engine's capacity, and every tool family's run-level check (environments/family.py
+`check`: one search to a hosted search provider, every MCP server started and its tools listed). Warnings
+are said; a failure raises InputError (exit 2).
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from harness.config import RunConfiguration
+from harness.environments.families import check_run
+from harness.environments.family import RunSetup
+from harness.fsutil import slug
+from harness.models.probe import probe_all
+from harness.runner.preflight import Prepared, check_capacity, prepare, unreachable_web, unseen_images, unserved_website
+from harness.sandbox.contract import SandboxProvider, SandboxSpec
+from harness.terminal import say
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What the preflight found and made: the validated run, its sandbox image, its id."""
+
+    prepared: Prepared
+    image: str
+    run_id: str
+
+
+def preflight(cfg: RunConfiguration, provider: SandboxProvider, console: Console) -> Checked:
+    prepared = prepare(cfg)
+    for warning in probe_all(prepared.models):
+        say(console, warning, style="yellow")
+    for warned in (unserved_website(cfg), unreachable_web(cfg, prepared.selected),
+                   unseen_images(prepared.section, prepared.selected)):
+        if warned is not None:
+            say(console, warned, style="yellow")
+    image = provider.preflight(network=cfg.sandbox.network, log=lambda m: say(console, m))
+    check_capacity(cfg.sandbox, provider.capacity())
+    checked = Checked(prepared, image, f"{slug(cfg.output.dir.name, 12)}-{secrets.token_hex(3)}")
+    for warning in check_run(run_setup(cfg, provider, checked, cfg.output.dir, console, None)):
+        say(console, warning, style="yellow")
+    return checked
+
+
+def run_setup(cfg: RunConfiguration, provider: SandboxProvider, checked: Checked, run_dir: Path, console: Console,
+              network: str | None) -> RunSetup:
+    """What the tool families' run-level steps read (`network`: the run's services', None: the policy's)."""
+    selected = checked.prepared.selected
+    return RunSetup(provider, SandboxSpec(image=checked.image, run_id=checked.run_id, instance_id="run",
+                                          **cfg.sandbox.resources(network)),
+                    selected[0] if selected else None, run_dir, cfg.search, cfg.mcp, cfg.sandbox.website,
+                    bool(cfg.sandbox.web_record), tuple(cfg.sandbox.web_replay or ()), lambda m: say(console, m))
