@@ -4,6 +4,8 @@ needs of output.jsonl, and a report reused when nothing it rests on changed."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 
 from harness.datasets import attachments, load
@@ -33,8 +35,6 @@ def test_a_shared_attachment_is_checked_once(tmp_path, monkeypatch):
 
 
 def test_jsonl_datasets_load_without_pandas(tmp_path):
-    import subprocess
-
     (tmp_path / "data.jsonl").write_text(json.dumps({"instance_id": "a", "question": "q", "answer": "1"}) + "\n")
     code = ("import sys; from harness.datasets import load_dataset; "
             f"load_dataset({str(tmp_path / 'data.jsonl')!r}); print('pandas' in sys.modules)")
@@ -42,7 +42,8 @@ def test_jsonl_datasets_load_without_pandas(tmp_path):
     assert out.strip() == "False"
 
 
-def test_a_resume_with_nothing_to_do_reads_only_row_keys_and_reuses_the_report(tmp_path):
+def _two_replayed(tmp_path):
+    """`harness run` arguments of instances a and b, each answered "1" by a replayed model, and the run dir."""
     data = tmp_path / "data.jsonl"
     data.write_text("".join(json.dumps({"instance_id": i, "question": "Say 1.", "answer": "1"}) + "\n" for i in "ab"))
     replay = tmp_path / "replay.jsonl"
@@ -52,6 +53,11 @@ def test_a_resume_with_nothing_to_do_reads_only_row_keys_and_reuses_the_report(t
     config.write_text(f'[llm.rec]\nkind = "replay"\npath = "{replay}"\n')
     out = tmp_path / "out"
     args = ["run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out, "--agent", "plain"]
+    return args, out
+
+
+def test_a_resume_with_nothing_to_do_reads_only_row_keys_and_reuses_the_report(tmp_path):
+    args, out = _two_replayed(tmp_path)
     first = harness(*args)
     assert first.returncode == 0, explain(first)
     assert len(rows(out)) == 2
@@ -86,6 +92,33 @@ def test_a_resume_with_nothing_to_do_makes_no_network(tmp_path):
     again = harness(*args, module="tests.helpers.counted_prepare")
     assert again.returncode == 0 and "1 instance(s) already finished, 0 to run" in again.stderr, explain(again)
     assert mark.read_text() == "none\n"  # not prepared again
+
+
+def test_a_resume_with_nothing_to_do_needs_no_engine_and_one_with_work_asks_it_first(tmp_path):
+    """Nothing to run: the run re-reports without the engine (runner/phases/idle.py), with the image the
+    provider names offline in run.json (had it differed from the preflight's, the resume would be
+    refused as "image changed"). An instance left to run goes through the engine's preflight first."""
+    args, out = _two_replayed(tmp_path)
+    first = harness(*args)
+    assert first.returncode == 0 and len(rows(out)) == 2, explain(first)
+    image = json.loads((out / "run.json").read_text())["image"]
+    gone = {"DOCKER_HOST": f"unix://{tmp_path / 'no-engine.sock'}", "HARNESS_DOCKER_HOST": ""}
+    again = harness(*args, env=gone)
+    assert again.returncode == 0 and "2 instance(s) already finished, 0 to run" in again.stderr, explain(again)
+    assert json.loads((out / "run.json").read_text())["image"] == image
+    assert len(json.loads((out / "run.json").read_text())["run_ids"]) == 2
+    # ... nor loads the engine's or the sandboxes' HTTP clients (~0.15 s of a start-up of ~0.8 s)
+    clients = ("docker", "requests", "urllib3", "httpx")
+    code = ("import sys\nfrom harness.cli import app\ntry:\n    app(sys.argv[1:])\nexcept SystemExit as e:\n"
+            f"    print('exit', e.code, sorted(m for m in {clients!r} if m in sys.modules))")
+    loaded = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True,
+                            env={**os.environ, **gone}, timeout=300)
+    assert loaded.stdout.strip().endswith("exit 0 []"), explain(loaded)
+    lines = (out / "output.jsonl").read_text().splitlines()
+    (out / "output.jsonl").write_text(lines[0] + "\n")  # b has no row now: it is to run
+    work = harness(*args, env=gone)
+    assert work.returncode == 1 and "no Docker engine answers" in work.stderr, explain(work)
+    assert (out / "output.jsonl").read_text() == lines[0] + "\n"
 
 
 def test_a_validated_dataset_is_reused_until_its_file_or_an_attachment_changes(tmp_path, monkeypatch):

@@ -30,13 +30,14 @@ import importlib
 import zlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from types import ModuleType
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import ModelError
 from harness.models.pacing import leave_to_meter
 from harness.settings import settings
+
+if TYPE_CHECKING:  # the SDKs' clients import their HTTP package (_HTTP); a run that calls no model loads none
+    import httpx
 
 INFLATE = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 

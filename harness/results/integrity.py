@@ -45,13 +45,15 @@ def instance_hash(instance: Instance) -> str:
     return hashlib.sha256(json.dumps(record, ensure_ascii=True, default=str).encode()).hexdigest()[:16]
 
 
-def settle(out: Path, instances: Iterable[Instance], *, vouched: bool, force: bool) -> tuple[Loaded, list[str]]:
+def settle(out: Path, instances: Iterable[Instance], *, vouched: bool, force: bool,
+           scanned: Loaded | None = None) -> tuple[Loaded, list[str]]:
     """Read output.jsonl for resuming after putting it right (see the module's rules); return what
     resuming needs of its rows and what was done, to be said. InputError: foreign rows without --force,
-    or a file that cannot be rewritten."""
+    or a file that cannot be rewritten. `scanned`: the file as `load(out, RowKey, damaged_ok=True)` read it
+    under the same lock (not read again)."""
     layout = RunDir(Path(out).parent)
     notes: list[str] = []
-    scanned = load(out, RowKey, damaged_ok=True)
+    scanned = scanned if scanned is not None else load(out, RowKey, damaged_ok=True)
     if scanned.damaged:
         lines = [number for number, _ in scanned.damaged]
         _set_aside(out, set(lines), layout.set_aside)

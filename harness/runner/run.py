@@ -20,13 +20,16 @@ kill the agents and remove the run's sandboxes (harness/signals.py). The exit co
 ended without an error.
 
 The run is a sequence of named phases, each a module of runner/phases/ with typed inputs and
-outputs: preflight, lock and run.json, resume, web services, workers, audit, report. This module
+outputs: preflight, lock and run.json, resume, web services, workers, audit, report. A run with nothing
+to do (every selected instance finished) is told before the preflight's engine and model checks and skips
+them (phases/idle.py): it only re-reports. This module
 calls them in order; the checks themselves live in preflight.py, the worker loop and the rescue
 of refused rows in evaluate.py.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 
@@ -35,11 +38,13 @@ from rich.console import Console
 from harness import exit_codes
 from harness.bulk import collector_paused
 from harness.config import RunConfiguration
+from harness.errors import HarnessError
 from harness.results.layout import RunDir
 from harness.runner.agent_process.servers import ForkServers
 from harness.runner.outcome import Outcome
 from harness.runner.phases.audit import leak_audit
-from harness.runner.phases.preflight import Checked, preflight
+from harness.runner.phases.idle import look
+from harness.runner.phases.preflight import Checked, preflight, validate
 from harness.runner.phases.record import record
 from harness.runner.phases.report import conclude, report_run
 from harness.runner.phases.resume import Todo, resume
@@ -65,15 +70,22 @@ def run(cfg: RunConfiguration, console: Console | None = None) -> int:
 
 def _run(cfg: RunConfiguration, provider: SandboxProvider, console: Console, loaded: Callable[[], None],
          forks: ForkServers) -> int:
-    checked = preflight(cfg, provider, console)  # nothing is written before it passes
+    prepared = validate(cfg, console)
     layout = RunDir(cfg.output.dir)
-    with lock_output_dir(cfg.output.dir):
+    with contextlib.ExitStack() as held:
+        looked = look(cfg, prepared, provider, layout, held)  # nothing to run: no engine, no model
+        checked = looked.idle or preflight(cfg, provider, console, prepared)  # nothing is written before it passes
+        if not looked.locked:
+            held.enter_context(lock_output_dir(cfg.output.dir))
         recorded = record(cfg, checked, layout)  # run.json
-        todo = resume(cfg, checked, recorded, layout, provider, console)
+        todo = resume(cfg, checked, recorded, layout, provider, console, scanned=looked.scanned,
+                      reap=looked.idle is None)
+        if todo and looked.idle is not None:
+            raise HarnessError(f"{layout.output} changed under the output dir's lock: run again")
         loaded()  # the dataset and the rows' index are made: collect again, skipping them
         started = time.monotonic()
         outcome = _work(cfg, provider, checked, layout, console, forks, todo) if todo else Outcome()
-        leaked = leak_audit(provider, checked.run_id, console)
+        leaked = leak_audit(provider, checked.run_id, console) if todo else 0  # no sandbox started: none left
         if outcome.refused is not None:
             from harness.runner.evaluate import rescue_rows
 

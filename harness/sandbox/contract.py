@@ -277,6 +277,12 @@ class SandboxProvider(abc.ABC):
         or built, network policy possible); return the image reference. InputError for a bad
         setting, InfraError/EngineUnavailable when the engine is the problem."""
 
+    def image_ref(self) -> str | None:
+        """The image reference `preflight` would return, told without the engine, or None when only the
+        engine can tell (the default). A resume with nothing to do records it in run.json instead of
+        calling `preflight` (runner/phases/idle.py)."""
+        return None
+
     def prepare(self, *, network: str = "none", log: Callable[[str], None] = print) -> None:
         """Make ready, once, what the run's sandboxes on `network` need beyond what preflight checked
         (the Docker provider's isolated network and its firewall rules). A run calls it only when it

@@ -18,9 +18,7 @@ import time
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import BinaryIO
-
-import urllib3
+from typing import TYPE_CHECKING, BinaryIO
 
 from harness.errors import (
     InfraError,
@@ -44,6 +42,9 @@ from harness.sandbox.contract import (
 )
 from harness.sandbox.files import MAX_ARCHIVE_BYTES, archive_file, archive_size
 from harness.settings import settings
+
+if TYPE_CHECKING:  # imported by the methods that speak to a sandbox: a run that starts none
+    import urllib3  # (runner/phases/idle.py) does not load the HTTP client
 
 TOKEN_HEADER = "X-Harness-Token"
 # The largest request body sandboxd accepts; larger uploads are refused before sending.
@@ -87,6 +88,8 @@ def refusal(status: int, data: bytes) -> SandboxRequestError:
 class ServiceClient:
     def __init__(self, host: str, port: int, token: str, *, pool: int = 4):
         self.host, self.port, self.token = host, port, token
+        import urllib3
+
         self.headers = {TOKEN_HEADER: token}
         self._pool = urllib3.HTTPConnectionPool(host, port, maxsize=pool, block=False, retries=False,
                                                 blocksize=UPLOAD_BLOCK)
@@ -94,6 +97,8 @@ class ServiceClient:
     def _request(self, method: str, path: str, *, body: bytes | BinaryIO | None = None,
                  length: int | None = None, timeout: float | None = 30.0,
                  preload: bool = True) -> urllib3.BaseHTTPResponse:
+        import urllib3
+
         headers = self.headers if length is None else {**self.headers, "Content-Length": str(length)}
         try:
             resp = self._pool.urlopen(method, path, body=body, headers=headers,
@@ -126,6 +131,8 @@ class ServiceClient:
         """Poll /health until it answers. still_starting() raises if the sandbox died; it asks the
         engine, so it runs at most every `check_every` seconds (and before giving up), not after
         every poll: a start takes ~10 polls, and an engine call each would load the engine."""
+        import urllib3
+
         started = time.monotonic()
         deadline, next_check = started + timeout, started + check_every
         delay = 0.005
@@ -168,6 +175,8 @@ class ServiceClient:
 
     def read_file(self, path: str, max_bytes: int) -> bytes:
         """Stream the file, refusing more than max_bytes (the service refuses first when it can)."""
+        import urllib3
+
         query = urllib.parse.urlencode({"path": path, "max_bytes": max_bytes})
         resp = self._request("GET", "/file?" + query, timeout=120, preload=False)
         try:

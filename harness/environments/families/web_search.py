@@ -8,25 +8,30 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from harness.datasets.model import Instance
 from harness.environments import Environments
 from harness.environments.family import RunSetup, Setup, Tool, ToolFamily
-from harness.environments.websearch.env import SearchRefused, WebSearch
 from harness.environments.websearch.probe import probe_search
 from harness.environments.websearch.site import index_site
 from harness.sandbox.site import site_info
 from harness.web.recorded import SITE_INDEX, recorded_site_index, web_archives
 from harness.web.search_archive import SEARCH_ARCHIVE
 
+if TYPE_CHECKING:  # imported where used: the environment pulls in the HTTP client, and most runs search nothing
+    from harness.environments.websearch.env import WebSearch
 
-class WebSearchFamily(ToolFamily[WebSearch]):
+
+class WebSearchFamily(ToolFamily["WebSearch"]):
     name, order = "web_search", 70
 
     def offered(self, setup: Setup) -> bool:
         return setup.search is not None and setup.search.offered
 
     def build(self, setup: Setup, envs: Environments) -> WebSearch:
+        from harness.environments.websearch.env import WebSearch
+
         assert setup.search is not None, "offered only with search settings"
         return WebSearch(setup.search, setup.tracer, who=setup.who)
 
@@ -58,6 +63,7 @@ class WebSearchFamily(ToolFamily[WebSearch]):
         search = envs.of(WebSearchFamily)
         if search is None:
             return []
+        from harness.environments.websearch.env import SearchRefused
 
         async def web_search(query: str, max_results: int = search.settings.max_results) -> str:
             """Search the web; returns numbered results (title, url, date when known, snippet). Open a

@@ -5,7 +5,8 @@ capabilities, replay coverage, the output dir), one preflight call to each model
 (models/probe.py), the engine, image and network policy (the provider's `preflight`), the sandboxes'
 resources against the engine's capacity, and every tool family's run-level check (environments/family.py
 `check`: one search to a hosted search provider, every MCP server started and its tools listed). Warnings
-are said; a failure raises InputError (exit 2).
+are said; a failure raises InputError (exit 2). `validate` (the engine-free part) runs first; the rest,
+`preflight`, only for a run with something to run (phases/idle.py).
 """
 
 from __future__ import annotations
@@ -35,17 +36,27 @@ class Checked:
     run_id: str
 
 
-def preflight(cfg: RunConfiguration, provider: SandboxProvider, console: Console) -> Checked:
+def validate(cfg: RunConfiguration, console: Console) -> Prepared:
+    """The checks that need no engine nor model (runner/preflight.py `prepare`), and their warnings."""
     prepared = prepare(cfg)
-    for warning in probe_all(prepared.models):
-        say(console, warning, style="yellow")
     for warned in (unserved_website(cfg), unreachable_web(cfg, prepared.selected),
                    unseen_images(prepared.section, prepared.selected)):
         if warned is not None:
             say(console, warned, style="yellow")
+    return prepared
+
+
+def new_run_id(cfg: RunConfiguration) -> str:
+    return f"{slug(cfg.output.dir.name, 12)}-{secrets.token_hex(3)}"
+
+
+def preflight(cfg: RunConfiguration, provider: SandboxProvider, console: Console, prepared: Prepared) -> Checked:
+    """The checks of a run with instances to run, after `validate`: the models, the engine, the families."""
+    for warning in probe_all(prepared.models):
+        say(console, warning, style="yellow")
     image = provider.preflight(network=cfg.sandbox.network, log=lambda m: say(console, m))
     check_capacity(cfg.sandbox, provider.capacity())
-    checked = Checked(prepared, image, f"{slug(cfg.output.dir.name, 12)}-{secrets.token_hex(3)}")
+    checked = Checked(prepared, image, new_run_id(cfg))
     for warning in check_run(run_setup(cfg, provider, checked, cfg.output.dir, console, None)):
         say(console, warning, style="yellow")
     return checked

@@ -11,7 +11,7 @@ from harness.config import RunConfiguration
 from harness.datasets.model import Instance
 from harness.results.integrity import settle
 from harness.results.layout import RunDir
-from harness.results.store import pending
+from harness.results.store import Loaded, pending
 from harness.runner.agent_process.supervise import reset_scratch
 from harness.runner.phases.preflight import Checked
 from harness.runner.phases.record import Recorded
@@ -22,14 +22,17 @@ Todo = list[tuple[Instance, int]]  # (instance, epoch) to run, in order
 
 
 def resume(cfg: RunConfiguration, checked: Checked, recorded: Recorded, layout: RunDir, provider: SandboxProvider,
-           console: Console) -> Todo:
+           console: Console, *, scanned: Loaded | None = None, reap: bool = True) -> Todo:
+    """`scanned`: output.jsonl as read under this run's lock (phases/idle.py), not read again; `reap`: remove
+    the containers of killed harness processes (not for a run with nothing to do, which calls no engine)."""
     selected, epochs, force = checked.prepared.selected, cfg.epochs.count, cfg.output.force
     # What resuming needs of each row (the full rows only for a new report), once output.jsonl is put right.
-    scanned, notes = settle(layout.output, checked.prepared.dataset.instances, vouched=recorded.vouched, force=force)
+    scanned, notes = settle(layout.output, checked.prepared.dataset.instances, vouched=recorded.vouched, force=force,
+                            scanned=scanned)
     for note in notes:
         say(console, note, style="yellow")
     reset_scratch(cfg.output.dir)
-    reaped = provider.cleanup()
+    reaped = provider.cleanup() if reap else []
     if reaped:
         say(console, f"removed {len(reaped)} container(s) left by killed harness processes")
     to_run, done = pending([i.instance_id for i in selected], scanned.rows, epochs)

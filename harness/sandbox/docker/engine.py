@@ -21,13 +21,7 @@ import time
 import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
-
-import docker
-import docker.constants
-import docker.errors
-import docker.tls
-import requests.exceptions
+from typing import TYPE_CHECKING, TypeVar
 
 from harness.errors import (
     EngineConflict,
@@ -43,6 +37,9 @@ from harness.errors import (
     SandboxExhausted,
 )
 from harness.settings import settings
+
+if TYPE_CHECKING:  # imported where a call needs it (with requests and urllib3, ~0.15 s): a run with
+    import docker  # nothing to do never calls the engine (runner/phases/idle.py)
 
 # Why the defaults (harness/settings.py): dockerd on a loaded 2-core machine can take
 # seconds per create/start/remove, yet a stuck call must end (docker_timeout); beyond ~4
@@ -90,6 +87,8 @@ def tls_config(url: str | None = None):
     missing = [str(f) for f in files.values() if not f.is_file()]
     if missing:
         raise InputError(f"HARNESS_DOCKER_CERT_PATH {path}: missing {', '.join(missing)}")
+    import docker.tls
+
     return docker.tls.TLSConfig(client_cert=(str(files["cert.pem"]), str(files["key.pem"])),
                                 ca_cert=str(files["ca.pem"]), verify=True)
 
@@ -97,6 +96,9 @@ def tls_config(url: str | None = None):
 def new_client(timeout: float | None = None, url: str | None = None) -> docker.DockerClient:
     """A client of its own (the caller closes it), e.g. for a call with another timeout or for
     another engine (`url`; default: engine_url())."""
+    import docker
+    import docker.errors
+
     url = url or engine_url()
     kwargs = dict(timeout=int(timeout or settings().docker_timeout), max_pool_size=settings().docker_pool)
     try:
@@ -150,6 +152,9 @@ def _tls_client(url: str, tls, kwargs: dict) -> docker.DockerClient:
     REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE (set on machines behind a TLS proxy) over the client's CA on
     every request, so the session ignores the environment; the API version is asked first, since
     negotiating it in the constructor would already go through the environment's CA."""
+    import docker
+    import docker.constants
+
     probe = docker.DockerClient(base_url=url, tls=tls, version=docker.constants.MINIMUM_DOCKER_API_VERSION,
                                 **kwargs)
     probe.api.trust_env = False
@@ -217,6 +222,8 @@ REFUSALS: tuple[tuple[int | None, tuple[str, ...], type[EngineRefused]], ...] = 
 
 def refusal(exc: BaseException) -> type[EngineRefused] | None:
     """The type of an engine's refusal, or None when it is none the harness decides on."""
+    import docker.errors
+
     if not isinstance(exc, docker.errors.APIError):
         return None
     status = exc.status_code
@@ -228,6 +235,9 @@ def refusal(exc: BaseException) -> type[EngineRefused] | None:
 
 
 def is_transient(exc: BaseException) -> bool:
+    import docker.errors
+    import requests.exceptions
+
     if isinstance(exc, (requests.exceptions.ConnectionError, requests.exceptions.Timeout)):
         return True
     if isinstance(exc, docker.errors.APIError) and refusal(exc) is None:
@@ -245,6 +255,9 @@ def call(what: str, fn: Callable[[], T], *, retries: int | None = None) -> T:
             return fn()
         except Exception as exc:  # noqa: BLE001 - classified below
             if not is_transient(exc) or attempt == attempts - 1:
+                import docker.errors
+                import requests.exceptions
+
                 if isinstance(exc, (docker.errors.DockerException, requests.exceptions.RequestException)):
                     raise (refusal(exc) or InfraError)(f"docker {what} failed: {exc}") from exc
                 raise

@@ -11,8 +11,6 @@ import secrets
 import time
 from pathlib import Path
 
-from docker.models.containers import _create_container_args
-
 from harness.errors import InfraError, PortTaken
 from harness.sandbox.contract import (
     Capabilities,
@@ -91,6 +89,8 @@ def _create(cli, kwargs: dict) -> str:
     """The new container's id: the SDK's `containers.create` with its own argument conversion, without the
     inspect it makes right after (the start's inspect below is the one the harness needs)."""
     args = {**kwargs, "command": kwargs.get("command"), "version": cli.api._version}
+    from docker.models.containers import _create_container_args
+
     return str(cli.api.create_container(**_create_container_args(args))["Id"])
 
 
@@ -146,6 +146,9 @@ class DockerProvider(SandboxProvider):
         image = images.build(log=log)
         networks.check_policy(network, log)  # an internal:NAME network must exist
         return image
+
+    def image_ref(self) -> str:
+        return images.sandbox_tag()  # what preflight's images.build returns: the tree hash of the build context
 
     def prepare(self, *, network: str = "none", log=print) -> None:
         if network != "internet":

@@ -77,6 +77,9 @@ class SwarmProvider(SandboxProvider):
     capabilities = Capabilities(images=True)
     preload = ("harness.sandbox.service",)  # attach(): every agent process speaks to sandboxd through it
 
+    def image_ref(self) -> str:
+        return images.sandbox_tag()  # the one preflight builds on the manager
+
     def preflight(self, *, network: str = "none", log=print) -> str:
         """The engine is a manager, the policy is possible, the image is on every usable node."""
         cluster.require_manager()
