@@ -19,8 +19,10 @@ import time
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
-from harness.sandbox.docker import engine
+from harness.cli import app
+from harness.sandbox.docker import cleanup, engine
 from harness.sandbox.registry import get_provider
 from tests.helpers.e2e import explain
 from tests.helpers.locks import machine_lock
@@ -170,13 +172,18 @@ def test_host_cleanup_spares_a_live_containerised_harness_and_reaps_a_killed_one
         owners = {c["Labels"]["harness.owner"] for c in sandboxes_of(prefix)}
         assert all(o.startswith("ctr:") and o.split(":")[2] == owner_container for o in owners), owners
 
-        with machine_lock("reap"):  # no other test reaps the killed run's orphans first
+        # The engine's reap lock (harness/sandbox/docker/cleanup.py) from the kill to our own reap: every other
+        # `harness run` on this engine (other workers' tests) reaps at its start and waits its turn, so the
+        # orphans are still there for ours to remove and name. Our reap runs in this process (the CLI
+        # in-process), since the lock is re-entrant only here; the test's machine lock keeps other tests'
+        # reaps in-process or out of the way too.
+        with machine_lock("reap"):
             live = host_cleanup()
             assert live.returncode == 0, live.stderr
             assert prefix not in live.stdout, live.stdout  # a live owner's containers are never touched
             website = [c for c in sandboxes_of(prefix) if c["Labels"].get("harness.instance_id") == "website"]
             assert website and website[0]["State"] == "running"
-
+        with machine_lock("reap"), cleanup.reap_lock():
             subprocess.run(["docker", "kill", name], capture_output=True, timeout=60, check=True)
             child.wait(timeout=60)
             assert engine.container_state(owner_container).get("Running") is False  # exited, kept (no --rm)
@@ -185,14 +192,10 @@ def test_host_cleanup_spares_a_live_containerised_harness_and_reaps_a_killed_one
                                             for c in sandboxes_of(prefix)), 1.0, 60, "the killed run's containers")
             assert orphans, "killing the harness left nothing to reap"
 
-            # Every `harness run` on this engine reaps the orphans it can judge too (the other workers' runs
-            # hold no test lock): ours must name each one still there when it starts (a fresh-clone run
-            # once saw another run take all of them in the second before ours).
-            still = {c["Labels"].get("harness.name") or c["Names"][0].lstrip("/") for c in sandboxes_of(prefix)}
-            reaped = host_cleanup()
-            assert reaped.returncode == 0, reaped.stderr
-            assert sandboxes_of(prefix) == [], reaped.stdout
-            assert all(f"removed {name} " in reaped.stdout for name in still), (still, reaped.stdout)
+            reaped = CliRunner().invoke(app, ["cleanup"])
+            assert reaped.exit_code == 0, reaped.output
+            assert sandboxes_of(prefix) == [], reaped.output
+            assert all(f"removed {name} " in reaped.output for name in orphans), (orphans, reaped.output)
         networks = engine.client().api.networks(filters={"label": "harness.managed=1"})
         assert not [n for n in networks if n["Labels"].get("harness.run_id", "").startswith(prefix)]
     finally:

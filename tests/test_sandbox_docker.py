@@ -21,7 +21,7 @@ import pytest
 
 from harness.errors import SandboxBadRequest, SandboxDied
 from harness.sandbox.contract import SandboxSpec, parse_size
-from harness.sandbox.docker import engine, storage
+from harness.sandbox.docker import cleanup, engine, storage
 from harness.sandbox.docker.provider import DockerSandbox
 from harness.sandbox.service import TOKEN_HEADER, ServiceClient
 from tests.helpers.locks import machine_lock
@@ -181,6 +181,30 @@ def test_cli_cleanup_removes_a_killed_owners_containers_and_spares_others(provid
         assert engine.client().containers.get(bystander.id).status == "created"
     finally:
         bystander.remove(force=True)
+
+
+def test_reapers_of_one_engine_take_turns_so_each_orphan_is_named_by_the_one_that_removed_it(provider, image,
+                                                                                              run_id):
+    """Every `harness run` reaps at its start: one started beside a `harness cleanup` must not take the
+    orphans from under it (the cleanup then removed nothing and said so while they vanished; a fresh-clone
+    suite run saw it). While one reaper holds the engine's reap lock, another waits its turn."""
+    child = _spawn(image, run_id, 1, "import time; time.sleep(600)")
+    line = child.stdout.readline()
+    assert len(line.split()) == 1, child.stderr.read()
+    with machine_lock("reap"):
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        with cleanup.reap_lock():
+            other = subprocess.Popen([sys.executable, "-m", "harness", "cleanup"], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+            # Unlocked, the other reaper is done in 1-3 s; it must still be waiting for its turn.
+            with pytest.raises(subprocess.TimeoutExpired):
+                other.wait(timeout=10)
+            ours = cleanup.reap()
+        out, err = other.communicate(timeout=120)
+    assert [f.run_id for f in ours] == [run_id], ours
+    assert other.returncode == 0 and run_id not in out, (out, err)
+    assert provider.find(run_id) == []
 
 
 def test_agent_code_cannot_kill_the_service_and_orphans_are_reaped(provider, image, run_id):

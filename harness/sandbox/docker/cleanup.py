@@ -13,17 +13,30 @@ label are never touched unless asked for by run id (--run-id) or --all; even
 
 A recording web proxy's archive (--web-record) is on a volume of its own until it is kept (webarchive.py):
 reap keeps the archives of the volumes it chooses (as it chooses containers) in their runs' web/ folders
-before it removes any container, and removes those volumes."""
+before it removes any container, and removes those volumes.
+
+Reaps of one engine from this machine take turns (`reap_lock`): harness runs started together, and a
+`harness cleanup` beside them, never judge and remove the same orphans at once, so each removed
+container is reported by the one reaper that removed it."""
 
 from __future__ import annotations
 
 import functools
+
+from filelock import FileLock, Timeout
 
 from harness.errors import EngineInUse
 from harness.sandbox.contract import Leftover as Found
 from harness.sandbox.docker import engine, naming, networks, webarchive
 
 PASSES = 3  # look-ups for containers a just-killed harness's in-flight requests made (reap)
+REAP_LOCK_TIMEOUT_S = 300  # a reaper waits this long for another one on the same engine, then reaps anyway
+
+
+def reap_lock() -> FileLock:
+    """The machine-wide turn of reapers of this engine: one object per file in a process (re-entrant on one
+    thread), so a caller holding it may call reap itself."""
+    return FileLock(str(engine.lock_path("reap")), timeout=REAP_LOCK_TIMEOUT_S, is_singleton=True)
 
 
 def find(run_id: str | None = None) -> list[Found]:
@@ -61,6 +74,18 @@ def reap(*, run_id: str | None = None, everything: bool = False, dry_run: bool =
     A harness killed a moment ago may still have engine requests in flight (a create or start
     the engine finishes without it), so containers are looked for again until a pass finds no
     new one; a chosen network that still has endpoints after that is left for a later cleanup."""
+    lock = reap_lock()
+    try:
+        lock.acquire()
+    except Timeout:  # a reaper stuck for minutes must not stop this one: a container removed twice is harmless
+        return _reap(run_id=run_id, everything=everything, dry_run=dry_run)
+    try:
+        return _reap(run_id=run_id, everything=everything, dry_run=dry_run)
+    finally:
+        lock.release()
+
+
+def _reap(*, run_id: str | None, everything: bool, dry_run: bool) -> list[Found]:
     doomed = select(find(run_id), run_id=run_id, everything=everything)
     archives = select(webarchive.find(run_id), run_id=run_id, everything=everything)
     if dry_run:

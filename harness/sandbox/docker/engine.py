@@ -14,6 +14,7 @@ another timeout gets a client of its own from `new_client`.
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import random
 import threading
@@ -36,7 +37,7 @@ from harness.errors import (
     SandboxDied,
     SandboxExhausted,
 )
-from harness.settings import settings
+from harness.settings import settings, state_dir
 
 if TYPE_CHECKING:  # imported where a call needs it (with requests and urllib3, ~0.15 s): a run with
     import docker  # nothing to do never calls the engine (runner/phases/idle.py)
@@ -70,6 +71,12 @@ def engine_url() -> str | None:
     """The engine this process talks to: --docker-host / HARNESS_DOCKER_HOST, else DOCKER_HOST,
     else None (the local socket). Agent processes inherit it through the environment."""
     return settings().docker_host or os.environ.get("DOCKER_HOST") or None
+
+
+def lock_path(kind: str) -> Path:
+    """The machine-wide lock file of `kind` ("images", "reap") on the engine this process talks to."""
+    url = engine_url() or "local"
+    return state_dir() / f"{kind}-{hashlib.sha256(url.encode()).hexdigest()[:12]}.lock"
 
 
 def tls_config(url: str | None = None):

@@ -12,7 +12,6 @@ remote engine for as long as the copy took).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
@@ -26,7 +25,7 @@ from harness.errors import EngineNotFound, InfraError, InputError
 from harness.fsutil import tree_hash
 from harness.sandbox.contract import ImageInfo
 from harness.sandbox.docker import engine
-from harness.settings import settings, state_dir
+from harness.settings import settings
 
 LABEL = "harness.image"
 # Where builds read an extra CA bundle (TLS-intercepting proxies) besides HARNESS_BUILD_CA_BUNDLE.
@@ -127,8 +126,7 @@ def build(*, force: bool = False, log=print) -> str:
 
 def lock_path() -> Path:
     """The file lock of image builds and copies onto the engine this process talks to."""
-    url = engine.engine_url() or "local"
-    return state_dir() / f"images-{hashlib.sha256(url.encode()).hexdigest()[:12]}.lock"
+    return engine.lock_path("images")
 
 
 def _copy_from(source, tag: str, log) -> bool:
