@@ -168,3 +168,13 @@ def test_a_family_of_one_module_reaches_the_model_through_a_real_runner(tmp_path
     assert result["content"] == digest
     (env,) = [e for e in trace(out, by_id["a-sums"]) if e["type"] == "env"]
     assert env["env"] == "checksum" and env["action"] == "file_sha256" and env["outcome"] == "ok"
+
+
+def test_every_toolbox_package_is_pinned_so_an_image_built_another_day_is_the_same():
+    """images/sandbox/constraints.txt pins each requirement (a new lxml broke .docx reading in a fresh build)."""
+    images = REPO / "images" / "sandbox"
+    norm = lambda name: re.sub(r"[-_.]+", "-", name)  # noqa: E731 - PEP 503
+    pinned = {norm(line.split("==")[0].lower()) for line in (images / "constraints.txt").read_text().splitlines()
+              if "==" in line and not line.startswith("#")}
+    assert {norm(p) for p in _pip_packages((images / "requirements.txt").read_text())} <= pinned
+    assert "-c /tmp/build/constraints.txt" in (images / "Dockerfile").read_text()

@@ -28,6 +28,7 @@ pytestmark = pytest.mark.docker
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGED = ["harness/environments/page.js", "harness/images/sandbox/Dockerfile",  # images/ ships as harness/images/
             "harness/images/sandbox/sandboxd.py", "harness/images/sandbox/requirements.txt",
+            "harness/images/sandbox/constraints.txt",
             "harness/images/base/build.sh", "harness/report/templates/report.html.j2",
             "harness/report/static/report.js", "harness/report/static/report.css"]
 
