@@ -204,6 +204,14 @@ Event = Annotated[TaskEvent | SystemPrompt | Message | ToolCall | ToolResult | M
 _EVENT: TypeAdapter[Event] = TypeAdapter(Event, config=ConfigDict(defer_build=True))
 
 
+def build_schemas() -> None:
+    """Build every event's schema now instead of at its first use: the agents' fork server calls this before it
+    forks, so that no agent process builds them again (~5 ms of CPU each)."""
+    for cls in _Event.__subclasses__():
+        cls.model_rebuild()
+    _EVENT.rebuild()
+
+
 class Tracer:
     """Writes one trace. A write the file refuses (a full disk) never reaches the agent: the tracer
     remembers it in `failed` and writes no more (a torn last line is skipped by readers); the agent's

@@ -33,6 +33,8 @@ class Mcp(ToolFamily[list[Tool]]):
         return []  # filled once the servers are connected (serve)
 
     async def serve(self, setup: Setup, env: list[Tool], envs: Environments, work: Callable[[], Awaitable[T]]) -> T:
+        if not setup.mcp:
+            return await work()  # no server: the MCP client is never imported (each agent process paid ~2 ms)
         from harness.environments.mcp_tools import serving_mcp
 
         return await serving_mcp(setup.mcp, envs, work, into=env, images=envs.of(Images))

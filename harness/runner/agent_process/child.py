@@ -39,6 +39,13 @@ EXIT_SANDBOX_DIED = 70
 EXIT_CANNOT_WRITE = 71
 
 
+# What run() imports as it starts (not at this module's import): the agents' fork server imports them once before
+# it forks (forkserver.py `preload`), so that no forked agent process imports them again.
+PRELOAD = ("harness.agents.registry", "harness.agents.user", "harness.models.budget", "harness.models.cache",
+           "harness.models.meter", "harness.sandbox.registry", "harness.traces", "harness.usage",
+           "concurrent.futures.thread")  # asyncio.to_thread's executor: the environments' calls
+
+
 def run(request: AgentRequest, result_path: Path) -> int:
     from harness.agents.registry import resolve
     from harness.agents.user import reply_function

@@ -57,16 +57,16 @@ def preload(agent: str, provider: str) -> None:
     """Import what every agent process of this run needs (best effort: a failure shows in the child)."""
     import importlib
 
-    import harness.runner.agent_process.child  # noqa: F401 - the child's own imports
     from harness.agents import registry as agents
-    from harness.agents import user  # noqa: F401
     from harness.environments import CodeEnv  # noqa: F401
-    from harness.models import meter  # noqa: F401
+    from harness.runner.agent_process import child  # the child's own imports, and what it declares
     from harness.sandbox import registry as sandboxes
     from harness.settings import settings
+    from harness.traces.events import build_schemas
 
     settings()
-    modules: list[str] = []
+    build_schemas()
+    modules: list[str] = list(child.PRELOAD)
     for declared in (lambda: sandboxes.preload(provider), lambda: agents.preload(agent)):
         try:
             modules += declared()
