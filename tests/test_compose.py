@@ -172,11 +172,10 @@ def test_host_cleanup_spares_a_live_containerised_harness_and_reaps_a_killed_one
         owners = {c["Labels"]["harness.owner"] for c in sandboxes_of(prefix)}
         assert all(o.startswith("ctr:") and o.split(":")[2] == owner_container for o in owners), owners
 
-        # The engine's reap lock (harness/sandbox/docker/cleanup.py) from the kill to our own reap: every other
-        # `harness run` on this engine (other workers' tests) reaps at its start and waits its turn, so the
-        # orphans are still there for ours to remove and name. Our reap runs in this process (the CLI
-        # in-process), since the lock is re-entrant only here; the test's machine lock keeps other tests'
-        # reaps in-process or out of the way too.
+        # From the kill to our own reap we hold the engine's reap lock (harness/sandbox/docker/cleanup.py): every
+        # other `harness run` on this engine (other workers' tests) reaps at its start and waits its turn, so the
+        # orphans are still there for ours to remove and name. Our reap is the CLI run in this process, where
+        # the lock is re-entrant.
         with machine_lock("reap"):
             live = host_cleanup()
             assert live.returncode == 0, live.stderr

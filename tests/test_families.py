@@ -178,3 +178,15 @@ def test_every_toolbox_package_is_pinned_so_an_image_built_another_day_is_the_sa
               if "==" in line and not line.startswith("#")}
     assert {norm(p) for p in _pip_packages((images / "requirements.txt").read_text())} <= pinned
     assert "-c /tmp/build/constraints.txt" in (images / "Dockerfile").read_text()
+
+
+def test_the_fork_server_preloads_every_module_an_agent_process_imports_as_it_starts():
+    """child.py's PRELOAD lists what run() imports lazily; a module left out is imported again by every agent."""
+    import ast
+
+    from harness.runner.agent_process import child
+
+    tree = ast.parse((REPO / "harness" / "runner" / "agent_process" / "child.py").read_text())
+    run = next(node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "run")
+    lazy = {node.module for node in ast.walk(run) if isinstance(node, ast.ImportFrom) and node.module}
+    assert lazy and lazy <= set(child.PRELOAD), lazy - set(child.PRELOAD)

@@ -77,12 +77,14 @@ def reap(*, run_id: str | None = None, everything: bool = False, dry_run: bool =
     lock = reap_lock()
     try:
         lock.acquire()
+        held = True
     except Timeout:  # a reaper stuck for minutes must not stop this one: a container removed twice is harmless
-        return _reap(run_id=run_id, everything=everything, dry_run=dry_run)
+        held = False
     try:
         return _reap(run_id=run_id, everything=everything, dry_run=dry_run)
     finally:
-        lock.release()
+        if held:
+            lock.release()
 
 
 def _reap(*, run_id: str | None, everything: bool, dry_run: bool) -> list[Found]:
