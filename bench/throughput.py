@@ -40,10 +40,11 @@ import urllib3
 
 from harness.datasets import cache as dataset_cache
 from harness.sandbox.contract import SandboxSpec
-from harness.sandbox.docker import naming, networks, ports
+from harness.sandbox.docker import naming, networks, ports, sockets
 from harness.sandbox.docker.provider import _create_kwargs
 from harness.sandbox.registry import get_provider
 from harness.sandbox.service import TOKEN_HEADER
+from harness.sandbox.unix_http import UnixConnectionPool
 
 REPO = Path(__file__).resolve().parent.parent
 HARNESS = [str(REPO / ".venv" / "bin" / "harness"), "run"]
@@ -103,16 +104,28 @@ def harness_side(dataset: Path, out: Path, workers: int, n: int, fork: bool = Tr
     return wall, (last - first) if last and first else float("nan")
 
 
-def raw_instance(client: docker.DockerClient, image: str, run_id: str, iid: str, archive: bytes) -> None:
+def raw_instance(client: docker.DockerClient, image: str, run_id: str, iid: str, archive: bytes,
+                 unix: bool = False) -> None:
+    """unix: the harness's socket transport (no network, sandboxd's socket in a mounted directory, renamed out
+    of the sandbox's reach once it appears), else a published port on the harness's `none` network."""
     spec = SandboxSpec(image=image, run_id=run_id, instance_id=iid)
-    token = secrets.token_urlsafe(24)
-    kwargs = _create_kwargs(spec, naming.container_name(run_id, iid, 0), token)
-    container = client.containers.create(ports=ports.publish(None), **kwargs)
+    token, name = secrets.token_urlsafe(24), naming.container_name(run_id, iid, 0)
+    kwargs = _create_kwargs(spec, name, token, unix=unix)
+    container = client.containers.create(**kwargs) if unix else client.containers.create(
+        ports=ports.publish(None), **kwargs)
     try:
         container.start()
-        container.reload()
-        http = urllib3.HTTPConnectionPool(ports.bind_address(), ports.read_port(container.attrs),
-                                          retries=False, maxsize=1)
+        if unix:
+            directory, private = sockets.paths(name)
+            deadline = time.monotonic() + 30
+            while not (directory / sockets.NAME).exists() and time.monotonic() < deadline:
+                time.sleep(0.002)
+            os.rename(directory / sockets.NAME, private)
+            http: urllib3.HTTPConnectionPool = UnixConnectionPool(str(private), retries=False, maxsize=1)
+        else:
+            container.reload()
+            http = urllib3.HTTPConnectionPool(ports.bind_address(), ports.read_port(container.attrs),
+                                              retries=False, maxsize=1)
         headers = {TOKEN_HEADER: token}
         delay, deadline = 0.005, time.monotonic() + 30
         while True:  # the same readiness poll as ServiceClient.wait_ready
@@ -135,9 +148,12 @@ def raw_instance(client: docker.DockerClient, image: str, run_id: str, iid: str,
         http.close()
     finally:
         container.remove(force=True, v=True)
+        if unix:
+            sockets.remove(name)
 
 
-def raw_side(client, image: str, run_id: str, workers: int, n: int, tag: str) -> tuple[float, float]:
+def raw_side(client, image: str, run_id: str, workers: int, n: int, tag: str,
+             unix: bool = False) -> tuple[float, float]:
     """Seconds of the whole pool, and from the first instance done to the last."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
@@ -148,7 +164,7 @@ def raw_side(client, image: str, run_id: str, workers: int, n: int, tag: str) ->
     done: list[float] = []
 
     def one(i: int) -> None:
-        raw_instance(client, image, run_id, f"{tag}-{i}", archive)
+        raw_instance(client, image, run_id, f"{tag}-{i}", archive, unix)
         done.append(time.perf_counter())
 
     started = time.perf_counter()
@@ -163,13 +179,17 @@ def throughput(args, image: str, run_id: str, tmp: Path) -> None:
     dataset = write_dataset(tmp / "ds", [f"i{i}" for i in range(n)])
     harness_side(dataset, tmp / "warmup", 2, n)  # caches the dataset, warms the engine and page cache
     raw_side(client, image, run_id, 2, 4, "warmup")
+    raw_side(client, image, run_id, 2, 4, "warmup-unix", unix=True)
     ours: dict[int, list[tuple[float, float]]] = {w: [] for w in args.workers}
     raw: dict[int, list[tuple[float, float]]] = {w: [] for w in args.workers}
+    same: dict[int, list[tuple[float, float]]] = {w: [] for w in args.workers}  # raw over the socket transport
     for r in range(args.rounds):
         for w in args.workers:
             sides = [lambda r=r, w=w: ours[w].append(harness_side(dataset, tmp / f"r{r}w{w}", w, n)),
-                     lambda r=r, w=w: raw[w].append(raw_side(client, image, run_id, w, n, f"r{r}w{w}"))]
-            for side in (sides if (r + w) % 2 else sides[::-1]):  # alternate who goes first
+                     lambda r=r, w=w: raw[w].append(raw_side(client, image, run_id, w, n, f"r{r}w{w}")),
+                     lambda r=r, w=w: same[w].append(raw_side(client, image, run_id, w, n, f"r{r}w{w}u", True))]
+            turn = (r + w) % 3  # rotate who goes first
+            for side in sides[turn:] + sides[:turn]:
                 side()
     print(f"throughput, {n} instances x {args.rounds} rounds, instances/s, median of rounds. "
           f"harness: N / the whole `harness run`; raw: N / the whole pool; steady: (N-1) / first to last done")
@@ -183,6 +203,9 @@ def throughput(args, image: str, run_id: str, tmp: Path) -> None:
               f"({verdict(h / rw >= RATIO_TARGET)} >= {RATIO_TARGET:g})")
         print(f"  steady w={w}: harness {hs:.2f}/s raw {rs:.2f}/s ratio {hs / rs:.2f}   (walls: harness "
               f"{' '.join(f'{x[0]:.1f}s' for x in ours[w])}, raw {' '.join(f'{x[0]:.1f}s' for x in raw[w])})")
+        (u, us) = rates(same[w])
+        print(f"  same transport w={w}: raw over the socket {u:.2f}/s ratio {h / u:.2f} (steady {us:.2f}/s, "
+              f"ratio {hs / us:.2f}): the harness's own cost against a raw loop that also skips the network")
     idle = statistics.median(harness_side(dataset, tmp / "warmup", 2, n)[0] for _ in range(3))
     print(f"fixed cost: `harness run` with nothing to do (a resume of a finished run; start-up, preflight, "
           f"bookkeeping, report) {idle:.2f} s   ({verdict(idle <= FIXED_TARGET)} <= {FIXED_TARGET:g} s)"

@@ -102,6 +102,11 @@ class PortTaken(EngineRefused):
     """The host port asked for is held by something else (the container did not start)."""
 
 
+class MountSourceUnseen(EngineRefused):
+    """A bind mount's source directory does not exist where the engine looks (an engine in a VM or
+    a confined package with a /tmp of its own): the socket transport cannot be used there."""
+
+
 class AgentError(HarnessError):
     """The agent under test failed (its code raised, its process died, it broke its own sandbox)."""
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -43,6 +44,10 @@ class Settings(BaseSettings):
     swarm_task_timeout: float = Field(300, gt=0, description="swarm provider: seconds for a sandbox's task to be "
                                                              "running (waiting for a node with room counts), and for "
                                                              "preflight's check of every node")
+    sandbox_transport: Literal["auto", "tcp", "unix"] = Field(
+        "auto", description="how the docker provider reaches sandboxd: unix (a socket in a directory mounted "
+                            "into a sandbox with no network at all; network policy none on a local Linux engine "
+                            "only), tcp (a published port), auto (unix where it can, else tcp)")
     sandbox_host: str | None = Field(None, description="address of published ports (default: DOCKER_HOST's host, "
                                                         "else 127.0.0.1)")
     port_range: str | None = Field(None, description="LOW-HIGH: publish sandbox ports only in this range "
@@ -108,6 +113,8 @@ class Settings(BaseSettings):
 ELSEWHERE = {
     "HARNESS_SANDBOX_TOKEN": "inside the sandbox: sandboxd's per-sandbox token (set by the provider)",
     "HARNESS_SANDBOX_PORT": "inside the sandbox: sandboxd's port (8765)",
+    "HARNESS_SANDBOX_SOCKET": "inside the sandbox: the Unix socket sandboxd listens on instead of its port (set by "
+                              "the docker provider's socket transport)",
     "HARNESS_CHROMIUM": "inside the sandbox: the Chromium binary sandboxd starts",
     "HARNESS_BROWSER_FLAGS": "inside the sandbox: Chromium flags a --web-record/--web-replay run adds (its proxy, "
                              "its CA's key hash; set by the provider)",

@@ -101,6 +101,19 @@ def image(provider) -> str:
 
 
 @pytest.fixture
+def tcp_transport(monkeypatch):
+    """Sandboxes of policy `none` publish a port on the `harness-none` network, as they do where the socket
+    transport cannot be used (harness/sandbox/docker/sockets.py): for the tests of that network."""
+    from harness.settings import settings
+
+    monkeypatch.setenv("HARNESS_SANDBOX_TRANSPORT", "tcp")
+    settings.cache_clear()
+    yield
+    monkeypatch.delenv("HARNESS_SANDBOX_TRANSPORT")
+    settings.cache_clear()
+
+
+@pytest.fixture
 def run_id(provider):
     """A fresh run id; every container of it is removed after the test, whatever happened."""
     rid = f"test-{secrets.token_hex(4)}"

@@ -166,7 +166,8 @@ def test_the_engine_answers_are_still_the_ones_classified(run_id):
 
 
 @pytest.mark.docker
-def test_a_port_taken_at_start_is_skipped_for_the_next_in_the_range(provider, image, run_id, monkeypatch):
+def test_a_port_taken_at_start_is_skipped_for_the_next_in_the_range(provider, image, run_id, monkeypatch,
+                                                                     tcp_transport):
     """The checks before a start do not see every holder of a port (another machine's start on a
     remote engine): here they are blinded, so the engine's own refusal must move the start on."""
     taken = next(port for port in range(42000, 43000, 7) if ports.free_locally(port) and ports.free_locally(port + 1))

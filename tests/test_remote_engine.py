@@ -107,7 +107,8 @@ def test_tls_applies_to_tcp_only(monkeypatch, tmp_path):
         settings.cache_clear()
 
 
-def test_a_port_range_smaller_than_the_workers_makes_them_take_turns(provider, image, run_id, monkeypatch):
+def test_a_port_range_smaller_than_the_workers_makes_them_take_turns(provider, image, run_id, monkeypatch,
+                                                                     tcp_transport):
     """One port, two sandboxes: the second start waits for the first to go, then takes its port
     (it used to fail at once with 'no free port')."""
     import socket

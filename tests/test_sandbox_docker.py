@@ -50,11 +50,17 @@ def test_the_docker_provider_makes_docker_sandboxes(provider, image, run_id):
         assert sb.handle().ref == {"container_id": sb.id}
 
 
-def test_sixteen_parallel_sandboxes_have_unique_names_and_ports_that_answer(provider, image, run_id):
+@pytest.mark.parametrize("transport", ["unix", "tcp"])
+def test_sixteen_parallel_sandboxes_have_unique_names_and_ports_that_answer(provider, image, run_id, transport,
+                                                                            request):
+    if transport == "tcp":
+        request.getfixturevalue("tcp_transport")
+
     def one(i):
         with provider.open(spec(image, run_id, f"inst {i}/ü")) as sb:
             status, body = health(sb)
-            return sb.name, sb.endpoint[1], status, body, sb.shell(f"echo {i}").stdout.strip()
+            handle = sb.handle()  # a published port, or a socket of its own
+            return sb.name, handle.socket or handle.port, status, body, sb.shell(f"echo {i}").stdout.strip()
 
     with ThreadPoolExecutor(16) as pool:
         results = list(pool.map(one, range(16)))
@@ -88,7 +94,7 @@ def _spawn(image, run_id, n, tail="", env=None):
 @pytest.mark.parametrize("port_range", [None, "41000-41100"])
 def test_several_harness_processes_start_sandboxes_at_once_without_port_collisions(provider, image, run_id,
                                                                                    port_range):
-    env = {"HARNESS_PORT_RANGE": port_range} if port_range else {}
+    env = {"HARNESS_SANDBOX_TRANSPORT": "tcp", **({"HARNESS_PORT_RANGE": port_range} if port_range else {})}
     # Each process keeps its sandboxes until every process has started its own.
     tail = "sys.stdin.read()\n[provider.teardown(b) for b in boxes]"
     procs = [_spawn(image, run_id, 5, tail, env) for _ in range(3)]
@@ -125,7 +131,7 @@ def test_the_service_refuses_what_a_client_should_never_send(provider, image, ru
         assert sb.shell("echo fine").stdout == "fine\n"
 
 
-def test_limits_and_isolation_are_set(provider, image, run_id):
+def test_limits_and_isolation_are_set(provider, image, run_id, tcp_transport):
     with provider.open(spec(image, run_id, memory="512m", cpus=0.5, pids=64)) as sb, \
             provider.open(spec(image, run_id, "other")) as other:
         attrs = engine.client().api.inspect_container(sb.id)

@@ -130,6 +130,7 @@ class SandboxHandle(BaseModel):
     host: str
     port: int
     token: str
+    socket: str | None = None  # sandboxd's Unix socket on this machine, when it listens on one (host and port name it)
     spec: SandboxSpec
     ref: dict[str, Any] = Field(default_factory=dict)
 

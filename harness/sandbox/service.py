@@ -46,6 +46,8 @@ from harness.settings import settings
 if TYPE_CHECKING:  # imported by the methods that speak to a sandbox: a run that starts none
     import urllib3  # (runner/phases/idle.py) does not load the HTTP client
 
+    from harness.sandbox.unix_http import Forward
+
 TOKEN_HEADER = "X-Harness-Token"
 # The largest request body sandboxd accepts; larger uploads are refused before sending.
 MAX_BODY = MAX_ARCHIVE_BYTES
@@ -86,13 +88,36 @@ def refusal(status: int, data: bytes) -> SandboxRequestError:
 
 
 class ServiceClient:
-    def __init__(self, host: str, port: int, token: str, *, pool: int = 4):
-        self.host, self.port, self.token = host, port, token
+    """sandboxd at host:port, or on the Unix socket `socket` when given (host and port then only name it)."""
+
+    def __init__(self, host: str, port: int, token: str, *, pool: int = 4, socket: str | None = None):
+        self.host, self.port, self.token, self.socket = host, port, token, socket
         import urllib3
 
         self.headers = {TOKEN_HEADER: token}
-        self._pool = urllib3.HTTPConnectionPool(host, port, maxsize=pool, block=False, retries=False,
-                                                blocksize=UPLOAD_BLOCK)
+        if socket is None:
+            self._pool = urllib3.HTTPConnectionPool(host, port, maxsize=pool, block=False, retries=False,
+                                                    blocksize=UPLOAD_BLOCK)
+        else:
+            from harness.sandbox.unix_http import UnixConnectionPool
+
+            self._pool = UnixConnectionPool(socket, maxsize=pool, block=False, retries=False, blocksize=UPLOAD_BLOCK)
+        self._forward: Forward | None = None  # a loopback port forwarded to the socket, made when first asked
+
+    @property
+    def where(self) -> str:
+        return self.socket or f"{self.host}:{self.port}"
+
+    def address(self) -> tuple[str, int]:
+        """A TCP address that reaches the service (a loopback port forwarded to the socket, when it is one):
+        for clients that speak only TCP, such as Playwright over CDP."""
+        if self.socket is None:
+            return self.host, self.port
+        if self._forward is None:
+            from harness.sandbox.unix_http import Forward
+
+            self._forward = Forward(self.socket)
+        return "127.0.0.1", self._forward.port
 
     def _request(self, method: str, path: str, *, body: bytes | BinaryIO | None = None,
                  length: int | None = None, timeout: float | None = 30.0,
@@ -105,13 +130,13 @@ class ServiceClient:
                                       timeout=urllib3.Timeout(connect=5.0, read=timeout),
                                       preload_content=preload)
         except urllib3.exceptions.ReadTimeoutError as exc:
-            raise ServiceTimedOut(f"sandbox service {self.host}:{self.port}: no answer within {timeout:.0f}s",
+            raise ServiceTimedOut(f"sandbox service {self.where}: no answer within {timeout:.0f}s",
                                   seconds=timeout) from exc
         except urllib3.exceptions.HTTPError as exc:
-            raise ServiceUnreachable(f"sandbox service {self.host}:{self.port}: {exc}") from exc
+            raise ServiceUnreachable(f"sandbox service {self.where}: {exc}") from exc
         if resp.status == 503:  # the service has no connection to spare: unreachable for now
             data = resp.data if preload else resp.read()
-            raise ServiceUnreachable(f"sandbox service {self.host}:{self.port}: {refusal(resp.status, data)}")
+            raise ServiceUnreachable(f"sandbox service {self.where}: {refusal(resp.status, data)}")
         return resp
 
     def _json(self, method: str, path: str, **kwargs) -> dict:
@@ -149,7 +174,7 @@ class ServiceClient:
                 still_starting()
                 next_check = time.monotonic() + check_every
             if now > deadline:
-                raise InfraError(f"sandbox service {self.host}:{self.port} not ready after {timeout:.0f}s")
+                raise InfraError(f"sandbox service {self.where} not ready after {timeout:.0f}s")
             time.sleep(delay)
             delay = min(delay * 1.5, 0.1)
 
@@ -190,7 +215,7 @@ class ServiceClient:
                 chunks.append(chunk)
         except urllib3.exceptions.HTTPError as exc:
             resp.close()
-            raise ServiceUnreachable(f"sandbox service {self.host}:{self.port}: {exc}") from exc
+            raise ServiceUnreachable(f"sandbox service {self.where}: {exc}") from exc
         except BaseException:
             resp.close()  # unread bytes: the connection cannot be reused
             raise
@@ -206,6 +231,8 @@ class ServiceClient:
 
     def close(self) -> None:
         self._pool.close()
+        if self._forward is not None:
+            self._forward.close()
 
 
 class ServiceSandbox(Sandbox):
@@ -219,9 +246,9 @@ class ServiceSandbox(Sandbox):
 
     provider: str
 
-    def __init__(self, spec: SandboxSpec, name: str, host: str, port: int, token: str):
+    def __init__(self, spec: SandboxSpec, name: str, host: str, port: int, token: str, socket: str | None = None):
         self.spec, self.name = spec, name
-        self._service = ServiceClient(host, port, token)
+        self._service = ServiceClient(host, port, token, socket=socket)
 
     def ref(self) -> dict:
         raise NotImplementedError
@@ -230,11 +257,12 @@ class ServiceSandbox(Sandbox):
         raise NotImplementedError
 
     def connection(self) -> Connection:
-        return Connection(self._service.host, self._service.port, dict(self._service.headers))
+        return Connection(*self._service.address(), dict(self._service.headers))
 
     def handle(self) -> SandboxHandle:
         return SandboxHandle(provider=self.provider, name=self.name, host=self._service.host,
-                             port=self._service.port, token=self._service.token, spec=self.spec, ref=self.ref())
+                             port=self._service.port, socket=self._service.socket, token=self._service.token,
+                             spec=self.spec, ref=self.ref())
 
     def _service_call(self, fn, *args):
         try:

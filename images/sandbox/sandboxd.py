@@ -19,6 +19,9 @@ exec costs ~50 ms. Endpoints (JSON unless said otherwise):
   /devtools/..., /json/...     -> forwarded byte for byte to Chromium's DevTools (WebSocket included),
                                   so the harness reaches the browser through this one published port
 
+With HARNESS_SANDBOX_SOCKET=PATH it listens on a Unix socket at PATH instead of the port (the
+harness's socket transport, for a sandbox with no network at all; `listen`).
+
 Every request must carry the header X-Harness-Token equal to $HARNESS_SANDBOX_TOKEN; without
 that variable the service refuses to start. A refusal is {"error": text, "code": CODE} with
 CODE one of not_found, permission, is_a_directory, too_large, unsupported, bad_request, busy.
@@ -1003,11 +1006,28 @@ def _seal_memory() -> None:
                          "could read from this process's memory")
 
 
+def listen() -> socket.socket:
+    """The TCP port, or with HARNESS_SANDBOX_SOCKET a Unix socket at that path (the harness's
+    socket transport: a sandbox with no network, the path in a directory the host mounted in).
+    Connectable by any user: requests still need the token, and the host renames the socket
+    out of the mounted directory as soon as it appears, out of agent code's reach."""
+    path = os.environ.pop("HARNESS_SANDBOX_SOCKET", "")
+    if not path:
+        return socket.create_server(("0.0.0.0", PORT), backlog=LISTEN_BACKLOG)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    partial = path + ".new"  # bound and opened to all, then renamed: the path appears ready to connect
+    sock.bind(partial)
+    os.chmod(partial, 0o666)
+    sock.listen(LISTEN_BACKLOG)
+    os.rename(partial, path)
+    return sock
+
+
 async def main() -> None:
     if not TOKEN:
         raise SystemExit("sandboxd: HARNESS_SANDBOX_TOKEN is not set; refusing to serve without a token")
     _seal_memory()
-    sock = socket.create_server(("0.0.0.0", PORT), backlog=LISTEN_BACKLOG)
+    sock = listen()
     if os.getpid() == 1:
         asyncio.ensure_future(init_loop())
     await serve(sock)

@@ -253,7 +253,9 @@ for target in sys.argv[1:]:
 
 
 def test_network_none_reaches_neither_the_host_nor_other_sandboxes_nor_their_names(provider, image, run_id,
-                                                                                   reliability):
+                                                                                   reliability, tcp_transport):
+    """On the `harness-none` bridge, where the socket transport cannot be used (a sandbox with no network at
+    all: tests/test_socket_transport.py)."""
     t0 = time.monotonic()
     server = _HostServer()
     try:
@@ -287,7 +289,7 @@ def _iptables_usable() -> bool:
     return os.geteuid() == 0 and shutil.which("iptables") is not None and engine.engine_is_local()
 
 
-def test_network_none_packets_never_leave_the_bridge(provider, image, run_id, reliability):
+def test_network_none_packets_never_leave_the_bridge(provider, image, run_id, reliability, tcp_transport):
     """Nothing from the isolated bridge is forwarded anywhere (without NAT it would leave with the
     sandbox's own address) and nothing new reaches the host; replies of the published port still flow."""
     if not _iptables_usable():
@@ -318,7 +320,7 @@ def test_network_none_packets_never_leave_the_bridge(provider, image, run_id, re
                        leaked=leaked(provider, run_id), started=t0)
 
 
-def test_without_firewall_rules_the_harness_warns_once(provider, image, monkeypatch, caplog):
+def test_without_firewall_rules_the_harness_warns_once(provider, image, monkeypatch, caplog, tcp_transport):
     """Not root (or no iptables, or a remote engine): one warning, logged and given to the provider's
     `prepare` log (which `harness run` prints once it has instances to run), saying what stays reachable."""
     from harness.sandbox.docker import networks

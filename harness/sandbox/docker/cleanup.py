@@ -27,7 +27,7 @@ from filelock import FileLock, Timeout
 
 from harness.errors import EngineInUse
 from harness.sandbox.contract import Leftover as Found
-from harness.sandbox.docker import engine, naming, networks, webarchive
+from harness.sandbox.docker import engine, naming, networks, sockets, webarchive
 
 PASSES = 3  # look-ups for containers a just-killed harness's in-flight requests made (reap)
 REAP_LOCK_TIMEOUT_S = 300  # a reaper waits this long for another one on the same engine, then reaps anyway
@@ -101,8 +101,11 @@ def _reap(*, run_id: str | None, everything: bool, dry_run: bool) -> list[Found]
             break
         for item in fresh:
             engine.remove_container(item.id)
+            sockets.remove(item.name)  # its socket transport's directory, if it had one
             removed[item.id] = item
         doomed = select(find(run_id), run_id=run_id, everything=everything)
+    if not run_id:  # the socket directories killed harnesses left with no container (a start or removal cut short)
+        sockets.sweep({item.name for item in find()})
     nets = []
     for item in select(find_networks(run_id), run_id=run_id, everything=everything):
         try:

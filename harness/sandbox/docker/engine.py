@@ -33,6 +33,7 @@ from harness.errors import (
     EngineUnavailable,
     InfraError,
     InputError,
+    MountSourceUnseen,
     PortTaken,
     SandboxDied,
     SandboxExhausted,
@@ -73,10 +74,14 @@ def engine_url() -> str | None:
     return settings().docker_host or os.environ.get("DOCKER_HOST") or None
 
 
+def key() -> str:
+    """A short name of the engine this process talks to, for files of this machine kept per engine."""
+    return hashlib.sha256((engine_url() or "local").encode()).hexdigest()[:12]
+
+
 def lock_path(kind: str) -> Path:
     """The machine-wide lock file of `kind` ("images", "reap") on the engine this process talks to."""
-    url = engine_url() or "local"
-    return state_dir() / f"{kind}-{hashlib.sha256(url.encode()).hexdigest()[:12]}.lock"
+    return state_dir() / f"{kind}-{key()}.lock"
 
 
 def tls_config(url: str | None = None):
@@ -216,11 +221,13 @@ def sandbox_host() -> str:
 # (status or None for any, words of which one must be in the message or () for any, type): the first
 # row that matches wins. Words only where the status is not enough: a taken port is a 500 at start
 # ("Bind for 127.0.0.1:P failed: port is already allocated", or the userland proxy's "bind: address
-# already in use"); a network that still has endpoints is a 403 among other 403s (a predefined network).
+# already in use"); a network that still has endpoints is a 403 among other 403s (a predefined network);
+# a bind mount whose source the engine cannot see is a 400 among other 400s.
 # A 409 on a forced container remove can only be a removal already in progress.
 REFUSALS: tuple[tuple[int | None, tuple[str, ...], type[EngineRefused]], ...] = (
     (None, ("port is already allocated", "address already in use"), PortTaken),
     (None, ("has active endpoints",), EngineInUse),
+    (400, ("bind source path does not exist",), MountSourceUnseen),
     (500, ("did not receive an exit event",), EngineKillTimedOut),
     (404, (), EngineNotFound),
     (409, (), EngineConflict),

@@ -1,8 +1,10 @@
 """Network policy per sandbox: none (default), internet, or internal:NAME.
 
-Docker publishes no ports on `internal` networks, and the harness must reach each
-sandbox's service through a published port, so "none" is a harness-owned bridge
-network, `harness-none`, on a bridge device of that same fixed name, with:
+On a local Linux engine a "none" sandbox has no network at all and its service answers on a
+Unix socket (sockets.py); this module serves every other case. Docker publishes no ports on
+`internal` networks, and the harness must reach each sandbox's service through a published
+port, so there "none" is a harness-owned bridge network, `harness-none`, on a bridge device
+of that same fixed name, with:
 
 - IP masquerading off (nothing is NATed to the world) and inter-container traffic
   off (sandboxes cannot reach each other);

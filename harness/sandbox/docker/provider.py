@@ -2,7 +2,9 @@
 
 `DockerProvider` is the `SandboxProvider` for one Docker engine (DOCKER_HOST, or the
 local socket). Each sandbox is a container whose PID 1 is sandboxd; commands and files
-go through sandboxd on the one published port, never through `docker exec`.
+go through sandboxd, never through `docker exec`: on its Unix socket in a sandbox with no
+network at all where the transport allows (policy `none` on a local Linux engine: sockets.py),
+else on the one published port.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import secrets
 import time
 from pathlib import Path
 
-from harness.errors import InfraError, PortTaken
+from harness.errors import InfraError, MountSourceUnseen, PortTaken
 from harness.sandbox.contract import (
     Capabilities,
     Capacity,
@@ -22,7 +24,7 @@ from harness.sandbox.contract import (
     SandboxProvider,
     SandboxSpec,
 )
-from harness.sandbox.docker import cleanup, engine, images, naming, networks, ports, storage, webproxy
+from harness.sandbox.docker import cleanup, engine, images, naming, networks, ports, sockets, storage, webproxy
 from harness.sandbox.docker.website import hosts_on as website_hosts
 from harness.sandbox.service import ServiceSandbox
 from harness.settings import settings
@@ -33,8 +35,9 @@ NAME = "docker"
 class DockerSandbox(ServiceSandbox):
     provider = NAME
 
-    def __init__(self, spec: SandboxSpec, container_id: str, name: str, host: str, port: int, token: str):
-        super().__init__(spec, name, host, port, token)
+    def __init__(self, spec: SandboxSpec, container_id: str, name: str, host: str, port: int, token: str,
+                 socket: str | None = None):
+        super().__init__(spec, name, host, port, token, socket)
         self.id = container_id
 
     def ref(self) -> dict:
@@ -44,15 +47,18 @@ class DockerSandbox(ServiceSandbox):
         engine.raise_if_dead(self.id, self.name, cause)
 
 
-def _create_kwargs(spec: SandboxSpec, name: str, token: str) -> dict:
+def _create_kwargs(spec: SandboxSpec, name: str, token: str, *, unix: bool = False) -> dict:
+    """unix: the socket transport (sockets.py: no network, a mounted directory), else a network (the port
+    is published by the caller)."""
     # No Docker name: the engine's embedded DNS would hand the name (and so the address) of
     # each sandbox to every other on the network (networks.py). The harness's name is a label.
+    transport = sockets.mount_options(name) if unix else _network_options(spec.network)
     return dict(
         image=spec.image,
         labels={**naming.labels(spec.run_id, spec.instance_id, spec.attempt), naming.LABEL_NAME: name},
         # A run's web proxy (webproxy.py) adds its browser flags for the sandboxes of its network.
         environment={**webproxy.browser_env(spec.network.removeprefix("internal:")), **spec.env,
-                     "HARNESS_SANDBOX_TOKEN": token},
+                     **transport.pop("environment", {}), "HARNESS_SANDBOX_TOKEN": token},
         detach=True,
         nano_cpus=int(spec.cpus * 1e9),
         pids_limit=spec.pids,
@@ -61,7 +67,7 @@ def _create_kwargs(spec: SandboxSpec, name: str, token: str) -> dict:
         # The disk limit, the memory limit that goes with it (no swap: a memory hog is OOM-killed,
         # not slowed to a crawl), and the capped log (storage.py).
         **storage.create_options(spec),
-        **_network_options(spec.network),
+        **transport,
     )
 
 
@@ -94,19 +100,26 @@ def _create(cli, kwargs: dict) -> str:
     return str(cli.api.create_container(**_create_container_args(args))["Id"])
 
 
-def _create_and_start(kwargs: dict, policy: str, host_port: int | None):
+def _create_and_start(kwargs: dict, policy: str, host_port: int | None) -> tuple[str, dict, int]:
+    """The container's id, its inspect (empty for the socket transport, which needs none) and published port (0
+    for the socket transport)."""
     cli = engine.client()
+    unix = kwargs.get("network_disabled", False)
     try:
         # No retry: a create that timed out on our side may still have made the container.
-        cid = engine.call("create", lambda: _create(cli, {**kwargs, "ports": ports.publish(host_port)}), retries=0)
+        options = kwargs if unix else {**kwargs, "ports": ports.publish(host_port)}
+        cid = engine.call("create", lambda: _create(cli, options), retries=0)
     except BaseException:
         _remove_by_name(kwargs["labels"][naming.LABEL_NAME])
         raise
     try:
+        if unix:
+            engine.call("start", lambda: cli.api.start(cid), retries=0)
+            return cid, {}, 0
         networks.connect(cid, policy)
         engine.call("start", lambda: cli.api.start(cid), retries=0)
-        container = cli.containers.prepare_model(engine.call("inspect", lambda: cli.api.inspect_container(cid)))
-        return container, ports.read_port(container.attrs)
+        attrs = engine.call("inspect", lambda: cli.api.inspect_container(cid))
+        return cid, attrs, ports.read_port(attrs)
     except BaseException:
         engine.remove_container(cid)  # a failed start leaves a Created container behind
         raise
@@ -153,7 +166,7 @@ class DockerProvider(SandboxProvider):
         return images.sandbox_tag()  # what preflight's images.build returns: the tree hash of the build context
 
     def prepare(self, *, network: str = "none", log=print) -> None:
-        if network != "internet":
+        if network != "internet" and not sockets.wanted(network):  # a sandbox with no network needs none
             networks.ensure_isolated(log)  # with its firewall (one warning when the rules cannot be applied)
 
     def capacity(self) -> Capacity:
@@ -163,18 +176,33 @@ class DockerProvider(SandboxProvider):
     def start(self, spec: SandboxSpec) -> DockerSandbox:
         name = naming.container_name(spec.run_id, spec.instance_id, spec.attempt)
         token = secrets.token_urlsafe(24)
-        kwargs = _create_kwargs(spec, name, token)
-        port_range = ports.port_range()
+        unix = sockets.wanted(spec.network)
         with engine.start_gate():
-            if port_range is None:
-                container, port = _create_and_start(kwargs, spec.network, None)
-            else:
-                container, port = _start_in_range(kwargs, spec.network, port_range)
-        sandbox = DockerSandbox(spec, container.id, name, engine.sandbox_host(), port, token)
+            if unix:
+                try:
+                    kwargs = _create_kwargs(spec, name, token, unix=True)
+                    cid, attrs, port = _create_and_start(kwargs, spec.network, None)
+                except MountSourceUnseen as exc:
+                    sockets.remove(name)
+                    sockets.give_up(f"the engine does not see this machine's {sockets.paths(name)[0].parent} ({exc})")
+                    unix = False
+            if not unix:
+                kwargs, port_range = _create_kwargs(spec, name, token), ports.port_range()
+                if port_range is None:
+                    cid, attrs, port = _create_and_start(kwargs, spec.network, None)
+                else:
+                    cid, attrs, port = _start_in_range(kwargs, spec.network, port_range)
+        still_starting = lambda: engine.raise_if_dead(cid, name, agent_ran=False)  # noqa: E731
         try:
-            webproxy.register(spec, container.attrs)  # the proxy's records name this instance and attempt
-            sandbox._service.wait_ready(settings().sandbox_ready_timeout,
-                                        lambda: engine.raise_if_dead(container.id, name, agent_ran=False))
+            socket = sockets.take(name, settings().sandbox_ready_timeout, still_starting) if unix else None
+        except BaseException:
+            engine.remove_container(cid)
+            sockets.remove(name)
+            raise
+        sandbox = DockerSandbox(spec, cid, name, engine.sandbox_host(), port, token, socket)
+        try:
+            webproxy.register(spec, attrs)  # the proxy's records name this instance and attempt
+            sandbox._service.wait_ready(settings().sandbox_ready_timeout, still_starting)
         except BaseException:
             self.teardown(sandbox)
             raise
@@ -184,11 +212,13 @@ class DockerProvider(SandboxProvider):
         if handle.provider != NAME:
             raise ValueError(f"a {handle.provider} handle cannot be attached by the docker provider")
         return DockerSandbox(handle.spec, handle.ref["container_id"], handle.name, handle.host, handle.port,
-                             handle.token)
+                             handle.token, handle.socket)
 
     def teardown(self, sandbox: Sandbox) -> None:
         assert isinstance(sandbox, DockerSandbox)
         sandbox.close()
+        if sandbox._service.socket is not None:  # first: a harness killed during the removal leaves no socket
+            sockets.remove(sandbox.name)
         engine.remove_container(sandbox.id)
 
     def find(self, run_id: str | None = None) -> list[Leftover]:

@@ -1,0 +1,172 @@
+"""The socket transport: sandboxd on a Unix socket, in a sandbox with no network at all.
+
+A sandbox of network policy `none` needs no network: the harness is its only peer. On a local
+Linux engine it is therefore created with networking disabled (only a loopback) and a directory
+of the host mounted at MOUNT, where sandboxd binds its socket (HARNESS_SANDBOX_SOCKET). The engine
+then makes no network namespace of its own, no veth, bridge port, firewall rule, published port or
+port proxy, and runs no network hook: a sandbox's create, start and removal cost the engine about
+a third of what they cost on the `harness-none` bridge (bench/README.md), and nothing inside can
+reach anything outside, the host included, whatever the firewall.
+
+The socket is taken out of agent code's reach before any command runs: as soon as it appears in
+the mounted directory the harness renames it to a path beside that directory, which the sandbox
+cannot see (`take`). Agent code may then write into the mounted directory; nobody reads it.
+
+Where a sandbox cannot use it, the docker provider publishes a port as before: other policies
+(they need a network), a remote engine (its files are not ours), an engine in a VM (Docker Desktop:
+a socket file does not cross it), and an engine that cannot see our directory: a harness inside a
+container (docker-compose.yml) or an engine with a /tmp of its own. Each sandbox's directory has a
+name of its own, so the engine finds it only when it sees our files: the create is refused
+(`MountSourceUnseen`) and the transport is given up for the process, with one warning.
+HARNESS_SANDBOX_TRANSPORT=tcp|unix decides instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import os
+import shutil
+import stat
+import sys
+import tempfile
+import time
+import urllib.parse
+from collections.abc import Callable
+from pathlib import Path
+
+from harness.errors import InfraError
+from harness.settings import settings
+
+log = logging.getLogger(__name__)
+MOUNT = "/run/harness"  # the directory inside the sandbox
+NAME = "sandboxd.sock"
+_given_up: list[str] = []  # why the transport was given up in this process (at most one entry)
+
+
+def wanted(policy: str) -> bool:
+    """Whether a sandbox of this network policy uses the socket transport."""
+    mode = settings().sandbox_transport
+    if policy != "none" or mode == "tcp" or _given_up:
+        return False
+    return mode == "unix" or _engine_shares_our_files()
+
+
+@functools.cache
+def _engine_shares_our_files() -> bool:
+    from harness.sandbox.docker import engine
+
+    url = urllib.parse.urlsplit(engine.engine_url() or "unix:///var/run/docker.sock")
+    if sys.platform != "linux" or url.scheme not in ("unix", "http+unix"):
+        return False
+    return engine.info().get("OperatingSystem") != "Docker Desktop"
+
+
+def give_up(reason: str) -> None:
+    if not _given_up:
+        _given_up.append(reason)
+        log.warning("sandboxes publish a port from now on: %s (HARNESS_SANDBOX_TRANSPORT=tcp says so at once)",
+                    reason)
+
+
+@functools.cache
+def _base() -> Path:
+    """This user's directory for the sockets of sandboxes on this engine: short (a socket's path has at most
+    107 bytes), on this machine, 0700 and ours (a directory of that name that is not is refused, never used)."""
+    from harness.sandbox.docker import engine
+
+    root = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir())
+    path = root / f"harness-{os.getuid()}"
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise InfraError(f"{path} is not a private directory of this user; remove it or set "
+                         "HARNESS_SANDBOX_TRANSPORT=tcp")
+    mine = path / engine.key()  # one per engine: see sweep
+    mine.mkdir(mode=0o700, exist_ok=True)
+    return mine
+
+
+def _key(name: str) -> str:
+    return hashlib.sha256(name.encode()).hexdigest()[:16]
+
+
+def paths(name: str) -> tuple[Path, Path]:
+    """The sandbox's mounted directory and the private path its socket is renamed to."""
+    key = _key(name)
+    return _base() / key, _base() / f"{key}.sock"
+
+
+def mount_options(name: str) -> dict:
+    """Create options for a sandbox named `name` (the directory is made here, writable by the
+    sandbox's user whatever its uid: nothing in it is trusted)."""
+    from docker.types import Mount
+
+    directory, _ = paths(name)
+    directory.mkdir(exist_ok=True)
+    os.chmod(directory, 0o777)
+    return {"network_disabled": True,
+            "mounts": [Mount(target=MOUNT, source=str(directory), type="bind")],
+            "environment": {"HARNESS_SANDBOX_SOCKET": f"{MOUNT}/{NAME}"}}
+
+
+def take(name: str, timeout: float, still_starting: Callable[[], None], check_every: float = 0.25) -> str:
+    """Wait for sandboxd's socket to appear, then move it out of the sandbox's reach; its new path.
+    still_starting() raises when the sandbox died (asked every `check_every` seconds)."""
+    directory, private = paths(name)
+    started = time.monotonic()
+    deadline, next_check, delay = started + timeout, started + check_every, 0.002
+    while True:
+        try:
+            os.rename(directory / NAME, private)
+            return str(private)
+        except FileNotFoundError:
+            pass
+        now = time.monotonic()
+        if now >= next_check or now > deadline:
+            still_starting()
+            next_check = time.monotonic() + check_every
+        if now > deadline:
+            raise InfraError(f"sandboxd's socket did not appear in {directory} within {timeout:.0f}s "
+                             "(HARNESS_SANDBOX_TRANSPORT=tcp publishes a port instead)")
+        time.sleep(delay)
+        delay = min(delay * 1.5, 0.05)
+
+
+def remove(name: str) -> None:
+    """Remove the sandbox's directory and socket (whatever agent code left in the directory)."""
+    try:
+        directory, private = paths(name)
+    except InfraError:
+        return  # no private directory: no socket of ours either
+    private.unlink(missing_ok=True)
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def sweep(names: set[str], *, older_than: float = 300) -> list[str]:
+    """Remove what a killed harness left in this engine's directory (made before its create, or its teardown
+    killed after the engine's removal): every entry older than `older_than` seconds that is no container's
+    of `names`, the names of every harness container on this engine. Returns what it removed."""
+    try:
+        base = _base()
+    except InfraError:
+        return []
+    keep, now, gone = {_key(name) for name in names}, time.time(), []
+    for entry in base.iterdir():
+        if entry.name.removesuffix(".sock") in keep:
+            continue
+        try:
+            if now - entry.lstat().st_mtime < older_than:
+                continue  # a start in progress
+        except FileNotFoundError:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+        gone.append(entry.name)
+    return gone
