@@ -21,6 +21,9 @@ class Instance(BaseModel):
     expected_tool_calls: list[str] | None = None
     max_steps: int | None = Field(None, ge=1)
     max_tokens: int | None = Field(None, ge=1)
+    # The image its sandbox runs from: a build context images/NAME of the harness (e.g. "gaia2"), built on the
+    # sandbox image by the provider's `image_of`; None: the sandbox image.
+    image: str | None = None
 
     def limited(self, limits):
         """The run's Limits with this task's own max_steps/max_tokens where they are stricter."""

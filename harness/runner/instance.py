@@ -91,6 +91,7 @@ class RunSettings:
     budget: BudgetSpec | None = None  # --max-cost: the run's spend, shared by every agent (models/budget.py)
     cache: Path | None = None  # --cache DIR: the agents' response cache (models/cache.py)
     forks: ForkServers | None = None  # the run's fork servers (agent_process/servers.py); None: every agent fresh
+    images: Mapping[str, str] = field(default_factory=dict)  # an instance's own image (Instance.image): its reference
 
     @classmethod
     def of(cls, cfg: RunConfiguration, **run: Any) -> RunSettings:
@@ -104,9 +105,10 @@ class RunSettings:
 @contextmanager
 def _sandbox(settings_: RunSettings, spec: SandboxSpec) -> Iterator[Sandbox]:
     """A sandbox (a warm one when the pool has one) removed on every way out; by the reaper when there is one."""
-    sandbox = settings_.pool.take() if settings_.pool is not None else None
+    warm = settings_.pool is not None and spec.image == settings_.image  # the pool holds sandbox-image sandboxes
+    sandbox = settings_.pool.take() if warm and settings_.pool is not None else None
     if sandbox is None:
-        if settings_.pool is not None:
+        if warm and settings_.pool is not None:
             settings_.pool.started_cold()
         sandbox = settings_.provider.start(spec)
     try:
@@ -211,7 +213,8 @@ def _run_instance(instance: Instance, settings_: RunSettings, started: str, t0: 
             trace_path.parent.mkdir(parents=True, exist_ok=True)
             trace_path.unlink(missing_ok=True)
         trace = None
-        spec = SandboxSpec(image=settings_.image, run_id=settings_.run_id, instance_id=instance.instance_id,
+        image = settings_.images[instance.image] if instance.image else settings_.image
+        spec = SandboxSpec(image=image, run_id=settings_.run_id, instance_id=instance.instance_id,
                            attempt=attempt, **settings_.sandbox.resources(settings_.network))
         try:
             with _sandbox(settings_, spec) as sandbox:

@@ -278,6 +278,15 @@ class SandboxProvider(abc.ABC):
         or built, network policy possible); return the image reference. InputError for a bad
         setting, InfraError/EngineUnavailable when the engine is the problem."""
 
+    def image_of(self, name: str, *, log: Callable[[str], None] = print) -> str:
+        """Make present the image a benchmark or task names (`Instance.image`: a build context images/NAME of
+        the harness, built on the sandbox image) and return its reference; called by the preflight for every
+        name the run's instances use, before anything is written. The default refuses (InputError)."""
+        from harness.errors import InputError
+
+        raise InputError(f"the {self.name} sandbox provider cannot run instances of the image {name!r} "
+                         "(the docker provider can)")
+
     def image_ref(self) -> str | None:
         """The image reference `preflight` would return, told without the engine, or None when only the
         engine can tell (the default). A resume with nothing to do records it in run.json instead of

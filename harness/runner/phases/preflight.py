@@ -12,7 +12,8 @@ are said; a failure raises InputError (exit 2). `validate` (the engine-free part
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
@@ -34,6 +35,7 @@ class Checked:
     prepared: Prepared
     image: str
     run_id: str
+    images: Mapping[str, str] = field(default_factory=dict)  # an instance's own image (Instance.image): its reference
 
 
 def validate(cfg: RunConfiguration, console: Console) -> Prepared:
@@ -55,8 +57,10 @@ def preflight(cfg: RunConfiguration, provider: SandboxProvider, console: Console
     for warning in probe_all(prepared.models):
         say(console, warning, style="yellow")
     image = provider.preflight(network=cfg.sandbox.network, log=lambda m: say(console, m))
+    named = sorted({instance.image for instance in prepared.selected if instance.image})
+    images = {name: provider.image_of(name, log=lambda m: say(console, m)) for name in named}
     check_capacity(cfg.sandbox, provider.capacity())
-    checked = Checked(prepared, image, new_run_id(cfg))
+    checked = Checked(prepared, image, new_run_id(cfg), images)
     for warning in check_run(run_setup(cfg, provider, checked, cfg.output.dir, console, None)):
         say(console, warning, style="yellow")
     return checked

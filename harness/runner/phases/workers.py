@@ -29,7 +29,8 @@ def work(cfg: RunConfiguration, provider: SandboxProvider, checked: Checked, ser
             pool = stack.enter_context(WarmPool(provider, SandboxSpec(
                 image=checked.image, run_id=checked.run_id, instance_id="warm",
                 **cfg.sandbox.resources(services.network)), min(warm, len(todo)), total=len(todo)))
-        settings = RunSettings.of(cfg, run_id=checked.run_id, image=checked.image, model=prepared.section,
+        settings = RunSettings.of(cfg, run_id=checked.run_id, image=checked.image, images=checked.images,
+                                  model=prepared.section,
                                   provider=provider, scorers=prepared.scorers, network=services.network,
                                   replay=prepared.replay, pool=pool, prompt=prepared.prompt,
                                   dataset=prepared.dataset.fingerprint[:16], search=services.search, forks=forks)

@@ -41,7 +41,32 @@ def images_dir() -> Path:
 
 
 def sandbox_tag() -> str:
-    return f"harness-sandbox:{tree_hash(images_dir())}"
+    """The tree hash of the sandbox image's own contexts (base and sandbox): an image of another context
+    (webproxy, a benchmark's) changing leaves it alone."""
+    root = images_dir()
+    return f"harness-sandbox:{tree_hash(root / 'base')[:6]}{tree_hash(root / 'sandbox')[:6]}"
+
+
+def named_tag(name: str) -> str:
+    """A benchmark's image (images/NAME, built on the sandbox image): its context's hash and the sandbox's."""
+    return f"harness-{name}:{tree_hash(images_dir() / name)[:6]}{sandbox_tag().split(':')[1][:6]}"
+
+
+def build_named(name: str, *, log=print) -> str:
+    """Make the benchmark image `name` present on the engine (the sandbox image first); return its tag. Built
+    offline like the sandbox image, from images/NAME/Dockerfile with SANDBOX_IMAGE as its base."""
+    context = images_dir() / name
+    if not name.isidentifier() or not (context / "Dockerfile").is_file():
+        raise InputError(f"no image named {name!r}: images/{name}/Dockerfile does not exist")
+    base, tag = build(log=log), named_tag(name)
+    if _exists(tag):
+        return tag
+    with FileLock(str(lock_path())):
+        if not _exists(tag):
+            log(f"building {tag} on {base} ...")
+            _build_context(context, tag, {"SANDBOX_IMAGE": base})
+            log(f"built {tag}")
+    return tag
 
 
 def _exists(tag: str) -> bool:
@@ -154,19 +179,26 @@ def _build(tag: str, root: Path, log) -> str:
     """Build the image on the engine (its base first when missing)."""
     base = _ensure_base(log)
     log(f"building {tag} on {base} ...")
-    with tempfile.TemporaryDirectory(prefix="harness-build-") as ctx:
-        shutil.copytree(root / "sandbox", ctx, dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        ca = _extra_ca()
-        Path(ctx, "build-ca.crt").write_bytes(ca.read_bytes() if ca else b"")
-        engine.call("build", lambda: _stream_build(ctx, tag, base), retries=0)
+    _build_context(root / "sandbox", tag, {"BASE_IMAGE": base})
     log(f"built {tag}")
     return tag
 
 
-def _stream_build(ctx: str, tag: str, base: str) -> None:
+def _build_context(context: Path, tag: str, args: dict[str, str], extra: dict[str, Path] | None = None) -> None:
+    """Build one context, plus `extra` files (name in the context: source), with the build CA a pip behind a
+    TLS-intercepting proxy needs, as build-ca.crt."""
+    with tempfile.TemporaryDirectory(prefix="harness-build-") as ctx:
+        shutil.copytree(context, ctx, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        for name, source in (extra or {}).items():
+            shutil.copy(source, Path(ctx, name))
+        ca = _extra_ca()
+        Path(ctx, "build-ca.crt").write_bytes(ca.read_bytes() if ca else b"")
+        engine.call("build", lambda: _stream_build(ctx, tag, args), retries=0)
+
+
+def _stream_build(ctx: str, tag: str, args: dict[str, str]) -> None:
     tail: list[str] = []
-    for chunk in engine.client().api.build(path=ctx, tag=tag, buildargs={"BASE_IMAGE": base},
+    for chunk in engine.client().api.build(path=ctx, tag=tag, buildargs=args,
                                            labels={LABEL: tag}, rm=True, forcerm=True, decode=True):
         line = chunk.get("stream") or chunk.get("status") or ""
         if line.strip():

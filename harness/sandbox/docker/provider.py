@@ -162,6 +162,9 @@ class DockerProvider(SandboxProvider):
         networks.check_policy(network, log)  # an internal:NAME network must exist
         return image
 
+    def image_of(self, name: str, *, log=print) -> str:
+        return images.build_named(name, log=log)
+
     def image_ref(self) -> str:
         return images.sandbox_tag()  # what preflight's images.build returns: the tree hash of the build context
 

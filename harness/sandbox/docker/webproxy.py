@@ -26,9 +26,7 @@ import datetime as dt
 import hashlib
 import io
 import logging
-import shutil
 import tarfile
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -97,13 +95,7 @@ def build(log_=print) -> str:
             return name
         base = images._ensure_base(log_)
         log_(f"building {name} on {base} ...")
-        with tempfile.TemporaryDirectory(prefix="harness-build-") as ctx:
-            shutil.copytree(images.images_dir() / "webproxy", ctx, dirs_exist_ok=True,
-                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-            shutil.copy(RULES, Path(ctx, "rules.py"))
-            ca = images._extra_ca()
-            Path(ctx, "build-ca.crt").write_bytes(ca.read_bytes() if ca else b"")
-            engine.call("build", lambda: images._stream_build(ctx, name, base), retries=0)
+        images._build_context(images.images_dir() / "webproxy", name, {"BASE_IMAGE": base}, {"rules.py": RULES})
         log_(f"built {name}")
     return name
 

@@ -1,0 +1,319 @@
+"""gaia2_driver: one Gaia2 scenario of ARE (Meta's Agents Research Environments), served over MCP on stdio.
+
+Runs inside the Gaia2 sandbox with ARE's own interpreter, `/opt/are/bin/python`, never in the harness:
+
+    gaia2_driver.py SCENARIO_JSON [--judge hard|llm] [--judge-url URL --judge-model NAME]
+
+It imports the scenario as ARE's benchmark runner does (JsonScenarioImporter, then preprocess_scenario: the
+oracle run and the judge), starts ARE's Environment (its event loop and simulated clock, in a thread of this
+process) and serves, to one MCP client:
+- every app tool of the scenario, under ARE's own name (`Emails__send_email`) and description, with the JSON
+  schema of the pydantic model ARE validates its arguments with (ARE's own MCP server advertises Python type
+  strings instead). The AgentUserInterface's read tools are hidden, as ARE's default agent hides them: the
+  user's replies arrive as notifications.
+- after each call, the notifications ARE delivered since the last one, as ARE's default agent reads them
+  (`[notification] TYPE: text`).
+- `AgentUserInterface__send_message_to_user` ends a turn. When the scenario has another, the call waits (up to
+  TURN_WAIT_S) for ARE's online judge of that turn and the user's next message, and returns it; after the last
+  turn it says the task is over.
+- hidden tools (prefix `harness__`, for the harness, never offered to a model): `harness__task` (the first user
+  message), `harness__event` (a completed event's time and return value: the oracle agent resolves `{{id}}`
+  placeholders with it), `harness__finish` (ARE's verdict, once: the env is paused, judged and stopped).
+
+Judges: `hard` (ARE's scripted checks only: no LLM; the arguments ARE compares with an LLM, such as a message's
+text, are then not compared at all) or `llm` (ARE's GraphPerEventJudge, its soft checks through an
+OpenAI-compatible URL; ARE calls it only when an argument differs from the oracle's after normalisation).
+A judge that raises, and an event loop that died, are a verdict of `error`, never a failed scenario.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import json
+import logging
+import os
+import re
+import sys
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+os.environ.setdefault("OPENAI_API_KEY", "unused")  # the judge's URL is the harness's metered relay, keyless
+
+import mcp.types as types  # noqa: E402
+from are.simulation.apps.agent_user_interface import AgentUserInterface  # noqa: E402
+from are.simulation.apps.mcp.server.are_simulation_mcp_server import ARESimulationToolManager  # noqa: E402
+from are.simulation.data_handler.importer import JsonScenarioImporter  # noqa: E402
+from are.simulation.environment import Environment, EnvironmentConfig  # noqa: E402
+from are.simulation.notification_system import MessageType, VerboseNotificationSystem, VerbosityLevel  # noqa: E402
+from are.simulation.scenarios.scenario_imported_from_json.utils import preprocess_scenario  # noqa: E402
+from are.simulation.scenarios.utils.turn_conditions import is_send_message_to_user  # noqa: E402
+from are.simulation.types import EnvironmentState, EventType  # noqa: E402
+from are.simulation.utils import make_serializable  # noqa: E402
+from are.simulation.validation.base import BaseJudge  # noqa: E402
+from are.simulation.validation.configs import ScriptedGraphPerEventJudgeConfig  # noqa: E402
+from mcp.server.lowlevel import Server  # noqa: E402
+from mcp.server.stdio import stdio_server  # noqa: E402
+
+HIDDEN = {"AgentUserInterface__get_last_message_from_user", "AgentUserInterface__get_last_message_from_agent",
+          "AgentUserInterface__get_last_unread_messages", "AgentUserInterface__get_all_messages"}
+SEND_TO_USER = "AgentUserInterface__send_message_to_user"
+TURN_WAIT_S = 60.0
+
+
+class _NoLLM:
+    """The hard judge's engine: never called (passing one keeps ARE from building a default that imports litellm)."""
+
+    model_name = "none"
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("the hard judge calls no LLM")
+
+
+def _judge_config(judge: str, url: str | None, model: str | None):
+    if judge == "hard":
+        return ScriptedGraphPerEventJudgeConfig(event_id_to_checker_params={}, engine=_NoLLM())
+    from are.simulation.agents.are_simulation_agent_config import LLMEngineConfig
+    from are.simulation.validation.configs import GraphPerEventJudgeConfig, create_judge_engine
+
+    if not url or not model:
+        raise SystemExit("gaia2_driver: --judge llm needs --judge-url and --judge-model")
+    return GraphPerEventJudgeConfig(engine=create_judge_engine(LLMEngineConfig(model_name=model, provider="openai",
+                                                                               endpoint=url)))
+
+
+def _speed_up_judge_init() -> None:
+    """Building the judge renders ~4,100 static prompt templates (2-6 s of CPU); each is a pure function of its
+    template and arguments, so it is rendered once."""
+    from are.simulation.validation.utils import llm_utils
+
+    render = llm_utils.jinja_format
+
+    @functools.lru_cache(maxsize=8192)
+    def cached(template, skip_validation, items):
+        return render(template, skip_validation=skip_validation, **dict(items))
+
+    def jinja_format(template, skip_validation=True, **kwargs):
+        try:
+            return cached(template, skip_validation, tuple(sorted(kwargs.items())))
+        except TypeError:  # an argument that cannot be hashed
+            return render(template, skip_validation=skip_validation, **kwargs)
+
+    llm_utils.jinja_format = jinja_format
+
+
+def _guard_turn_judge() -> None:
+    """ARE judges a turn inside its event loop's thread: a judge that raises (its LLM unreachable) kills that
+    thread and leaves the env paused for good. Here the turn is rejected (ARE then stops the env) and the error is
+    kept for the verdict."""
+    judge_turn = BaseJudge.trigger_condition
+
+    def trigger_condition(self, env, turn_idx):
+        try:
+            return judge_turn(self, env, turn_idx)
+        except Exception as exc:  # noqa: BLE001 - becomes the verdict's error
+            self.harness_error = f"judging turn {turn_idx} raised {type(exc).__name__}: {exc}"
+            return False, {}
+
+    BaseJudge.trigger_condition = trigger_condition
+
+
+class Scenario:
+    """One scenario running in ARE: its tools, notifications, turns and verdict."""
+
+    def __init__(self, path: str, judge: str, url: str | None, model: str | None):
+        _speed_up_judge_init()
+        _guard_turn_judge()
+        with open(path) as fh:
+            imported = JsonScenarioImporter().import_from_json_to_benchmark(fh.read(), load_completed_events=False)
+        scenario = imported[0]
+        preprocess_scenario(scenario, judge_config=_judge_config(judge, url, model))
+        self.env = Environment(EnvironmentConfig(oracle_mode=False, duration=scenario.duration,
+                                                 time_increment_in_seconds=scenario.time_increment_in_seconds,
+                                                 start_time=scenario.start_time),
+                               notification_system=VerboseNotificationSystem(verbosity_level=VerbosityLevel.MEDIUM))
+        self.env.run(scenario, wait_for_end=False)
+        self.scenario, self.judge_mode = scenario, judge
+        apps = [app for app in scenario.apps if app.name in scenario.get_tools_by_app()]
+        by_name = {tool.name: tool for app in apps for tool in app.get_tools()}
+        self.tools = {t.name: (t, by_name[t.name]) for t in ARESimulationToolManager(apps).list_tools()
+                      if t.name not in HIDDEN}
+        aui = self.env.apps.get("AgentUserInterface")
+        if isinstance(aui, AgentUserInterface):
+            aui.wait_for_user_response = False
+        self.pending: list[Any] = []
+        self.first_message: str | None = None
+        self.verdict: dict | None = None
+
+    # -------------------------------------------------------------- notifications
+    def _drain(self) -> None:
+        now = datetime.fromtimestamp(self.env.time_manager.time(), tz=UTC)
+        self.pending += self.env.notification_system.message_queue.get_by_timestamp(now)
+
+    def take_notifications(self) -> list[str]:
+        self._drain()
+        taken, self.pending = self.pending, []
+        return [f"[notification] {m.message_type.value}: {m.message}" for m in taken]
+
+    def task(self, timeout: float = 30.0) -> str:
+        """The first user message's text (its notification is consumed)."""
+        deadline = time.monotonic() + timeout
+        while self.first_message is None and time.monotonic() < deadline:
+            self._drain()
+            for i, message in enumerate(self.pending):
+                if message.message_type == MessageType.USER_MESSAGE:
+                    self.pending.pop(i)
+                    found = re.search(r"Message: (.*?)\nAlready read:", message.message, re.S)
+                    self.first_message = found.group(1) if found else message.message
+                    break
+            else:
+                time.sleep(0.05)
+        if self.first_message is None:
+            raise RuntimeError(f"the scenario sent no user message within {timeout:g} s")
+        return self.first_message
+
+    # ---------------------------------------------------------------------- turns
+    def turns_done(self) -> int:
+        return sum(1 for event in self.env.event_log.list_view() if is_send_message_to_user(event))
+
+    def loop_alive(self) -> bool:
+        return self.env.thread is not None and self.env.thread.is_alive()
+
+    def over(self) -> bool:
+        return (self.env.state in (EnvironmentState.STOPPED, EnvironmentState.FAILED) or not self.loop_alive()
+                or self.turns_done() >= (self.scenario.nb_turns or 1))
+
+    def after_turn(self) -> list[str]:
+        """After the agent's message to the user: the user's next message, or why there is none."""
+        if self.turns_done() >= (self.scenario.nb_turns or 1):
+            return ["[harness] That was the last turn: the task is over."]
+        deadline, said = time.monotonic() + TURN_WAIT_S, []
+        while time.monotonic() < deadline:
+            said += self.take_notifications()
+            if any(MessageType.USER_MESSAGE.value in line or MessageType.ENVIRONMENT_STOP.value in line
+                   for line in said):
+                return said
+            if not self.loop_alive():
+                break
+            time.sleep(0.05)
+        return said + ["[harness] No further message from the user: the task is over."]
+
+    # ---------------------------------------------------------------------- tools
+    def call(self, name: str, arguments: dict) -> tuple[str, bool]:
+        """A tool's result as text, and whether it is an error (ARE's error goes back to the agent)."""
+        mcp_tool, app_tool = self.tools[name]
+        try:
+            values = mcp_tool.fn_metadata.arg_model.model_validate(arguments or {}).model_dump_one_level()
+            return json.dumps(make_serializable(app_tool(**values)), default=str), False
+        except Exception as exc:  # noqa: BLE001
+            return f"{type(exc).__name__}: {exc}", True
+
+    def event(self, event_id: str) -> dict | None:
+        for event in self.env.event_log.list_view():
+            if event.event_id == event_id:
+                return {"event_time": event.event_time, "type": event.event_type.name,
+                        "return_value": make_serializable(event.metadata.return_value)}
+        return None
+
+    # -------------------------------------------------------------------- verdict
+    def finish(self) -> dict:
+        """ARE's verdict, judged once (the last turn; earlier turns were judged online), then the env stops."""
+        if self.verdict is not None:
+            return self.verdict
+        env, scenario = self.env, self.scenario
+        if env.state == EnvironmentState.RUNNING:
+            env.pause()
+        result = scenario.validate(env)
+        judge = getattr(scenario, "judge", None)
+        error = getattr(judge, "harness_error", None)
+        if error is None and result.exception is not None:
+            error = f"the judge raised {type(result.exception).__name__}: {result.exception}"
+        if error is None and not self.loop_alive() and env.state not in (EnvironmentState.STOPPED,
+                                                                          EnvironmentState.FAILED):
+            error = "ARE's event loop died"
+        verdict = "error" if error else {True: "pass", False: "fail"}.get(result.success, "unjudged")
+        self.verdict = {"verdict": verdict, "success": result.success, "rationale": str(result.rationale or ""),
+                        "error": error, "judge": self.judge_mode, "turns": scenario.nb_turns,
+                        "turns_done": self.turns_done(), "oracle_actions": self._matches(judge)}
+        if env.state in (EnvironmentState.RUNNING, EnvironmentState.PAUSED):
+            env.stop()
+        return self.verdict
+
+    @staticmethod
+    def _matches(judge) -> list[dict]:
+        """Each oracle action of the judged turns: matched to which agent action, or not."""
+        state = getattr(judge, "state", None)
+        if state is None or not state.initialized:
+            return []
+        found = []
+        for turn, oracle_events in enumerate(state.turn_to_oracle_events):
+            for oracle in oracle_events:
+                if oracle.event_type != EventType.AGENT:
+                    continue
+                index = state.oracle_id_to_agent_idx.get(oracle.event_id)
+                agent = state.agent_events[index] if index is not None and index < len(state.agent_events) else None
+                found.append({"turn": turn, "oracle_event_id": oracle.event_id, "tool": oracle.tool_name,
+                              "judged": turn <= state.turn_idx, "matched": index is not None,
+                              "agent_event_id": agent.event_id if agent is not None else None})
+        return found
+
+
+def serve(scenario: Scenario) -> None:
+    server: Server = Server("gaia2")
+    hidden = [types.Tool(name="harness__task", description="The first user message.",
+                         inputSchema={"type": "object", "properties": {}}),
+              types.Tool(name="harness__event", description="A completed event's time and return value.",
+                         inputSchema={"type": "object", "properties": {"event_id": {"type": "string"}},
+                                      "required": ["event_id"]}),
+              types.Tool(name="harness__finish", description="ARE's verdict (once); the scenario stops.",
+                         inputSchema={"type": "object", "properties": {}})]
+
+    @server.list_tools()
+    async def list_tools() -> list[types.Tool]:
+        return [types.Tool(name=name, description=mcp_tool.description,
+                           inputSchema=mcp_tool.fn_metadata.arg_model.model_json_schema())
+                for name, (mcp_tool, _) in scenario.tools.items()] + hidden
+
+    @server.call_tool()
+    async def call_tool(name: str, arguments: dict) -> list[types.TextContent]:
+        if name == "harness__task":
+            texts = [await asyncio.to_thread(scenario.task)]
+        elif name == "harness__event":
+            texts = [json.dumps(scenario.event(str(arguments.get("event_id"))))]
+        elif name == "harness__finish":
+            texts = [json.dumps(await asyncio.to_thread(scenario.finish))]
+        elif name not in scenario.tools:
+            raise ValueError(f"no tool named {name!r}")
+        else:
+            text, failed = scenario.call(name, arguments)
+            if failed:
+                raise ValueError(text)
+            texts = [text] + scenario.take_notifications()
+            if name == SEND_TO_USER:
+                texts += await asyncio.to_thread(scenario.after_turn)
+        return [types.TextContent(type="text", text=text) for text in texts]
+
+    async def run() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    asyncio.run(run())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Serve one Gaia2 scenario's apps over MCP (stdio).")
+    parser.add_argument("scenario")
+    parser.add_argument("--judge", choices=["hard", "llm"], default="hard")
+    parser.add_argument("--judge-url")
+    parser.add_argument("--judge-model")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, force=True)  # ARE's modules log every tick
+    for name in ("are", "LiteLLM", "litellm", "httpx"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    serve(Scenario(args.scenario, args.judge, args.judge_url, args.judge_model))
+
+
+if __name__ == "__main__":
+    main()

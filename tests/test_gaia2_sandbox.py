@@ -1,0 +1,86 @@
+"""Gaia2 in a real sandbox: ARE (in the gaia2 image's own virtual environment) runs a scenario and serves its apps
+over MCP (images/gaia2/gaia2_driver.py), reached through the harness's own MCP bridge; the oracle's actions,
+played through those tools (harness/agents/oracle/gaia2.py), pass ARE's judge, and wrong ones fail it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from contextlib import AsyncExitStack
+from pathlib import Path
+
+import pytest
+
+from harness.agents.oracle import gaia2 as oracle
+from harness.environments.mcp_config import McpServer
+from harness.sandbox.contract import SandboxSpec
+
+pytestmark = pytest.mark.docker
+SMOKE = Path(os.environ.get("HARNESS_GAIA2_SMOKE", Path(__file__).resolve().parents[1] / "datasets" / "gaia2-smoke"))
+
+
+@pytest.fixture(scope="module")
+def gaia2_image(provider, image):
+    return provider.image_of("gaia2", log=lambda m: None)
+
+
+async def _session_run(sandbox, name: str, work):
+    from harness.environments.mcp_tools import _connect
+
+    server = McpServer(name="gaia2", command="/opt/are/bin/python",
+                       args=("/opt/harness/gaia2_driver.py", f"/workspace/{name}"), timeout=120)
+    async with AsyncExitStack() as stack:
+        session = await _connect(stack, server, sandbox, None)
+        return await work(session)
+
+
+def _text(result) -> str:
+    return "\n".join(part.text for part in result.content if part.type == "text")
+
+
+def _run(provider, gaia2_image, run_id, name: str, work):
+    with provider.open(SandboxSpec(image=gaia2_image, run_id=run_id, instance_id=name.split(".")[0])) as sb:
+        sb.copy_in(SMOKE, [name])
+        return asyncio.run(_session_run(sb, name, work))
+
+
+def test_the_oracle_played_through_the_scenarios_tools_passes_ares_judge(provider, gaia2_image, run_id):
+    name = "proto_forward_email.json"
+    scenario = json.loads((SMOKE / name).read_text())
+
+    async def work(session):
+        listed = {tool.name for tool in (await session.list_tools()).tools}
+        assert {"Emails__forward_email", "AgentUserInterface__send_message_to_user", "harness__finish"} <= listed
+        assert "AgentUserInterface__get_all_messages" not in listed  # hidden, as ARE's own agent hides them
+        task = _text(await session.call_tool("harness__task", {}))
+        assert task.startswith("Greg Barty will email me")
+
+        async def call(tool, args):
+            result = await session.call_tool(tool, args)
+            assert not result.is_error, _text(result)
+            return _text(result)
+
+        async def event(event_id):
+            return json.loads(_text(await session.call_tool("harness__event", {"event_id": event_id})))
+
+        results = await oracle.play(scenario, call, event)
+        return results, json.loads(_text(await session.call_tool("harness__finish", {})))
+
+    results, verdict = _run(provider, gaia2_image, run_id, name, work)
+    assert verdict["verdict"] == "pass" and verdict["success"] is True, verdict
+    assert [a["matched"] for a in verdict["oracle_actions"]] == [True, True]
+    assert "the task is over" in results[-1]
+
+
+def test_a_wrong_action_fails_ares_judge_with_its_reason(provider, gaia2_image, run_id):
+    name = "proto_forward_email.json"
+
+    async def work(session):
+        await session.call_tool("harness__task", {})
+        await session.call_tool("AgentUserInterface__send_message_to_user", {"content": "I could not do it."})
+        return json.loads(_text(await session.call_tool("harness__finish", {})))
+
+    verdict = _run(provider, gaia2_image, run_id, name, work)
+    assert verdict["verdict"] == "fail" and verdict["success"] is False and verdict["rationale"], verdict
+    assert not any(a["matched"] for a in verdict["oracle_actions"] if a["tool"].endswith("forward_email"))
