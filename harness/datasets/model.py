@@ -21,6 +21,7 @@ class Instance(BaseModel):
     expected_tool_calls: list[str] | None = None
     max_steps: int | None = Field(None, ge=1)
     max_tokens: int | None = Field(None, ge=1)
+    image: str | None = None  # the image its sandbox runs from (images/NAME, e.g. "gaia2"); None: the harness's own
 
     def limited(self, limits):
         """The run's Limits with this task's own max_steps/max_tokens where they are stricter."""
