@@ -1,9 +1,10 @@
 """A dataset's fingerprint: what a run's results rest on, independent of order and location.
 
 sha256 over ids, questions, answers, levels, file names and file contents (a folder attachment:
-every file inside by relative path), and a task's own expectations (expected_tool_calls,
-max_steps, max_tokens) where set. A missing attachment still counts, as absent. A dataset just
-loaded carries it (`Dataset.fingerprint`, model.py; kept with the cached instances: cache.py).
+every file inside by relative path), and, where set, a task's own expectations (expected_tool_calls,
+max_steps, max_tokens) and the image its sandbox runs from. A missing attachment still counts, as
+absent. A dataset just loaded carries it (`Dataset.fingerprint`, model.py; kept with the cached
+instances: cache.py).
 """
 
 from __future__ import annotations
@@ -55,5 +56,7 @@ def dataset_fingerprint(instances: Iterable[Instance]) -> str:
                                 [[name, attachment(inst.root, name)] for name in inst.files]]
         if expected := inst.expectations():
             record.append(expected)
+        if inst.image is not None:
+            record.append({"image": inst.image})
         digest.update(json.dumps(record, ensure_ascii=True).encode() + b"\n")
     return digest.hexdigest()

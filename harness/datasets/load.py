@@ -8,6 +8,8 @@ problems.py). They are asked in `ADAPTERS` order, the specific layouts before th
 - MATH-500 (math500.py): a ``.jsonl`` whose first row has ``problem``, ``answer``, ``unique_id``,
   or a folder holding such a ``test.jsonl``;
 - MultiHop-RAG (multihoprag.py): ``MultiHopRAG.json`` with ``corpus.json`` beside it;
+- Gaia2 (gaia2.py): a folder of ARE scenario ``*.json`` files, or a ``.jsonl`` of scenarios (or of
+  Hub rows holding one in ``data``);
 - GAIA (gaia.py): a ``metadata.jsonl``/``metadata.parquet`` file, or any other folder (a split
   folder or a root with ``2023/<split>/``);
 - plain (plain.py): any other file, ``.jsonl``, ``.csv`` or ``.parquet``.
@@ -15,7 +17,7 @@ problems.py). They are asked in `ADAPTERS` order, the specific layouts before th
 A Hub reference, ``hf://OWNER/NAME[@REVISION]`` (hub.py), is downloaded first and its local
 folder read by the same adapters, and the `Dataset` (model.py) carries the commit sha as its
 `revision`. Only GAIA and plain files are cached
-between runs (cache.py); reading CSV and parquet is the only use of pandas (tabular.py).
+between runs (cache.py; a Gaia2 JSONL's scenarios are written to files once, to be sent to the sandbox); reading CSV and parquet is the only use of pandas (tabular.py).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pathlib import Path
 from typing import Protocol
 
 from harness.bulk import collector_paused
-from harness.datasets import gaia, hub, math500, multihoprag, plain
+from harness.datasets import gaia, gaia2, hub, math500, multihoprag, plain
 from harness.datasets.model import Dataset
 from harness.errors import InputError
 
@@ -36,7 +38,7 @@ class Adapter(Protocol):
     def load(self, found: Path, split: str | None) -> Dataset: ...
 
 
-ADAPTERS: tuple[Adapter, ...] = (math500, multihoprag, gaia, plain)
+ADAPTERS: tuple[Adapter, ...] = (math500, multihoprag, gaia2, gaia, plain)
 
 
 def load_dataset(path: str | Path, split: str | None = None) -> Dataset:

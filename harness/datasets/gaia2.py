@@ -1,0 +1,258 @@
+"""Gaia2 scenarios (Meta's ARE, "Agents Research Environments") in ARE's JSON export format into `Instance`s.
+
+Read: a folder of ``*.json`` files, one scenario each as ARE's exporter writes it (``version``
+``are_simulation_v1``, ``metadata.definition.scenario_id``, ``apps``, ``events``), detected by its
+first file; or a ``.jsonl`` file, a scenario a line: the scenario object itself or a Hugging Face row
+``{"id", "scenario_id", "data": "<the scenario as a JSON string>"}``. ARE is never imported here (it
+runs inside the gaia2 image): the structure its importer needs is checked with pydantic (`Scenario`).
+
+instance_id = ``metadata.definition.scenario_id``; question = the ``content`` of the first user
+message (the USER event ``AgentUserInterface.send_message_to_agent`` without dependencies); answer
+None (ARE's verifier judges a run, inside the sandbox); image ``gaia2``; files = the scenario's own
+file, named by ``metadata["scenario_file"]``: a folder's file itself, a JSONL line's written as
+``scenario.json`` to ``HARNESS_STATE_DIR/gaia2/<24 hex digits of its text's sha256>/`` (once; a JSONL
+is read a line at a time, and nothing is written after its first problem). Metadata: ``capability``
+(lower case: the scenario's Gaia2 capability tag, else its first tag, else ``config`` when it names a
+capability, else None), ``variant`` ("standard": Agent2Agent and noise are run-time variants),
+``nb_turns`` (the user's messages to the agent), ``oracle_actions`` (its OracleEvents).
+
+Refused, every problem in one InputError naming the file (and line) and the scenario: not JSON, a
+version other than ``are_simulation_v1``, no scenario_id, a structure ARE's importer refuses, no
+first user message, a scenario id given twice; --split.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from harness.datasets.attachments import entry_problem
+from harness.datasets.fingerprint import dataset_fingerprint
+from harness.datasets.model import Dataset, Instance
+from harness.datasets.problems import raise_problems, refuse_split
+from harness.errors import InputError
+from harness.fsutil import write_atomic
+from harness.settings import state_dir
+
+VERSION = "are_simulation_v1"  # the one ARE 1.2.0 reads
+CAPABILITIES = ("Adaptability", "Ambiguity", "Execution", "Search", "Time")  # CapabilityTag.gaia2_capabilities()
+IMAGE = "gaia2"
+WRITTEN = "scenario.json"  # a JSONL line's scenario, as the sandbox receives it
+
+
+class Arg(BaseModel):
+    name: str
+    value: str | None = None
+
+
+class Action(BaseModel):
+    action_id: str
+    app: str | None = None
+    function: str | None = None
+    args: list[Arg] | None = None
+
+
+class Event(BaseModel):
+    class_name: str
+    event_type: str
+    event_time: float | None
+    event_id: str
+    dependencies: list[str]
+    event_relative_time: float | None
+    action: Action | None = None
+
+    def tells_agent(self) -> bool:
+        """A message of the user to the agent (a turn)."""
+        return self.event_type == "USER" and self.action is not None and \
+            (self.action.app, self.action.function) == ("AgentUserInterface", "send_message_to_agent")
+
+
+class Definition(BaseModel):
+    scenario_id: str
+    config: str | None = None
+    tags: list[str] | None = None
+
+
+class Metadata(BaseModel):
+    definition: Definition
+
+
+class App(BaseModel):
+    name: str
+    class_name: str | None = None
+
+
+class Scenario(BaseModel):
+    """The parts of ARE's ExportedTrace (are/simulation/data_handler/models.py) its importer needs."""
+
+    version: str
+    metadata: Metadata
+    apps: list[App] = []
+    events: list[Event] = []
+
+
+def _definition(data: dict[str, Any]) -> dict[str, Any]:
+    metadata = data.get("metadata")
+    definition = metadata.get("definition") if isinstance(metadata, dict) else None
+    return definition if isinstance(definition, dict) else {}
+
+
+def _scenario_id(data: dict[str, Any]) -> str | None:
+    found = _definition(data).get("scenario_id")
+    return found if isinstance(found, str) and found.strip() else None
+
+
+def _is_scenario(data: Any) -> bool:
+    return isinstance(data, dict) and str(data.get("version", "")).startswith("are_simulation") \
+        and "scenario_id" in _definition(data)
+
+
+def _parsed(text: str) -> tuple[Any, str | None]:
+    """The JSON of `text`, or None and why it is not JSON."""
+    try:
+        return json.loads(text), None
+    except json.JSONDecodeError as exc:
+        return None, f"invalid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+
+
+def _unwrapped(line: str) -> tuple[str, Any, str | None]:
+    """A JSONL line's scenario: its text, its JSON or why it is not JSON; a Hub row's is its ``data``."""
+    row, error = _parsed(line)
+    if isinstance(row, dict) and isinstance(row.get("data"), str) and "version" not in row:
+        return row["data"], *_parsed(row["data"])
+    return line, row, error
+
+
+def _first_line(file: Path) -> str:
+    with open(file, encoding="utf-8") as handle:
+        return next((line for line in handle if line.strip()), "")
+
+
+def detect(path: Path) -> Path | None:
+    """`path` when it is a folder of ARE scenario files or a JSONL of scenarios (or of Hub rows), else None."""
+    try:
+        if path.is_dir():
+            first = next(iter(sorted(path.glob("*.json"))), None)
+            return path if first is not None and _is_scenario(_parsed(first.read_text(encoding="utf-8"))[0]) else None
+        if path.suffix.lower() != ".jsonl" or not path.is_file():
+            return None
+        return path if _is_scenario(_unwrapped(_first_line(path))[1]) else None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _validated(data: Any) -> tuple[Scenario | None, str | None, list[str]]:
+    """The scenario of one JSON value, its id (when it has one) and what is wrong with it."""
+    if not isinstance(data, dict):
+        return None, None, [f"expected a JSON object, got {type(data).__name__}"]
+    scenario_id = _scenario_id(data)
+    problems = [] if scenario_id else ["no metadata.definition.scenario_id"]
+    if data.get("version") != VERSION:
+        problems.append(f"version {data.get('version')!r} is not {VERSION!r}, the one ARE reads")
+    if problems:
+        return None, scenario_id, problems
+    try:
+        return Scenario.model_validate(data), scenario_id, []
+    except ValidationError as exc:
+        shown = [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3]]
+        more = f" (and {exc.error_count() - 3} more)" if exc.error_count() > 3 else ""
+        return None, scenario_id, [f"not the structure ARE reads: {'; '.join(shown)}{more}"]
+
+
+def _question(scenario: Scenario) -> str | None:
+    first = next((e for e in scenario.events if e.tells_agent() and not e.dependencies), None)
+    args = (first.action.args if first is not None and first.action is not None else None) or []
+    content = next((a.value for a in args if a.name == "content"), None)
+    return content.strip() if content and content.strip() else None
+
+
+def _capability(definition: Definition) -> str | None:
+    tags = definition.tags or []
+    found = next((t for t in tags if t in CAPABILITIES), None) or next(iter(tags), None)
+    if found is None and definition.config and definition.config.capitalize() in CAPABILITIES:
+        found = definition.config
+    return found.lower() if found else None
+
+
+def _instance(scenario: Scenario, question: str, root: Path, name: str) -> Instance:
+    definition = scenario.metadata.definition
+    metadata = {"benchmark": "gaia2", "capability": _capability(definition), "variant": "standard",
+                "nb_turns": sum(e.tells_agent() for e in scenario.events),
+                "oracle_actions": sum(e.class_name == "OracleEvent" for e in scenario.events),
+                "scenario_file": name}
+    return Instance(instance_id=definition.scenario_id, question=question, root=root, files=[name], image=IMAGE,
+                    metadata=metadata)
+
+
+Entry = tuple[str, str, Any, str | None]  # where, the scenario's text, its JSON, why it is not JSON
+
+
+def _entries(found: Path, problems: list[str]) -> Iterator[Entry]:
+    """Every scenario of the folder or JSONL `found`, read one at a time (a Gaia2 scenario is megabytes)."""
+    if found.is_dir():
+        for file in sorted(found.glob("*.json")):
+            if (problem := entry_problem(found.resolve(), file, file.name)) is not None:
+                problems.append(problem)
+                continue
+            try:
+                text = file.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                problems.append(f"{file.name}: cannot be read ({exc})")
+                continue
+            yield file.name, text, *_parsed(text)
+        return
+    try:
+        with open(found, encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if line.strip():
+                    yield f"line {number}", *_unwrapped(line.rstrip("\n"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"dataset file {found} could not be read: {exc}") from exc
+
+
+def _written(text: str) -> Path:
+    """The folder of a JSONL line's scenario file, written there once (named by its text's digest)."""
+    folder = state_dir() / "gaia2" / hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
+    if not (folder / WRITTEN).is_file():
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            write_atomic(folder / WRITTEN, text)
+        except OSError as exc:
+            raise InputError(f"a Gaia2 scenario could not be written to {folder}: {exc}") from exc
+    return folder
+
+
+def load(found: Path, split: str | None = None) -> Dataset:
+    """Every scenario of the folder or JSONL `found`; raises InputError listing every problem."""
+    refuse_split(split, found)
+    problems: list[str] = []
+    instances: list[Instance] = []
+    seen: dict[str, str] = {}
+    for where, text, data, error in _entries(found, problems):
+        scenario, scenario_id, errors = _validated(data) if error is None else (None, None, [error])
+        if scenario_id in seen:
+            errors.append(f"duplicate scenario id (first at {seen[scenario_id]})")
+        elif scenario_id is not None:
+            seen[scenario_id] = where
+        question = _question(scenario) if scenario is not None else None
+        if scenario is not None and question is None:
+            errors.append("no first user message (a USER event AgentUserInterface.send_message_to_agent without "
+                          "dependencies, with a 'content')")
+        label = f"{where} (scenario {scenario_id!r})" if scenario_id else where
+        problems.extend(f"{label}: {error}" for error in errors)
+        if scenario is None or question is None or errors or problems:
+            continue  # once the dataset is refused, nothing more is written
+        if found.is_dir():
+            instances.append(_instance(scenario, question, found.resolve(), where))  # the file itself
+        else:
+            instances.append(_instance(scenario, question, _written(text), WRITTEN))
+    if problems:
+        raise_problems(f"{found} (Gaia2 layout)", problems)
+    if not instances:
+        raise InputError(f"dataset {found} (Gaia2 layout) holds no scenarios")
+    return Dataset(instances, dataset_fingerprint(instances))
