@@ -180,6 +180,16 @@ def test_every_toolbox_package_is_pinned_so_an_image_built_another_day_is_the_sa
     assert "-c /tmp/build/constraints.txt" in (images / "Dockerfile").read_text()
 
 
+def test_every_package_of_the_gaia2_image_is_pinned():
+    """images/gaia2: ARE exactly, and each package of its virtual environment by the constraints (a pip freeze made
+    with the sandbox's own Python): nothing of it is resolved anew on another day."""
+    images = REPO / "images" / "gaia2"
+    lines = [line for line in (images / "constraints.txt").read_text().splitlines() if line and not line[0] == "#"]
+    assert len(lines) > 50 and all(re.fullmatch(r"[A-Za-z0-9_.\-]+==[^=\s]+", line) for line in lines), lines
+    dockerfile = (images / "Dockerfile").read_text()
+    assert "meta-agents-research-environments==1.2.0 -c /tmp/build/constraints.txt" in dockerfile
+
+
 def test_the_fork_server_preloads_every_module_an_agent_process_imports_as_it_starts():
     """child.py's PRELOAD lists what run() imports lazily; a module left out is imported again by every agent."""
     import ast
