@@ -60,7 +60,7 @@ def test_the_smoke_folder_loads_one_instance_per_scenario():
     assert facts(instances) == FACTS
     for instance in instances:
         name = f"{instance.instance_id}.json"
-        assert (instance.image, instance.answer, instance.files) == ("gaia2", None, [name])
+        assert (instance.image, instance.answer, instance.files) == ("gaia2", "pass", [name])
         assert instance.root == SMOKE.resolve()
         assert instance.metadata["scenario_file"] == name and instance.metadata["variant"] == "standard"
         assert instance.metadata["benchmark"] == "gaia2"

@@ -118,6 +118,7 @@ class AgentResult(BaseModel):
     error: str | None = None
     retryable: bool = False
     user_replies: int = 0
+    verdicts: dict[str, dict[str, Any]] = Field(default_factory=dict)  # a tool family's own judgement, by family
 
 
 @dataclass

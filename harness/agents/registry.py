@@ -29,6 +29,7 @@ BUILTIN = {  # name -> (runner, target)
     "magentic": (AUTOGEN_RUNNER, "harness.agents.autogen.builtin:magentic"),
     "websurfer": (AUTOGEN_RUNNER, "harness.agents.autogen.builtin:websurfer"),
     "plain": ("harness.agents.plain.runner:PlainRunner", None),
+    "oracle": ("harness.agents.oracle.runner:OracleRunner", None),  # each instance's own reference actions
 }
 SANDBOXED = "sandbox:"  # --agent sandbox:COMMAND, a program run inside the sandbox (harness/agents/sandboxed/)
 

@@ -8,7 +8,8 @@ runs inside the gaia2 image): the structure its importer needs is checked with p
 
 instance_id = ``metadata.definition.scenario_id``; question = the ``content`` of the first user
 message (the USER event ``AgentUserInterface.send_message_to_agent`` without dependencies); answer
-None (ARE's verifier judges a run, inside the sandbox); image ``gaia2``; files = the scenario's own
+``pass``: the verdict of ARE's judge, run inside the sandbox, for a solved scenario (the `gaia2` scorer,
+harness/scoring/gaia2.py); image ``gaia2``; files = the scenario's own
 file, named by ``metadata["scenario_file"]``: a folder's file itself, a JSONL line's written as
 ``scenario.json`` to ``HARNESS_STATE_DIR/gaia2/<24 hex digits of its text's sha256>/`` (once; a JSONL
 is read a line at a time, and nothing is written after its first problem). Metadata: ``capability``
@@ -42,6 +43,7 @@ from harness.settings import state_dir
 VERSION = "are_simulation_v1"  # the one ARE 1.2.0 reads
 CAPABILITIES = ("Adaptability", "Ambiguity", "Execution", "Search", "Time")  # CapabilityTag.gaia2_capabilities()
 IMAGE = "gaia2"
+TARGET = "pass"  # the target: the verdict of ARE's judge for a solved scenario (scoring/gaia2.py)
 WRITTEN = "scenario.json"  # a JSONL line's scenario, as the sandbox receives it
 
 
@@ -185,8 +187,8 @@ def _instance(scenario: Scenario, question: str, root: Path, name: str) -> Insta
                 "nb_turns": sum(e.tells_agent() for e in scenario.events),
                 "oracle_actions": sum(e.class_name == "OracleEvent" for e in scenario.events),
                 "scenario_file": name}
-    return Instance(instance_id=definition.scenario_id, question=question, root=root, files=[name], image=IMAGE,
-                    metadata=metadata)
+    return Instance(instance_id=definition.scenario_id, question=question, answer=TARGET, root=root, files=[name],
+                    image=IMAGE, metadata=metadata)
 
 
 Entry = tuple[str, str, Any, str | None]  # where, the scenario's text, its JSON, why it is not JSON

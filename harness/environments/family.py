@@ -135,6 +135,11 @@ class ToolFamily(Generic[E]):
     async def serve(self, setup: Setup, env: E, envs: Environments, work: Callable[[], Awaitable[T]]) -> T:
         return await work()
 
+    def verdict(self, env: E) -> dict[str, Any] | None:
+        """What this family's environment judged of the instance once the agent's turns are over (Gaia2: ARE's
+        verdict), kept in the result for the scorers (ScoreContext.verdicts, by family); None: nothing."""
+        return None
+
     def check(self, run: RunSetup) -> str | None:
         """The preflight, before anything is written: InputError when this family cannot work for any
         instance; a warning to say, or None."""

@@ -55,6 +55,9 @@ class ResultRow(BaseModel):
     # (ok/nonzero_exit/timeout/crashed/error) -> count; counted by the runner from the trace's `env` events
     env_outcomes: dict[str, dict[str, int]] = Field(default_factory=dict)
     replay: ReplayCheck | None = None  # replay models: the tool results checked against the recording
+    # what a tool family's environment judged of the run (Gaia2: ARE's verdict), by family: what the scorers
+    # read (ScoreContext.verdicts), on a rescore too
+    verdicts: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     @property
     def finished(self) -> bool:

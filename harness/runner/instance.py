@@ -268,7 +268,7 @@ def _finish(instance, settings_: RunSettings, result: AgentResult, attempt, star
         context = context_for(tool_calls=result.tool_calls, total_tokens=result.usage.total_tokens,
                               steps=result.usage.llm_calls, limits=instance.limited(settings_.limits),
                               question=instance.question, expected_tool_calls=instance.expected_tool_calls,
-                              instance_id=instance.instance_id, metadata=instance.metadata)
+                              instance_id=instance.instance_id, metadata=instance.metadata, verdicts=result.verdicts)
         scores, correct = score_row(answer, instance.answer, settings_.scorers, context)
     judged = judge_usage(scores)
     if settings_.budget is not None:
@@ -281,7 +281,7 @@ def _finish(instance, settings_: RunSettings, result: AgentResult, attempt, star
         scores=scores, unscored=unscored,
         usage=result.usage, judge_usage=judged, steps=result.usage.llm_calls, tool_calls=result.tool_calls,
         user_replies=result.user_replies, duration_s=round(time.monotonic() - t0, 3), started_at=started,
-        finished_at=_now(), sandbox=sandbox_name, trace=trace_rel,
+        finished_at=_now(), sandbox=sandbox_name, trace=trace_rel, verdicts=result.verdicts,
     )
     if trace_rel is not None and facts is not None:
         trace_path = settings_.output_dir / trace_rel

@@ -54,7 +54,8 @@ def rescore(output_dir: Path, scoring: Scoring) -> Report:
                                   limits=limits.tightened(task.get("max_steps"), task.get("max_tokens")),
                                   question=questions.get(row.instance_id, ""),
                                   expected_tool_calls=task.get("expected_tool_calls"),
-                                  instance_id=row.instance_id, metadata=metadata.get(row.instance_id))
+                                  instance_id=row.instance_id, metadata=metadata.get(row.instance_id),
+                                  verdicts=row.verdicts)
             row.scores, row.correct = score_row(row.answer, row.target, scorers, context)
             row.judge_usage = row.judge_usage + judge_usage(row.scores)  # the run's judge cost, and this one's
             row.unscored = unscored_reason(row.target)

@@ -6,7 +6,9 @@ Rules:
   by the task's own, the task's expected tool calls, the question, the instance's id and its
   dataset metadata), so a rescore reaches the run's verdicts.
 - A missing answer (no final message, killed at a limit) is never correct, whatever the
-  scorer: it is not even asked (GAIA's own rule would compare the string "None").
+  scorer: it is not even asked (GAIA's own rule would compare the string "None"); except a
+  scorer that judges the run rather than its answer (`needs_answer = False`: Gaia2's, from
+  the environment's verdict in `ScoreContext.verdicts`).
 - A scorer that raises, or returns anything but a Score, costs only its own verdict: correct=None
   (no verdict, never a 0 counted as wrong), the explanation "scorer error: <type>: <message>" on one
   line (at most MAX_ERROR characters). The row keeps its status; the report counts each scorer's
@@ -43,16 +45,16 @@ def unscored_reason(target: str | None) -> str | None:
 
 def context_for(*, tool_calls: list[str], total_tokens: int, steps: int, limits, question: str,
                 expected_tool_calls: list[str] | None = None, instance_id: str = "",
-                metadata: dict | None = None) -> ScoreContext:
+                metadata: dict | None = None, verdicts: dict | None = None) -> ScoreContext:
     """`limits`: the instance's effective Limits (the run's, made stricter by the task's own);
     `metadata`: the dataset row's (Instance.metadata; metadata.json of the run directory on a rescore)."""
     return ScoreContext(tool_calls=tool_calls, total_tokens=total_tokens, max_tokens=limits.max_tokens, steps=steps,
                         max_steps=limits.max_steps, question=question, expected_tool_calls=expected_tool_calls,
-                        instance_id=instance_id, metadata=metadata or {})
+                        instance_id=instance_id, metadata=metadata or {}, verdicts=verdicts or {})
 
 
 def score_one(scorer: Scorer, answer: str | None, target: str, context: ScoreContext) -> Score:
-    if answer is None:
+    if answer is None and getattr(scorer, "needs_answer", True):
         return make_score(scorer.name, False, "no answer: the agent gave no final message")
     try:
         out = scorer.score(answer, target, context=context)

@@ -23,6 +23,7 @@ class ScoreContext(BaseModel):
     expected_tool_calls: list[str] | None = None  # the task's own (the dataset's expected_tool_calls)
     instance_id: str = ""  # the instance scored
     metadata: dict[str, Any] = Field(default_factory=dict)  # its dataset row's other fields (Instance.metadata)
+    verdicts: dict[str, dict[str, Any]] = Field(default_factory=dict)  # a tool family's judgement, by family
 
 
 class Score(BaseModel):
@@ -37,7 +38,8 @@ class Score(BaseModel):
 
 @runtime_checkable
 class Scorer(Protocol):
-    """Anything with a ``name`` and a ``score`` method of this shape."""
+    """Anything with a ``name`` and a ``score`` method of this shape. A scorer that judges the run rather than
+    its answer (the environment's verdict) sets ``needs_answer = False``: it is asked without an answer too."""
 
     name: str
 

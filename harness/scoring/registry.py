@@ -7,6 +7,7 @@ from typing import Any
 
 from .base import Scorer
 from .gaia import GaiaScorer
+from .gaia2 import Gaia2Scorer
 from .judge import LLMJudgeScorer
 from .math import MathScorer
 from .multihoprag import MultiHopRagScorer
@@ -16,6 +17,7 @@ __all__ = ["SCORERS", "get_scorer"]
 
 SCORERS: dict[str, Callable[..., Scorer]] = {
     "gaia": GaiaScorer,
+    "gaia2": Gaia2Scorer,
     "exact": ExactMatchScorer,
     "tool_calls": ExpectedToolCallScorer,
     "budget": BudgetScorer,

@@ -29,6 +29,12 @@ def families() -> list[ToolFamily]:
     return sorted(_REGISTERED.values(), key=lambda f: (f.kit != "sandbox", f.order))
 
 
+def verdicts(envs: Environments) -> dict[str, dict]:
+    """What each built family judged of the instance (`ToolFamily.verdict`), by family."""
+    return {f.name: found for f in families() if f.name in envs.built
+            and (found := f.verdict(envs.built[f.name])) is not None}
+
+
 def check_run(run: RunSetup) -> list[str]:
     """Every family's preflight, in order; the warnings they give (InputError from the first that fails)."""
     return [warned for family in families() if (warned := family.check(run)) is not None]

@@ -28,7 +28,9 @@ import traceback
 from pathlib import Path
 
 from harness.agents.contract import AgentContext, AgentRequest, AgentResult, AgentRunner
-from harness.environments.families import environments, serving  # every built-in family, preloaded with this module
+
+# every built-in family, preloaded with this module
+from harness.environments.families import environments, serving, verdicts
 from harness.errors import ErrorKind, HarnessError, LimitExceeded
 from harness.fsutil import write_atomic
 from harness.text import model_json
@@ -109,6 +111,7 @@ def run(request: AgentRequest, result_path: Path) -> int:
         runner = runner_class()
         reply = reply_function(request.user)
         asyncio.run(serving(setup, envs, lambda: _drive(runner, context, request, reply, result)))
+        result.verdicts = verdicts(envs)
     except Exception as exc:  # noqa: BLE001 - classified and recorded, never lost
         limit = exc.limit if isinstance(exc, LimitExceeded) else meter.exceeded
         if limit:

@@ -1,0 +1,38 @@
+"""A Gaia2 scenario's apps as tools (Emails, Calendar, Messages, the user's interface...), offered for the
+instances of the gaia2 dataset adapter (harness/datasets/gaia2.py) and served by ARE in their sandbox
+(harness/environments/gaia2.py); ARE's verdict of the run is this family's `verdict`."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from harness.datasets.model import Instance
+from harness.environments import Environments
+from harness.environments.family import Setup, Tool, ToolFamily
+from harness.environments.gaia2 import Gaia2Env
+
+T = TypeVar("T")
+
+
+class Gaia2(ToolFamily[Gaia2Env]):
+    name, order = "gaia2", 95
+
+    def offered(self, setup: Setup) -> bool:
+        return setup.instance is not None and setup.instance.metadata.get("benchmark") == "gaia2"
+
+    def build(self, setup: Setup, envs: Environments) -> Gaia2Env | None:
+        scenario = setup.instance.metadata.get("scenario_file") if setup.instance is not None else None
+        return Gaia2Env(f"/workspace/{scenario}") if scenario else None
+
+    async def serve(self, setup: Setup, env: Gaia2Env, envs: Environments, work: Callable[[], Awaitable[T]]) -> T:
+        from harness.environments.gaia2 import serving
+
+        return await serving(env, envs, work)
+
+    def tools(self, envs: Environments, instance: Instance | None) -> list[Tool]:
+        env = envs.of(Gaia2)
+        return list(env.tools) if env is not None else []
+
+    def verdict(self, env: Gaia2Env) -> dict[str, Any] | None:
+        return env.verdict

@@ -1,0 +1,31 @@
+"""Gaia2's verdict: ARE's own judge, run in the instance's sandbox once the agent's turns are over (the gaia2
+tool family, harness/environments/gaia2.py), matched the agent's write actions to the scenario's oracle's.
+
+The target is the verdict a solved scenario gets ("pass", the dataset adapter's). A scenario ARE could not
+judge (its judge raised, its event loop died, no verdict came back) has no verdict here: a ScorerError, so
+the row is counted as not judged, never as a wrong answer. The answer is not read: a scenario is solved by
+its actions, whatever the agent's last words.
+"""
+
+from __future__ import annotations
+
+from harness.scoring.base import Score, ScoreContext, ScorerError, make_score
+
+
+class Gaia2Scorer:
+    name = "gaia2"
+    needs_answer = False
+
+    def score(self, answer: str | None, target: str, *, context: ScoreContext) -> Score:
+        verdict = context.verdicts.get("gaia2")
+        if verdict is None:
+            raise ScorerError("no verdict of ARE's judge: the scenario did not run to its end in the gaia2 tool family")
+        if verdict.get("verdict") not in ("pass", "fail"):
+            raise ScorerError(f"ARE could not judge the scenario ({verdict.get('verdict')}): "
+                              f"{verdict.get('error') or verdict.get('rationale') or 'no reason given'}")
+        passed = verdict["verdict"] == "pass"
+        actions = verdict.get("oracle_actions") or []
+        return make_score(self.name, passed == (target == "pass"),
+                          verdict.get("rationale") or ("ARE's judge passed the run" if passed else "failed"),
+                          matched=sum(1 for a in actions if a.get("matched")), oracle_actions=actions,
+                          turns=verdict.get("turns"), turns_done=verdict.get("turns_done"), judge=verdict.get("judge"))

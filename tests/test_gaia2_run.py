@@ -1,0 +1,55 @@
+"""Gaia2 end to end: `harness run` on datasets/gaia2-smoke in real gaia2 sandboxes. The oracle agent (each
+scenario's own actions through the scenario's tools) passes ARE's judge on all three, the two-turn one included;
+an agent that does nothing (the plain runner over the smoke set's replayed model) fails all three with ARE's
+reasons; `harness score` reaches the same verdicts from the rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.scoring.apply import score_row
+from harness.scoring.base import ScoreContext
+from harness.scoring.gaia2 import Gaia2Scorer
+from tests.helpers.e2e import explain, harness, rows
+
+SMOKE = Path(__file__).resolve().parents[1] / "datasets" / "gaia2-smoke"
+IDS = ["proto_find_image_file", "proto_forward_email", "proto_multi_turn"]
+
+
+@pytest.mark.docker
+def test_the_oracle_passes_every_smoke_scenario_and_an_idle_agent_fails_each_with_ares_reason(tmp_path):
+    oracle = harness("run", "--dataset", SMOKE, "--agent", "oracle", "--model", "replay", "--scorer", "gaia2",
+                     "--output-dir", tmp_path / "oracle")
+    assert oracle.returncode == 0, explain(oracle)
+    got = {r["instance_id"]: r for r in rows(tmp_path / "oracle")}
+    assert sorted(got) == IDS and all(r["correct"] is True for r in got.values()), explain(oracle)
+    assert all(a["matched"] for r in got.values() for a in r["verdicts"]["gaia2"]["oracle_actions"])
+    assert got["proto_multi_turn"]["verdicts"]["gaia2"]["turns_done"] == 2
+
+    idle = harness("run", "--dataset", SMOKE, "--agent", "plain", "--model", "replay", "--scorer", "gaia2",
+                   "--output-dir", tmp_path / "idle")
+    assert idle.returncode == 0, explain(idle)  # wrong answers are the agent's result, not the run's failure
+    failed = {r["instance_id"]: r for r in rows(tmp_path / "idle")}
+    assert sorted(failed) == IDS and all(r["status"] == "ok" and r["correct"] is False for r in failed.values())
+    assert all(r["verdicts"]["gaia2"]["verdict"] == "fail" and r["scores"]["gaia2"]["explanation"]
+               for r in failed.values())
+
+    again = harness("score", tmp_path / "oracle", "--scorer", "gaia2")  # from the rows' verdicts alone
+    assert again.returncode == 0, explain(again)
+    assert all(r["correct"] is True for r in rows(tmp_path / "oracle"))
+
+
+@pytest.mark.parametrize("verdict, correct", [
+    ({"verdict": "pass", "rationale": "", "oracle_actions": [{"matched": True}]}, True),
+    ({"verdict": "fail", "rationale": "Oracle sent 1 more message(s) than agent.", "oracle_actions": []}, False),
+    ({"verdict": "error", "error": "the judge raised LLMEngineException"}, None),  # not judged: never wrong
+    (None, None),  # no verdict came back
+])
+def test_the_gaia2_scorer_reads_ares_verdict_and_needs_no_answer(verdict, correct):
+    context = ScoreContext(verdicts={"gaia2": verdict} if verdict else {})
+    scores, got = score_row(None, "pass", [Gaia2Scorer()], context)  # no answer: the run's actions are judged
+    assert got is correct, scores
+    if correct is None:
+        assert scores["gaia2"]["explanation"].startswith("scorer error: ScorerError")
