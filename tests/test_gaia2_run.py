@@ -5,6 +5,7 @@ reasons; `harness score` reaches the same verdicts from the rows."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,8 @@ def test_the_oracle_passes_every_smoke_scenario_and_an_idle_agent_fails_each_wit
     assert sorted(got) == IDS and all(r["correct"] is True for r in got.values()), explain(oracle)
     assert all(a["matched"] for r in got.values() for a in r["verdicts"]["gaia2"]["oracle_actions"])
     assert got["proto_multi_turn"]["verdicts"]["gaia2"]["turns_done"] == 2
+    report = json.loads((tmp_path / "oracle" / "report.json").read_text())  # accuracy per Gaia2 capability
+    assert sorted(report["breakdowns"]["capability"]) == ["adaptability", "execution", "search"], report["breakdowns"]
 
     idle = harness("run", "--dataset", SMOKE, "--agent", "plain", "--model", "replay", "--scorer", "gaia2",
                    "--output-dir", tmp_path / "idle")
