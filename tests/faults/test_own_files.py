@@ -313,7 +313,9 @@ def _agents_of(server: int) -> list[int]:
 @pytest.mark.docker
 def test_killing_the_fork_server_is_infra_retried_not_the_agents_fault(tmp_path, image, reliability):
     ids = ["k0", "k1"]
-    data, config = dataset_42(tmp_path / "data", ids, lambda iid: sleeping(4))
+    # Both agents must still be in their sleep at the kill: with 4 s, k0 once finished while k1's sandbox started
+    # (a fresh-clone run: k0 ok at attempt 1), so the kill took k1 alone.
+    data, config = dataset_42(tmp_path / "data", ids, lambda iid: sleeping(15))
     out = out_dir(tmp_path)
     proc = start("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out, "--workers", 2)
     try:
