@@ -200,3 +200,23 @@ def test_the_fork_server_preloads_every_module_an_agent_process_imports_as_it_st
     run = next(node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "run")
     lazy = {node.module for node in ast.walk(run) if isinstance(node, ast.ImportFrom) and node.module}
     assert lazy and lazy <= set(child.PRELOAD), lazy - set(child.PRELOAD)
+
+
+def test_an_instance_may_restrict_its_agent_to_named_families_and_a_bad_name_is_refused_before_any_container(
+        tmp_path):
+    """A row's `tool_families` (Gaia2's: its apps alone) gives the agent those families' tools only; the base (code)
+    is built for its sandbox and tracer all the same. A name that is no family is an input error naming the row."""
+    from harness.environments.families import allowed, check_tool_families, tools
+    from harness.errors import InputError
+
+    only = Instance(instance_id="g", question="q", root=tmp_path, metadata={"tool_families": ["files"]})
+    envs = dry_environments(Limits(), instance=only)
+    assert allowed(only) == {"files"} and "code" in envs.built and "browser" not in envs.built
+    names = {tool.__name__ for tool in tools(envs, only)}
+    assert names and not names & {"run_python", "run_shell"}, names
+    everything = Instance(instance_id="a", question="q", root=tmp_path)
+    assert allowed(everything) is None and {"run_python", "run_shell"} <= {t.__name__ for t in tools(envs, everything)}
+    check_tool_families([only, everything])
+    with pytest.raises(InputError, match=r"tool_families must be a list.*typo: \['cdoe'\]"):
+        check_tool_families([only, Instance(instance_id="typo", question="q", root=tmp_path,
+                                            metadata={"tool_families": ["cdoe"]})])

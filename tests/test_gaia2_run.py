@@ -38,6 +38,14 @@ def test_the_oracle_passes_every_smoke_scenario_and_an_idle_agent_fails_each_wit
     assert sorted(failed) == IDS and all(r["status"] == "ok" and r["correct"] is False for r in failed.values())
     assert all(r["verdicts"]["gaia2"]["verdict"] == "fail" and r["scores"]["gaia2"]["explanation"]
                for r in failed.values())
+    # Its agent gets the scenario's apps alone (metadata tool_families): the replay's run_shell is no tool there.
+    trace = tmp_path / "idle" / failed["proto_find_image_file"]["trace"]
+    refusal = next(e["content"] for e in map(json.loads, trace.read_text().splitlines())
+                   if e.get("type") == "tool_result" and e.get("name") == "run_shell")
+    offered = refusal.split("the tools are ", 1)[1].split(", ")
+    assert refusal.startswith("Error: no tool named 'run_shell'")
+    assert "AgentUserInterface__send_message_to_user" in offered
+    assert all("__" in name for name in offered), offered  # ARE's App__function names, no code/file/browser tool
 
     again = harness("score", tmp_path / "oracle", "--scorer", "gaia2")  # from the rows' verdicts alone
     assert again.returncode == 0, explain(again)

@@ -15,7 +15,8 @@ file, named by ``metadata["scenario_file"]``: a folder's file itself, a JSONL li
 is read a line at a time, and nothing is written after its first problem). Metadata: ``capability``
 (lower case: the scenario's Gaia2 capability tag, else its first tag, else ``config`` when it names a
 capability, else None), ``variant`` ("standard": Agent2Agent and noise are run-time variants),
-``nb_turns`` (the user's messages to the agent), ``oracle_actions`` (its OracleEvents).
+``nb_turns`` (the user's messages to the agent), ``oracle_actions`` (its OracleEvents), ``tool_families``
+(``["gaia2"]``: the agent gets the scenario's apps and no code, file or browser tool, as in Gaia2).
 
 Refused, every problem in one InputError naming the file (and line) and the scenario: not JSON, a
 version other than ``are_simulation_v1``, no scenario_id, a structure ARE's importer refuses, no
@@ -186,7 +187,7 @@ def _instance(scenario: Scenario, question: str, root: Path, name: str) -> Insta
     metadata = {"benchmark": "gaia2", "capability": _capability(definition), "variant": "standard",
                 "nb_turns": sum(e.tells_agent() for e in scenario.events),
                 "oracle_actions": sum(e.class_name == "OracleEvent" for e in scenario.events),
-                "scenario_file": name}
+                "scenario_file": name, "tool_families": ["gaia2"]}  # its agent gets the scenario's apps alone
     return Instance(instance_id=definition.scenario_id, question=question, answer=TARGET, root=root, files=[name],
                     image=IMAGE, metadata=metadata)
 

@@ -26,6 +26,7 @@ from harness.config import RunConfiguration, Sandbox
 from harness.datasets import load_dataset, select
 from harness.datasets.model import Dataset, Instance
 from harness.datasets.packed import check_output_outside
+from harness.environments.families import check_tool_families
 from harness.environments.images import image_files
 from harness.environments.websearch.settings import SearchSettings, check_key
 from harness.environments.websearch.site import index_problem
@@ -88,6 +89,7 @@ def prepare(cfg: RunConfiguration) -> Prepared:
         if missing:
             raise InputError(f"replay file {section.path} has no turns for: {', '.join(missing[:10])}")
     check_output_outside(selected, cfg.output.dir, cfg.sandbox.website)  # never packed into a container
+    check_tool_families(selected)
     _check_output_dir(cfg.output.dir)
     return Prepared(dataset, selected, section, scorers, replay, models, prompt)
 

@@ -18,6 +18,7 @@ from typing import TypeVar
 from harness.datasets.model import Instance
 from harness.environments import Environments
 from harness.environments.family import _REGISTERED, Kit, RunSetup, Setup, Tool, ToolFamily
+from harness.errors import InputError
 
 T = TypeVar("T")
 for _module in pkgutil.iter_modules(__path__):
@@ -47,18 +48,45 @@ def start_run(run: RunSetup, stack: contextlib.ExitStack) -> RunSetup:
     return run
 
 
+ONLY = "tool_families"  # an instance's metadata key: the only families whose tools its agent gets (Gaia2: its apps)
+BASE = "code"  # built for every instance all the same: its environment holds the sandbox and the tracer
+
+
+def allowed(instance: Instance | None) -> set[str] | None:
+    """The families an instance restricts its agent to (its metadata's `tool_families`), or None: every offered one."""
+    only = instance.metadata.get(ONLY) if instance is not None else None
+    return set(only) if isinstance(only, list) else None
+
+
+def check_tool_families(instances: list[Instance]) -> None:
+    """InputError naming each instance whose `tool_families` is not a list of known family names."""
+    known, bad = {f.name for f in families()}, []
+    for instance in instances:
+        only = instance.metadata.get(ONLY)
+        if only is not None and (not isinstance(only, list) or not set(only) <= known):
+            bad.append(f"{instance.instance_id}: {only!r}")
+    if bad:
+        raise InputError(f"tool_families must be a list of tool families ({', '.join(sorted(known))}); "
+                         f"not so for {'; '.join(bad[:10])}" + (f" and {len(bad) - 10} more" if len(bad) > 10 else ""))
+
+
 def environments(setup: Setup, on_fatal: Callable[[BaseException], None] | None = None) -> Environments:
-    """Each offered family's environment, built in order (a family may build on an earlier one's)."""
-    envs = Environments(on_fatal=on_fatal)
+    """Each offered family's environment, built in order (a family may build on an earlier one's); of an instance
+    that names its families (`allowed`), those and the base alone."""
+    envs, only = Environments(on_fatal=on_fatal), allowed(setup.instance)
     for family in families():
+        if only is not None and family.name not in only and family.name != BASE:
+            continue
         if family.offered(setup) and (env := family.build(setup, envs)) is not None:
             envs.built[family.name] = env
     return envs
 
 
 def tools(envs: Environments, instance: Instance | None = None, kit: Kit | None = None) -> list[Tool]:
-    """The tools of every family (of one kit), in order."""
-    return [tool for family in families() if kit in (None, family.kit) for tool in family.tools(envs, instance)]
+    """The tools of every family (of one kit), in order; of an instance that names its families, theirs alone."""
+    only = allowed(instance)
+    return [tool for family in families() if kit in (None, family.kit) and (only is None or family.name in only)
+            for tool in family.tools(envs, instance)]
 
 
 async def serving(setup: Setup, envs: Environments, work: Callable[[], Awaitable[T]]) -> T:
