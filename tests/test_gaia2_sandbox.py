@@ -26,12 +26,12 @@ def gaia2_image(provider, image):
 
 
 async def _session_run(sandbox, name: str, work):
-    from harness.environments.mcp_tools import _connect
+    from harness.environments.mcp_tools import connect
 
     server = McpServer(name="gaia2", command="/opt/are/bin/python",
                        args=("/opt/harness/gaia2_driver.py", f"/workspace/{name}"), timeout=120)
     async with AsyncExitStack() as stack:
-        session = await _connect(stack, server, sandbox, None)
+        session = await connect(stack, server, sandbox, None)
         return await work(session)
 
 

@@ -46,24 +46,24 @@ class Gaia2Env:
 
 async def serving(env: Gaia2Env, envs: Environments, work: Callable[[], Awaitable[T]]) -> T:
     """Start the scenario's driver, fill `env.tools`, await `work()` (the agent's turns), then keep ARE's verdict."""
-    from harness.environments.mcp_tools import _caller, _connect, _object_schema, _sole, result_text
+    from harness.environments.mcp_tools import caller, connect, object_schema, result_text, sole
 
     server = env.server()
     try:
         async with AsyncExitStack() as stack:
-            session = await _connect(stack, server, envs.code.sandbox, envs.on_fatal)
+            session = await connect(stack, server, envs.code.sandbox, envs.on_fatal)
 
             async def hidden(name: str, arguments: dict) -> str:
                 return result_text(await session.call_tool(name, arguments, read_timeout_seconds=TIMEOUT_S))
 
             env._hidden = hidden
             listed = (await session.list_tools()).tools
-            env.tools = [SchemaTool(tool.name, tool.description or tool.name, _object_schema(tool.input_schema),
-                                    _caller(server, session, tool.name, tool.name, envs.code.tracer, None))
+            env.tools = [SchemaTool(tool.name, tool.description or tool.name, object_schema(tool.input_schema),
+                                    caller(server, session, tool.name, tool.name, envs.code.tracer, None))
                          for tool in listed if not tool.name.startswith(HIDDEN)]
             await hidden("harness__task", {})  # the first user message: the agent's task already
             result = await work()
             env.verdict = json.loads(await hidden("harness__finish", {}))
             return result
     except BaseExceptionGroup as group:  # the transport's task group wraps what the agent raised
-        raise _sole(group) from None
+        raise sole(group) from None

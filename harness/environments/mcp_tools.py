@@ -65,15 +65,15 @@ async def serving_mcp(servers: tuple[McpServer, ...] | list[McpServer], envs: En
     try:
         async with AsyncExitStack() as stack:
             for server in servers:
-                session = await _connect(stack, server, envs.code.sandbox, envs.on_fatal)
+                session = await connect(stack, server, envs.code.sandbox, envs.on_fatal)
                 into.extend(await _tools(server, session, envs.code.tracer, taken={t.__name__ for t in into},
                                              show=_shower(images, envs)))
             return await work()
     except BaseExceptionGroup as group:  # the transports' task groups wrap what the agent (or a server) raised
-        raise _sole(group) from None
+        raise sole(group) from None
 
 
-def _sole(group: BaseExceptionGroup) -> BaseException:
+def sole(group: BaseExceptionGroup) -> BaseException:
     """The one exception a task group wrapped (through nested groups), so it is classified by its own
     type (a LimitExceeded stays a limit); a group of several stays the group."""
     inner: BaseException = group
@@ -88,13 +88,13 @@ async def list_server_tools(server: McpServer, sandbox: Sandbox | None) -> list[
     from here. McpServerFailed (or InputError: a key variable not set) when it cannot be."""
     try:
         async with AsyncExitStack() as stack:
-            session = await _connect(stack, server, sandbox, None)
+            session = await connect(stack, server, sandbox, None)
             return [tool.__name__ for tool in await _tools(server, session, Tracer(None), taken=set())]
     except BaseExceptionGroup as group:
-        raise _sole(group) from None
+        raise sole(group) from None
 
 
-async def _connect(stack: AsyncExitStack, server: McpServer, sandbox: Sandbox | None,
+async def connect(stack: AsyncExitStack, server: McpServer, sandbox: Sandbox | None,
                    on_fatal: Callable[[BaseException], None] | None) -> ClientSession:
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
@@ -171,8 +171,8 @@ async def _tools(server: McpServer, session: ClientSession, tracer: Tracer, take
     for tool in listed:
         name = _unique(tool_name(server.name, tool.name), taken)
         taken.add(name)
-        tools.append(SchemaTool(name, tool.description or tool.title or tool.name, _object_schema(tool.input_schema),
-                                _caller(server, session, tool.name, name, tracer, show)))
+        tools.append(SchemaTool(name, tool.description or tool.title or tool.name, object_schema(tool.input_schema),
+                                caller(server, session, tool.name, name, tracer, show)))
     return tools
 
 
@@ -189,12 +189,12 @@ def _unique(name: str, taken: set[str]) -> str:
     return candidate
 
 
-def _object_schema(schema: dict[str, Any] | None) -> dict[str, Any]:
+def object_schema(schema: dict[str, Any] | None) -> dict[str, Any]:
     """The tool's input schema as a function's parameters: an object, with properties."""
     return {"type": "object", "properties": {}, **(schema or {})}
 
 
-def _caller(server: McpServer, session: ClientSession, tool: str, name: str, tracer: Tracer, show: Shower | None):
+def caller(server: McpServer, session: ClientSession, tool: str, name: str, tracer: Tracer, show: Shower | None):
     from harness.environments.mcp_bridge import CUT_KEY
 
     async def call(arguments: dict[str, Any]) -> str:
@@ -274,5 +274,5 @@ def result_text(result: mcp_types.CallToolResult, captions: dict[int, str] | Non
 
 def _reason(exc: BaseException) -> str:
     """The innermost cause of a failure (task groups wrap it), as one line."""
-    exc = _sole(exc) if isinstance(exc, BaseExceptionGroup) else exc
+    exc = sole(exc) if isinstance(exc, BaseExceptionGroup) else exc
     return f"{type(exc).__name__}: {exc}".strip().splitlines()[0][:500] if str(exc) else type(exc).__name__

@@ -77,6 +77,25 @@ class ServiceTimedOut(ServiceUnreachable):
         self.seconds = seconds
 
 
+def poll_until(ready: Callable[[], bool], timeout: float, still_starting: Callable[[], None], giving_up: str, *,
+               first: float = 0.005, most: float = 0.1, check_every: float = 0.25) -> None:
+    """Ask `ready()` with a growing pause (first, x1.5, up to most) until it says yes; InfraError(giving_up)
+    after `timeout` seconds. still_starting() raises if the sandbox died; it asks the engine, so it runs at most
+    every `check_every` seconds (and before giving up), not after every poll: a start takes ~10 polls, and an
+    engine call each would load the engine."""
+    started = time.monotonic()
+    deadline, next_check, delay = started + timeout, started + check_every, first
+    while not ready():
+        now = time.monotonic()
+        if now >= next_check or now > deadline:
+            still_starting()
+            next_check = time.monotonic() + check_every
+        if now > deadline:
+            raise InfraError(giving_up)
+        time.sleep(delay)
+        delay = min(delay * 1.5, most)
+
+
 def refusal(status: int, data: bytes) -> SandboxRequestError:
     """The typed error for a non-200 answer."""
     try:
@@ -153,30 +172,18 @@ class ServiceClient:
                                      f"{MAX_BODY} bytes; copy fewer or smaller files")
 
     def wait_ready(self, timeout: float, still_starting: Callable[[], None], check_every: float = 0.25) -> None:
-        """Poll /health until it answers. still_starting() raises if the sandbox died; it asks the
-        engine, so it runs at most every `check_every` seconds (and before giving up), not after
-        every poll: a start takes ~10 polls, and an engine call each would load the engine."""
+        """Poll /health until it answers (`poll_until`: still_starting() raises if the sandbox died)."""
         import urllib3
 
-        started = time.monotonic()
-        deadline, next_check = started + timeout, started + check_every
-        delay = 0.005
-        while True:
+        def answers() -> bool:
             try:
-                resp = self._pool.request("GET", "/health", headers=self.headers,
-                                          timeout=urllib3.Timeout(connect=1.0, read=2.0))
-                if resp.status == 200:
-                    return
+                return self._pool.request("GET", "/health", headers=self.headers,
+                                          timeout=urllib3.Timeout(connect=1.0, read=2.0)).status == 200
             except urllib3.exceptions.HTTPError:
-                pass
-            now = time.monotonic()
-            if now >= next_check or now > deadline:
-                still_starting()
-                next_check = time.monotonic() + check_every
-            if now > deadline:
-                raise InfraError(f"sandbox service {self.where} not ready after {timeout:.0f}s")
-            time.sleep(delay)
-            delay = min(delay * 1.5, 0.1)
+                return False
+
+        poll_until(answers, timeout, still_starting, f"sandbox service {self.where} not ready after {timeout:.0f}s",
+                   check_every=check_every)
 
     def exec(self, payload: dict, timeout: float | None) -> dict:
         stdin = payload.pop("stdin", None)

@@ -117,24 +117,21 @@ def mount_options(name: str) -> dict:
 def take(name: str, timeout: float, still_starting: Callable[[], None], check_every: float = 0.25) -> str:
     """Wait for sandboxd's socket to appear, then move it out of the sandbox's reach; its new path.
     still_starting() raises when the sandbox died (asked every `check_every` seconds)."""
+    from harness.sandbox.service import poll_until
+
     directory, private = paths(name)
-    started = time.monotonic()
-    deadline, next_check, delay = started + timeout, started + check_every, 0.002
-    while True:
+
+    def taken() -> bool:
         try:
             os.rename(directory / NAME, private)
-            return str(private)
+            return True
         except FileNotFoundError:
-            pass
-        now = time.monotonic()
-        if now >= next_check or now > deadline:
-            still_starting()
-            next_check = time.monotonic() + check_every
-        if now > deadline:
-            raise InfraError(f"sandboxd's socket did not appear in {directory} within {timeout:.0f}s "
-                             "(HARNESS_SANDBOX_TRANSPORT=tcp publishes a port instead)")
-        time.sleep(delay)
-        delay = min(delay * 1.5, 0.05)
+            return False
+
+    poll_until(taken, timeout, still_starting, f"sandboxd's socket did not appear in {directory} within "
+               f"{timeout:.0f}s (HARNESS_SANDBOX_TRANSPORT=tcp publishes a port instead)",
+               first=0.002, most=0.05, check_every=check_every)
+    return str(private)
 
 
 def remove(name: str) -> None:
