@@ -208,7 +208,9 @@ def test_reapers_of_one_engine_take_turns_so_each_orphan_is_named_by_the_one_tha
                 other.wait(timeout=10)
             ours = cleanup.reap()
         out, err = other.communicate(timeout=120)
-    assert [f.run_id for f in ours] == [run_id], ours
+    # Ours among what it removed: another worker's test may have killed a harness too (a fresh-clone run's
+    # reaper took that run's orphan beside ours), and any reaper removes every dead owner's.
+    assert [f.run_id for f in ours].count(run_id) == 1, ours
     assert other.returncode == 0 and run_id not in out, (out, err)
     assert provider.find(run_id) == []
 
