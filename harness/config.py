@@ -208,7 +208,9 @@ class Epochs(Section):
 
 class Scoring(Section):
     """--scorer (the first decides `correct`) and the LLM judge's model: --judge-model, else the
-    TOML's [scorer.llm_judge] model; its rubric from [scorer.llm_judge] rubric. Used by `score` too."""
+    TOML's [scorer.llm_judge] model; its rubric from [scorer.llm_judge] rubric. Used by `score` too.
+    A --judge-model given without llm_judge is the judge of the benchmarks that judge in their sandbox (Gaia2's
+    soft checks, asked through the host: environments/gaia2.py)."""
 
     names: tuple[str, ...] = ("gaia",)
     judge_model: str | None = None  # --judge-model as given (run.json lists it beside the scorers)
@@ -234,7 +236,7 @@ class Scoring(Section):
     def from_flags(cls, names: list[str], judge_model: str | None, toml: TomlConfig) -> Scoring:
         raw: dict[str, object] = {"names": tuple(names), "judge_model": judge_model, "rubric": toml.judge_rubric}
         judge = judge_model or toml.judge_model
-        if judge and any(n.partition(":")[0].partition("@")[0] == "llm_judge" for n in names):
+        if judge and (judge_model or any(n.partition(":")[0].partition("@")[0] == "llm_judge" for n in names)):
             raw["judge"] = toml.section(judge, flag="--judge-model")
         return build(cls, raw)
 

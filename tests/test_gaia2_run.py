@@ -64,3 +64,45 @@ def test_the_gaia2_scorer_reads_ares_verdict_and_needs_no_answer(verdict, correc
     assert got is correct, scores
     if correct is None:
         assert scores["gaia2"]["explanation"].startswith("scorer error: ScorerError")
+
+
+def _forward(tmp_path: Path, mode: str) -> dict:
+    """proto_forward_email run by the scripted agent (tests/helpers/gaia2_agents.py) going wrong as `mode` says."""
+    data = tmp_path / mode / "data"
+    data.mkdir(parents=True)
+    (data / "proto_forward_email.json").write_text((SMOKE / "proto_forward_email.json").read_text())
+    (data / "replay.jsonl").write_text('{"instance_id": "proto_forward_email", "turns": [{"content": "unused"}]}\n')
+    proc = harness("run", "--dataset", data, "--agent", "tests.helpers.gaia2_agents:Forwarder", "--model", "replay",
+                   "--scorer", "gaia2", "--output-dir", tmp_path / mode / "run", "--max-retries", "0",
+                   env={"HARNESS_TEST_GAIA2": mode})
+    (row,) = rows(tmp_path / mode / "run")
+    row["returncode"], row["trace_events"] = proc.returncode, [
+        json.loads(line) for line in (tmp_path / mode / "run" / row["trace"]).read_text().splitlines()]
+    return row
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("mode", ["right", "wrong_recipient", "late"])
+def test_a_scripted_agent_passes_by_the_right_actions_and_fails_by_a_wrong_recipient_or_acting_late(tmp_path, mode):
+    row = _forward(tmp_path, mode)
+    verdict = row["verdicts"]["gaia2"]
+    results = [str(e.get("result")) for e in row["trace_events"] if e.get("type") == "env"]
+    # Greg's email arrived while the agent worked: a notification in a tool's result, as ARE delivers it
+    assert any("[notification]" in r and "gregb@example.com" in r for r in results), results
+    forward = next(a for a in verdict["oracle_actions"] if a["tool"].endswith("__forward_email"))
+    if mode == "right":
+        assert row["correct"] is True and verdict["verdict"] == "pass", verdict
+        assert forward["matched"] is True
+        return
+    assert row["status"] == "ok" and row["correct"] is False and verdict["verdict"] == "fail", verdict
+    assert forward["matched"] is False and verdict["rationale"], verdict  # ARE's reason, kept in the row
+    assert row["scores"]["gaia2"]["explanation"] == verdict["rationale"]
+
+
+@pytest.mark.docker
+def test_an_are_that_dies_mid_run_is_an_infra_error_never_a_wrong_answer(tmp_path):
+    row = _forward(tmp_path, "kill_are")
+    assert row["status"] == "error" and row["error_kind"] == "infra" and row["correct"] is not True, row
+    assert "McpServerGone" in row["error"] and "'gaia2'" in row["error"], row["error"]  # the server that died, named
+    assert row["duration_s"] < 60  # at once, not after the call's 180 s timeout
+    assert row["returncode"] != 0

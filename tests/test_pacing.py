@@ -251,3 +251,41 @@ def test_the_progress_line_shows_a_lowered_cap(tmp_path):
            "fake cap 4/8 after 429s, elapsed " in out.getvalue(), out.getvalue()
     replay = ModelSection(name="replay", kind="replay", path="x")
     assert model_caps(types.SimpleNamespace(model=replay, output_dir=tmp_path))() == ""  # type: ignore[arg-type]
+
+
+class HeldClock:
+    """A simulated clock (models/meter.py Clock) that notes when it was held and by how much it was moved on."""
+
+    def __init__(self):
+        self.notes: list[tuple] = []
+
+    async def pause(self) -> None:
+        self.notes.append(("pause", time.monotonic()))
+
+    async def resume(self, seconds: float) -> None:
+        self.notes.append(("resume", time.monotonic(), seconds))
+
+
+@pytest.mark.parametrize("runner", ["plain", "autogen"])
+def test_a_simulated_clock_stands_still_during_a_call_and_moves_by_its_generation_alone(runner):
+    """Gaia2's clock, as ARE's agents hold it: paused before the request goes out, resumed once the reply is
+    read, moved on by the seconds the successful request took (0.4 s here), not the 429's 1.5 s wait."""
+    clock = HeldClock()
+    with FakeOpenAI([busy("openai", 429, {"retry-after-ms": "1500"}), text("ok")], delay=0.4) as server:
+        meter = Meter(max_tokens=None, max_steps=None, call_deadline=30)
+        meter.clocks = [clock]
+        assert asyncio.run(one_call(runner, section(server, "openai"), meter)) == "ok"
+    (paused, held), (resumed, back, moved) = clock.notes
+    assert (paused, resumed) == ("pause", "resume")
+    first, second = server.chat_requests
+    assert held <= first["at"] and second["at"] < back  # held before the first request, until the reply
+    assert 0.4 <= moved < 1.4, clock.notes  # the successful request's seconds, without the wait before it
+    assert back - held >= 1.5 + 0.8  # while the whole call took the wait and both requests
+
+    failing = HeldClock()  # a call that fails moves the clock by all its seconds, and never leaves it held
+    with FakeOpenAI([error(400)]) as server:
+        meter = Meter(max_tokens=None, max_steps=None, call_deadline=30)
+        meter.clocks = [failing]
+        with pytest.raises(Exception):  # noqa: B017 - the model's error, whatever its type; the clock is the point
+            asyncio.run(one_call(runner, section(server, "openai"), meter))
+    assert [note[0] for note in failing.notes] == ["pause", "resume"]

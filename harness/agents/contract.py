@@ -87,6 +87,7 @@ class AgentRequest(BaseModel):
     cache_dir: str | None = None  # --cache DIR: the model calls' response cache (models/cache.py); None: off
     search: SearchSettings | None = None  # the run's web search (environments/websearch/); None: no tool
     mcp: tuple[McpServer, ...] = ()  # the run's MCP servers (environments/mcp_config.py), connected in the process
+    judge: ModelSection | None = None  # --judge-model: the judge a tool family asks from the host (Gaia2's soft checks)
 
     def section(self) -> ModelSection:
         """The model section as the agent's process uses it: no model call may eat the instance's budget."""
@@ -96,7 +97,7 @@ class AgentRequest(BaseModel):
         """What the tool families read of this request to build its environments (environments/family.py)."""
         return Setup(sandbox, tracer, command_timeout=self.limits.command_timeout, page_size=self.limits.page_size,
                      model=self.section(), instance=self.instance,
-                     search=self.search, mcp=self.mcp, replay_turns=self.replay_turns, shots=shots,
+                     search=self.search, mcp=self.mcp, replay_turns=self.replay_turns, shots=shots, judge=self.judge,
                      who=f"{self.sandbox.spec.instance_id}/{self.sandbox.spec.attempt}")
 
     @model_validator(mode="after")

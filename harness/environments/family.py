@@ -43,6 +43,7 @@ from harness.traces import Tracer
 
 if TYPE_CHECKING:
     from harness.models.config import ModelSection
+    from harness.models.meter import Clock
 
 Tool = Callable[..., Awaitable[str]]
 E = TypeVar("E")
@@ -66,6 +67,7 @@ class Setup:
     replay_turns: list[dict[str, Any]] | None = None  # a replay model's recorded turns
     shots: Path | None = None  # where screenshots and shown pictures are kept (beside the trace); None: nowhere
     who: str = ""  # INSTANCE/ATTEMPT: the tag of this process's exchanges in a --web-record archive
+    judge: ModelSection | None = None  # --judge-model: a family's judge, called from the host (Gaia2's soft checks)
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,11 @@ class ToolFamily(Generic[E]):
     def verdict(self, env: E) -> dict[str, Any] | None:
         """What this family's environment judged of the instance once the agent's turns are over (Gaia2: ARE's
         verdict), kept in the result for the scorers (ScoreContext.verdicts, by family); None: nothing."""
+        return None
+
+    def clock(self, env: E) -> Clock | None:
+        """A simulated clock of this family's environment that stands still while the model generates (Gaia2's,
+        as ARE's agents pause it): the agent's meter pauses it around each model call (models/meter.py)."""
         return None
 
     def check(self, run: RunSetup) -> str | None:

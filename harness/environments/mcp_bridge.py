@@ -148,6 +148,11 @@ class McpServerFailed(InfraError):
     (the preflight checked that it can be, so this is the instance's infrastructure: retried)."""
 
 
+class McpServerGone(InfraError):
+    """A server's connection closed while the instance ran: its process ended (a command server that died, in
+    a sandbox that may be sound; Gaia2's ARE). The instance's infrastructure, like a server that did not start."""
+
+
 class BridgePipe:
     """The host's end of one bridged server: `send` bytes, `poll` for new output."""
 

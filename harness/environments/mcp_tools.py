@@ -95,7 +95,9 @@ async def list_server_tools(server: McpServer, sandbox: Sandbox | None) -> list[
 
 
 async def connect(stack: AsyncExitStack, server: McpServer, sandbox: Sandbox | None,
-                   on_fatal: Callable[[BaseException], None] | None) -> ClientSession:
+                   on_fatal: Callable[[BaseException], None] | None, sampling: Any = None) -> ClientSession:
+    """A session with `server`, initialised; `sampling`: the client's answer to the server's sampling requests
+    (MCP's sampling/createMessage: a server that asks an LLM through its client; Gaia2's judge)."""
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
@@ -113,7 +115,8 @@ async def connect(stack: AsyncExitStack, server: McpServer, sandbox: Sandbox | N
             client.event_hooks["response"].append(_noting_refusals(refusals))
             read, write = await stack.enter_async_context(
                 streamable_http_client(server.url or "", http_client=client, max_sse_event_size=MAX_MESSAGE_BYTES))
-        session = await stack.enter_async_context(ClientSession(read, write, read_timeout_seconds=server.timeout))
+        session = await stack.enter_async_context(ClientSession(read, write, read_timeout_seconds=server.timeout,
+                                                                          sampling_callback=sampling))
         await session.initialize()
         return session
     except (InfraError, InputError):  # a dead sandbox, a server that failed to start, a key not set
@@ -195,15 +198,22 @@ def object_schema(schema: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def caller(server: McpServer, session: ClientSession, tool: str, name: str, tracer: Tracer, show: Shower | None):
-    from harness.environments.mcp_bridge import CUT_KEY
+    """A server's tool as the agent calls it, traced. What the server answers, an error included, and a call it
+    could not answer in time are the model's to read (McpToolError); a server whose connection closed (its
+    process ended) is the instance's infrastructure (McpServerGone)."""
+    from mcp import types as mcp_types
+    from mcp.shared.exceptions import MCPError
+
+    from harness.environments.mcp_bridge import CUT_KEY, McpServerGone
 
     async def call(arguments: dict[str, Any]) -> str:
         started = time.monotonic()
         args = {"server": server.name, "tool": tool, "arguments": arguments}
-        outcome, error, result = "ok", None, None
+        outcome, error, result, exc = "ok", None, None, None
         try:
             result = await session.call_tool(tool, arguments, read_timeout_seconds=server.timeout)
-        except Exception as exc:  # noqa: BLE001 - a timeout, a server gone: the model is told
+        except Exception as failed:  # noqa: BLE001 - a timeout, a server gone: said below
+            exc = failed
             timed_out = time.monotonic() - started >= server.timeout
             outcome, error = ("timeout" if timed_out else "error"), _reason(exc)
             text = f"{server.where()} could not answer: {error}"
@@ -215,6 +225,8 @@ def caller(server: McpServer, session: ClientSession, tool: str, name: str, trac
         extra: dict[str, Any] = {"result": text[:4000], **({"error": error[:1000]} if error else {})}
         tracer.emit(EnvAction(env="mcp", action=name, args=args, outcome=outcome, seconds=seconds, **extra))
         if outcome != "ok":
+            if isinstance(exc, MCPError) and exc.code == mcp_types.CONNECTION_CLOSED:
+                raise McpServerGone(f"{server.where()} ended while the instance ran: {error}")
             raise McpToolError(text)
         return text
 

@@ -30,6 +30,11 @@ holding one of its slots; the wait for it is bounded by the call's deadline (who
 bounds the call) but is not a model call: no `model_call_started`, not in the call's
 seconds, not counted.
 
+A simulated clock that must stand still while the model generates (Gaia2's, as ARE's own agents pause it) is a
+`Clock` in `clocks` (set by the agent's process from its tool families): each call pauses it as its request goes
+out and resumes it, on every way out, moved on by the seconds its reply took to generate (ARE's "measured" mode:
+the successful request's, not the waits for a 429 or the failed tries before it; a call that failed, by all of it).
+
 Cost: each reply's token classes (harness/usage.py: prompt, cached prompt, cache writes,
 completion, reasoning; from the client's reply, or off the wire for AutoGen's clients, which
 keep only two) at the section's `Price`. `--max-instance-cost` (`max_cost`) stops the agent at
@@ -41,11 +46,12 @@ its slot (`admit`); the call's cost is added to the run's spend as its reply is 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Collection
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from harness.errors import MODEL_CLIENT_MODULES, HarnessError, LimitExceeded, ModelError
 from harness.models.budget import Admission, RunBudget
@@ -62,6 +68,14 @@ if TYPE_CHECKING:
     from harness.models.slots import Slot, Slots
 
 T = TypeVar("T")
+
+
+class Clock(Protocol):
+    """A simulated clock held still during each model call, then moved on by the call's seconds."""
+
+    async def pause(self) -> None: ...
+
+    async def resume(self, seconds: float) -> None: ...
 
 
 class Meter:
@@ -81,6 +95,7 @@ class Meter:
         # Set when a budget stops the agent: teams re-raise errors under other types.
         self.exceeded: str | None = None
         self.model_failure: ModelError | None = None  # the last call that failed, for the same reason
+        self.clocks: list[Clock] = []  # simulated clocks paused while the model generates
 
     def before_call(self) -> None:
         if self.max_steps is not None and self.calls >= self.max_steps:
@@ -162,20 +177,8 @@ class Meter:
             self.started(model)
             started = time.monotonic()
             ends = None if self.call_deadline is None else started + self.call_deadline - waited
-            for attempt in itertools.count():
-                sent = time.time()
-                try:
-                    reply = await asyncio.wait_for(request(), None if ends is None else max(ends - time.monotonic(), 0))
-                    done = turn(reply)
-                    break
-                except Exception as exc:  # noqa: BLE001 - classified by pace, then model_error
-                    if await self.pace(model, exc, attempt, retries, ends, slots, sent):
-                        continue
-                    mapped = self.model_error(exc, model, f"no reply within {time.monotonic() - started:.0f} s "
-                                                          "(the client's timeout and retries included)")
-                    if mapped is exc:
-                        raise
-                    raise mapped from exc
+            async with self.generating() as took:
+                reply, done = await self._attempts(model, request, turn, retries, ends, slots, started, took)
         finally:
             if slot is not None:
                 slot.release()
@@ -187,6 +190,40 @@ class Meter:
             cached.keep(model, done)
         self.after_call(done, time.monotonic() - started, model, messages, offered=offered)
         return reply
+
+    @contextlib.asynccontextmanager
+    async def generating(self) -> AsyncIterator[list[float]]:
+        """Around one call's requests: the simulated clocks stand still, then move on by the seconds the caller
+        puts in the list it is given (the successful request's), else by all the seconds it took."""
+        for clock in self.clocks:
+            await clock.pause()
+        started, took = time.monotonic(), list[float]()
+        try:
+            yield took
+        finally:
+            for clock in self.clocks:
+                await clock.resume(took[-1] if took else time.monotonic() - started)
+
+    async def _attempts(self, model: str, request: Callable[[], Awaitable[T]], turn: Callable[[T], dict[str, Any]],
+                        retries: int, ends: float | None, slots: Slots | None, started: float,
+                        took: list[float]) -> tuple[T, dict[str, Any]]:
+        """The call's request, tried again after each 429/503 waited out (`pace`), else its error mapped;
+        `took` gets the seconds of the one that succeeded."""
+        for attempt in itertools.count():
+            sent, tried = time.time(), time.monotonic()
+            try:
+                reply = await asyncio.wait_for(request(), None if ends is None else max(ends - time.monotonic(), 0))
+                took.append(time.monotonic() - tried)
+                return reply, turn(reply)
+            except Exception as exc:  # noqa: BLE001 - classified by pace, then model_error
+                if await self.pace(model, exc, attempt, retries, ends, slots, sent):
+                    continue
+                mapped = self.model_error(exc, model, f"no reply within {time.monotonic() - started:.0f} s "
+                                                      "(the client's timeout and retries included)")
+                if mapped is exc:
+                    raise
+                raise mapped from exc
+        raise AssertionError("unreachable: itertools.count() never ends")
 
     async def pace(self, model: str, exc: Exception, attempt: int, retries: int, ends: float | None,
                    slots: Slots | None, sent: float) -> bool:

@@ -92,6 +92,7 @@ class RunSettings:
     cache: Path | None = None  # --cache DIR: the agents' response cache (models/cache.py)
     forks: ForkServers | None = None  # the run's fork servers (agent_process/servers.py); None: every agent fresh
     images: Mapping[str, str] = field(default_factory=dict)  # an instance's own image (Instance.image): its reference
+    judge: ModelSection | None = None  # --judge-model: also the judge a tool family asks through the host (Gaia2's)
 
     @classmethod
     def of(cls, cfg: RunConfiguration, **run: Any) -> RunSettings:
@@ -99,7 +100,8 @@ class RunSettings:
         budget = None if cfg.execution.max_cost is None else BudgetSpec(
             directory=str(RunDir(cfg.output.dir).scratch / "budget"), limit=cfg.execution.max_cost)
         return cls(agent=cfg.agent, limits=cfg.limits, output_dir=cfg.output.dir, max_retries=cfg.execution.max_retries,
-                   sandbox=cfg.sandbox, user=cfg.user, mcp=cfg.mcp, budget=budget, cache=cfg.replay.cache, **run)
+                   sandbox=cfg.sandbox, user=cfg.user, mcp=cfg.mcp, budget=budget, cache=cfg.replay.cache,
+                   judge=cfg.scoring.judge, **run)
 
 
 @contextmanager
@@ -182,7 +184,7 @@ def _request(instance: Instance, settings_: RunSettings, sandbox: Sandbox, trace
                         model=settings_.model, limits=instance.limited(settings_.limits), user=settings_.user,
                         sandbox=sandbox.handle(), trace_path=str(trace_path), replay_turns=turns,
                         slots_dir=str(RunDir(settings_.output_dir).scratch / "model-slots"), search=settings_.search,
-                        mcp=settings_.mcp, budget=settings_.budget, epoch=epoch,
+                        mcp=settings_.mcp, budget=settings_.budget, epoch=epoch, judge=settings_.judge,
                         cache_dir=None if settings_.cache is None else str(settings_.cache.resolve()))
 
 
@@ -270,7 +272,7 @@ def _finish(instance, settings_: RunSettings, result: AgentResult, attempt, star
                               question=instance.question, expected_tool_calls=instance.expected_tool_calls,
                               instance_id=instance.instance_id, metadata=instance.metadata, verdicts=result.verdicts)
         scores, correct = score_row(answer, instance.answer, settings_.scorers, context)
-    judged = judge_usage(scores)
+    judged = judge_usage(scores, result.verdicts)
     if settings_.budget is not None:
         RunBudget(settings_.budget).add(judged.cost)  # the judge's calls count toward --max-cost, never refused
     row = ResultRow(

@@ -74,13 +74,15 @@ def scorer_error(name: str, exc: BaseException) -> Score:
     return Score(scorer=name, correct=None, value=0.0, explanation=text)
 
 
-def judge_usage(scores: dict[str, dict]) -> Usage:
-    """What a row's verdicts cost: the usage each keeps in details["usage"] (the LLM judge's call)."""
+def judge_usage(scores: dict[str, dict], verdicts: dict[str, dict] | None = None) -> Usage:
+    """What a row's verdicts cost: the usage each score keeps in details["usage"] (the LLM judge's call), and
+    each tool family's verdict in "judge_usage" (a judge asked from the sandbox through the host: Gaia2's).
+    A rescoring passes no `verdicts`: theirs were counted when the instance ran."""
     total = Usage()
-    for score in scores.values():
-        spent = (score.get("details") or {}).get("usage")
-        if isinstance(spent, dict):
-            total += Usage.model_validate(spent)
+    spent = [(score.get("details") or {}).get("usage") for score in scores.values()]
+    for used in spent + [verdict.get("judge_usage") for verdict in (verdicts or {}).values()]:
+        if isinstance(used, dict):
+            total += Usage.model_validate(used)
     return total
 
 

@@ -2,7 +2,7 @@
 
 Runs inside the Gaia2 sandbox with ARE's own interpreter, `/opt/are/bin/python`, never in the harness:
 
-    gaia2_driver.py SCENARIO_JSON [--judge hard|llm] [--judge-url URL --judge-model NAME]
+    gaia2_driver.py SCENARIO_JSON [--judge hard|llm] [--judge-model NAME]
 
 It imports the scenario as ARE's benchmark runner does (JsonScenarioImporter, then preprocess_scenario: the
 oracle run and the judge), starts ARE's Environment (its event loop and simulated clock, in a thread of this
@@ -18,12 +18,20 @@ process) and serves, to one MCP client:
   turn it says the task is over.
 - hidden tools (prefix `harness__`, for the harness, never offered to a model): `harness__task` (the first user
   message), `harness__event` (a completed event's time and return value: the oracle agent resolves `{{id}}`
-  placeholders with it), `harness__finish` (ARE's verdict, once: the env is paused, judged and stopped).
+  placeholders with it), `harness__finish` (ARE's verdict, once: the env is paused, judged and stopped), and
+  `harness__pause` / `harness__resume {offset}`: the harness holds the simulated clock while its model generates
+  and moves it on by the call's seconds, as ARE's own agents do (`pause_env` / `resume_env` with the
+  "measured" simulated generation time); events due meanwhile fire at the resume.
 
 Judges: `hard` (ARE's scripted checks only: no LLM; the arguments ARE compares with an LLM, such as a message's
-text, are then not compared at all) or `llm` (ARE's GraphPerEventJudge, its soft checks through an
-OpenAI-compatible URL; ARE calls it only when an argument differs from the oracle's after normalisation).
-A judge that raises, and an event loop that died, are a verdict of `error`, never a failed scenario.
+text, are then not compared at all) or `llm` (ARE's GraphPerEventJudge, its soft checks asked of the MCP client:
+each of the judge's calls is an MCP sampling request, which the harness answers on the host with the run's
+judge model, so no key and no network reach this sandbox; ARE calls it only when an argument differs from the
+oracle's after normalisation). The reply reaches ARE's checkers as the model wrote it, as gaia2-cli's judge
+engine passes it: ARE 1.2.0's LiteLLMEngine lower-cases True and False in every reply, after which the
+checkers that look for `[[True]]` (sanity, signature, tone, cab) can never pass.
+A judge that raises, a judge call that failed, and an event loop that died are a verdict of `error`, never a
+failed scenario.
 """
 
 from __future__ import annotations
@@ -33,34 +41,34 @@ import asyncio
 import functools
 import json
 import logging
-import os
 import re
 import sys
 import time
 from datetime import UTC, datetime
 from typing import Any
 
-os.environ.setdefault("OPENAI_API_KEY", "unused")  # the judge's URL is the harness's metered relay, keyless
-
-import mcp.types as types  # noqa: E402
-from are.simulation.apps.agent_user_interface import AgentUserInterface  # noqa: E402
-from are.simulation.apps.mcp.server.are_simulation_mcp_server import ARESimulationToolManager  # noqa: E402
-from are.simulation.data_handler.importer import JsonScenarioImporter  # noqa: E402
-from are.simulation.environment import Environment, EnvironmentConfig  # noqa: E402
-from are.simulation.notification_system import MessageType, VerboseNotificationSystem, VerbosityLevel  # noqa: E402
-from are.simulation.scenarios.scenario_imported_from_json.utils import preprocess_scenario  # noqa: E402
-from are.simulation.scenarios.utils.turn_conditions import is_send_message_to_user  # noqa: E402
-from are.simulation.types import EnvironmentState, EventType  # noqa: E402
-from are.simulation.utils import make_serializable  # noqa: E402
-from are.simulation.validation.base import BaseJudge  # noqa: E402
-from are.simulation.validation.configs import ScriptedGraphPerEventJudgeConfig  # noqa: E402
-from mcp.server.lowlevel import Server  # noqa: E402
-from mcp.server.stdio import stdio_server  # noqa: E402
+import mcp.types as types
+from are.simulation.agents.llm.llm_engine import LLMEngine, LLMEngineException
+from are.simulation.apps.agent_user_interface import AgentUserInterface
+from are.simulation.apps.mcp.server.are_simulation_mcp_server import ARESimulationToolManager
+from are.simulation.data_handler.importer import JsonScenarioImporter
+from are.simulation.environment import Environment, EnvironmentConfig
+from are.simulation.notification_system import MessageType, VerboseNotificationSystem, VerbosityLevel
+from are.simulation.scenarios.scenario_imported_from_json.utils import preprocess_scenario
+from are.simulation.scenarios.utils.turn_conditions import is_send_message_to_user
+from are.simulation.types import EnvironmentState, EventType
+from are.simulation.utils import make_serializable
+from are.simulation.validation.base import BaseJudge
+from are.simulation.validation.configs import ScriptedGraphPerEventJudgeConfig
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
 
 HIDDEN = {"AgentUserInterface__get_last_message_from_user", "AgentUserInterface__get_last_message_from_agent",
           "AgentUserInterface__get_last_unread_messages", "AgentUserInterface__get_all_messages"}
 SEND_TO_USER = "AgentUserInterface__send_message_to_user"
 TURN_WAIT_S = 60.0
+JUDGE_CALL_S = 300.0  # one judge call through the host, its retries included
+JUDGE_MAX_TOKENS = 4096
 
 
 class _NoLLM:
@@ -72,16 +80,43 @@ class _NoLLM:
         raise RuntimeError("the hard judge calls no LLM")
 
 
-def _judge_config(judge: str, url: str | None, model: str | None):
+class HostJudge(LLMEngine):
+    """ARE's judge engine, answered by the MCP client (the harness) through sampling requests on this server's
+    session, from whichever thread ARE judges in (its event loop's for a turn, a worker's for the last)."""
+
+    session: Any = None  # the server's session and its event loop, kept at the first tool call (`serve`)
+    loop: asyncio.AbstractEventLoop | None = None
+    errors: list[str] = []
+
+    def chat_completion(self, messages, stop_sequences=[], **kwargs):  # noqa: B006 - ARE's own signature
+        system = "\n\n".join(str(m["content"]) for m in messages if m["role"] == "system")
+        asked = [types.SamplingMessage(role=m["role"], content=types.TextContent(type="text", text=_text(m["content"])))
+                 for m in messages if m["role"] in ("user", "assistant")]
+        if self.session is None or self.loop is None:
+            raise LLMEngineException("no MCP client to ask")
+        try:
+            future = asyncio.run_coroutine_threadsafe(self.session.create_message(
+                asked, max_tokens=JUDGE_MAX_TOKENS, system_prompt=system or None, temperature=0.0), self.loop)
+            result = future.result(JUDGE_CALL_S)
+        except Exception as exc:  # noqa: BLE001 - kept: the verdict is then an error, not a fail
+            HostJudge.errors.append(f"a judge call through the harness failed: {type(exc).__name__}: {exc}")
+            raise LLMEngineException(HostJudge.errors[-1]) from exc
+        text = result.content.text if isinstance(result.content, types.TextContent) else ""
+        for stop in stop_sequences or ():
+            text = text.split(stop)[0]
+        return text, {"model": result.model}
+
+
+def _text(content: Any) -> str:
+    return content if isinstance(content, str) else json.dumps(content, default=str)
+
+
+def _judge_config(judge: str, model: str | None):
     if judge == "hard":
         return ScriptedGraphPerEventJudgeConfig(event_id_to_checker_params={}, engine=_NoLLM())
-    from are.simulation.agents.are_simulation_agent_config import LLMEngineConfig
-    from are.simulation.validation.configs import GraphPerEventJudgeConfig, create_judge_engine
+    from are.simulation.validation.configs import GraphPerEventJudgeConfig
 
-    if not url or not model:
-        raise SystemExit("gaia2_driver: --judge llm needs --judge-url and --judge-model")
-    return GraphPerEventJudgeConfig(engine=create_judge_engine(LLMEngineConfig(model_name=model, provider="openai",
-                                                                               endpoint=url)))
+    return GraphPerEventJudgeConfig(engine=HostJudge(model or "judge"))
 
 
 def _speed_up_judge_init() -> None:
@@ -123,13 +158,13 @@ def _guard_turn_judge() -> None:
 class Scenario:
     """One scenario running in ARE: its tools, notifications, turns and verdict."""
 
-    def __init__(self, path: str, judge: str, url: str | None, model: str | None):
+    def __init__(self, path: str, judge: str, model: str | None):
         _speed_up_judge_init()
         _guard_turn_judge()
         with open(path) as fh:
             imported = JsonScenarioImporter().import_from_json_to_benchmark(fh.read(), load_completed_events=False)
         scenario = imported[0]
-        preprocess_scenario(scenario, judge_config=_judge_config(judge, url, model))
+        preprocess_scenario(scenario, judge_config=_judge_config(judge, model))
         self.env = Environment(EnvironmentConfig(oracle_mode=False, duration=scenario.duration,
                                                  time_increment_in_seconds=scenario.time_increment_in_seconds,
                                                  start_time=scenario.start_time),
@@ -146,6 +181,7 @@ class Scenario:
         self.pending: list[Any] = []
         self.first_message: str | None = None
         self.verdict: dict | None = None
+        self.held = False  # the clock paused by the harness (`pause`) while its model generates
 
     # -------------------------------------------------------------- notifications
     def _drain(self) -> None:
@@ -217,6 +253,17 @@ class Scenario:
                         "return_value": make_serializable(event.metadata.return_value)}
         return None
 
+    # ---------------------------------------------------------------------- clock
+    def pause(self) -> None:
+        if self.env.state == EnvironmentState.RUNNING:
+            self.env.pause()
+            self.held = True
+
+    def resume(self, offset: float) -> None:
+        if self.held and self.env.state == EnvironmentState.PAUSED:
+            self.env.resume_with_offset(max(float(offset), 0.0))
+        self.held = False
+
     # -------------------------------------------------------------------- verdict
     def finish(self) -> dict:
         """ARE's verdict, judged once (the last turn; earlier turns were judged online), then the env stops."""
@@ -227,14 +274,15 @@ class Scenario:
             env.pause()
         result = scenario.validate(env)
         judge = getattr(scenario, "judge", None)
-        error = getattr(judge, "harness_error", None)
+        error = getattr(judge, "harness_error", None) or (HostJudge.errors[0] if HostJudge.errors else None)
         if error is None and result.exception is not None:
             error = f"the judge raised {type(result.exception).__name__}: {result.exception}"
         if error is None and not self.loop_alive() and env.state not in (EnvironmentState.STOPPED,
                                                                           EnvironmentState.FAILED):
             error = "ARE's event loop died"
         verdict = "error" if error else {True: "pass", False: "fail"}.get(result.success, "unjudged")
-        self.verdict = {"verdict": verdict, "success": result.success, "rationale": str(result.rationale or ""),
+        rationale = str(result.rationale) if result.rationale else ""
+        self.verdict = {"verdict": verdict, "success": result.success, "rationale": rationale,
                         "error": error, "judge": self.judge_mode, "turns": scenario.nb_turns,
                         "turns_done": self.turns_done(), "oracle_actions": self._matches(judge)}
         if env.state in (EnvironmentState.RUNNING, EnvironmentState.PAUSED):
@@ -268,7 +316,12 @@ def serve(scenario: Scenario) -> None:
                          inputSchema={"type": "object", "properties": {"event_id": {"type": "string"}},
                                       "required": ["event_id"]}),
               types.Tool(name="harness__finish", description="ARE's verdict (once); the scenario stops.",
-                         inputSchema={"type": "object", "properties": {}})]
+                         inputSchema={"type": "object", "properties": {}}),
+              types.Tool(name="harness__pause", description="Hold the simulated clock (the model generates).",
+                         inputSchema={"type": "object", "properties": {}}),
+              types.Tool(name="harness__resume", description="Let the clock go on, moved by `offset` seconds.",
+                         inputSchema={"type": "object", "properties": {"offset": {"type": "number"}},
+                                      "required": ["offset"]})]
 
     @server.list_tools()
     async def list_tools() -> list[types.Tool]:
@@ -278,10 +331,18 @@ def serve(scenario: Scenario) -> None:
 
     @server.call_tool()
     async def call_tool(name: str, arguments: dict) -> list[types.TextContent]:
+        if HostJudge.session is None:
+            HostJudge.session, HostJudge.loop = server.request_context.session, asyncio.get_running_loop()
         if name == "harness__task":
             texts = [await asyncio.to_thread(scenario.task)]
         elif name == "harness__event":
             texts = [json.dumps(scenario.event(str(arguments.get("event_id"))))]
+        elif name in ("harness__pause", "harness__resume"):
+            if name == "harness__pause":
+                scenario.pause()
+            else:
+                scenario.resume(arguments.get("offset", 0.0))
+            texts = [json.dumps({"time": scenario.env.time_manager.time()})]
         elif name == "harness__finish":
             texts = [json.dumps(await asyncio.to_thread(scenario.finish))]
         elif name not in scenario.tools:
@@ -306,13 +367,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Serve one Gaia2 scenario's apps over MCP (stdio).")
     parser.add_argument("scenario")
     parser.add_argument("--judge", choices=["hard", "llm"], default="hard")
-    parser.add_argument("--judge-url")
     parser.add_argument("--judge-model")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, force=True)  # ARE's modules log every tick
     for name in ("are", "LiteLLM", "litellm", "httpx"):
         logging.getLogger(name).setLevel(logging.WARNING)
-    serve(Scenario(args.scenario, args.judge, args.judge_url, args.judge_model))
+    serve(Scenario(args.scenario, args.judge, args.judge_model))
 
 
 if __name__ == "__main__":

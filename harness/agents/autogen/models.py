@@ -310,36 +310,38 @@ class MeteredClient(ChatCompletionClient):
             deadline = meter.time_left(waited)
             ends = None if deadline is None else started + deadline
             stream = self._inner.create_stream(messages, **kwargs).__aiter__()
-            attempt, sent, streaming = 0, time.time(), False
-            while True:
-                left = None if ends is None else ends - time.monotonic()
-                try:
-                    item = await asyncio.wait_for(stream.__anext__(), left)
-                except StopAsyncIteration:
-                    return
-                except Exception as exc:  # noqa: BLE001 - the same rule as Meter.call
-                    if not streaming and await meter.pace(self._label, exc, attempt, self._retries, ends,
-                                                          self._slots, sent):
-                        attempt, sent = attempt + 1, time.time()
-                        stream = self._inner.create_stream(messages, **kwargs).__aiter__()
-                        continue
-                    mapped = meter.model_error(exc, self._label, f"the stream did not end within "
-                                                                 f"{meter.call_deadline or 0:.0f} s")
-                    if mapped is exc:
-                        raise
-                    raise mapped from exc
-                streaming = True
-                item = scrubbed_result(item) if isinstance(item, CreateResult) else scrub(item)
-                if isinstance(item, CreateResult):
-                    if self._slots is not None:
-                        self._slots.succeeded()
-                    done = turn_from_result(item)
-                    meter.after_call(done, time.monotonic() - started, self._label, trace_messages(messages),
-                                     offered=offered_names(kwargs.get("tools")))
-                    if admission is not None:
-                        admission.close(meter.price.cost(counts(done["usage"])))
-                    item = self._capped(item)
-                yield item
+            attempt, sent, tried, streaming = 0, time.time(), time.monotonic(), False
+            async with meter.generating() as took:  # a simulated clock stands still while it streams
+                while True:
+                    left = None if ends is None else ends - time.monotonic()
+                    try:
+                        item = await asyncio.wait_for(stream.__anext__(), left)
+                    except StopAsyncIteration:
+                        return
+                    except Exception as exc:  # noqa: BLE001 - the same rule as Meter.call
+                        if not streaming and await meter.pace(self._label, exc, attempt, self._retries, ends,
+                                                              self._slots, sent):
+                            attempt, sent, tried = attempt + 1, time.time(), time.monotonic()
+                            stream = self._inner.create_stream(messages, **kwargs).__aiter__()
+                            continue
+                        mapped = meter.model_error(exc, self._label, f"the stream did not end within "
+                                                                     f"{meter.call_deadline or 0:.0f} s")
+                        if mapped is exc:
+                            raise
+                        raise mapped from exc
+                    streaming = True
+                    item = scrubbed_result(item) if isinstance(item, CreateResult) else scrub(item)
+                    if isinstance(item, CreateResult):
+                        if self._slots is not None:
+                            self._slots.succeeded()
+                        took.append(time.monotonic() - tried)
+                        done = turn_from_result(item)
+                        meter.after_call(done, time.monotonic() - started, self._label, trace_messages(messages),
+                                         offered=offered_names(kwargs.get("tools")))
+                        if admission is not None:
+                            admission.close(meter.price.cost(counts(done["usage"])))
+                        item = self._capped(item)
+                    yield item
         finally:
             if slot is not None:
                 slot.release()

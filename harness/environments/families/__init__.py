@@ -13,12 +13,15 @@ import contextlib
 import importlib
 import pkgutil
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from harness.datasets.model import Instance
 from harness.environments import Environments
 from harness.environments.family import _REGISTERED, Kit, RunSetup, Setup, Tool, ToolFamily
 from harness.errors import InputError
+
+if TYPE_CHECKING:
+    from harness.models.meter import Clock
 
 T = TypeVar("T")
 for _module in pkgutil.iter_modules(__path__):
@@ -34,6 +37,11 @@ def verdicts(envs: Environments) -> dict[str, dict]:
     """What each built family judged of the instance (`ToolFamily.verdict`), by family."""
     return {f.name: found for f in families() if f.name in envs.built
             and (found := f.verdict(envs.built[f.name])) is not None}
+
+
+def clocks(envs: Environments) -> list[Clock]:
+    """The simulated clocks of the built families (`ToolFamily.clock`), for the meter to pause."""
+    return [found for f in families() if f.name in envs.built and (found := f.clock(envs.built[f.name])) is not None]
 
 
 def check_run(run: RunSetup) -> list[str]:

@@ -23,7 +23,7 @@ class Gaia2(ToolFamily[Gaia2Env]):
 
     def build(self, setup: Setup, envs: Environments) -> Gaia2Env | None:
         scenario = setup.instance.metadata.get("scenario_file") if setup.instance is not None else None
-        return Gaia2Env(f"/workspace/{scenario}") if scenario else None
+        return Gaia2Env(f"/workspace/{scenario}", judge=setup.judge) if scenario else None
 
     async def serve(self, setup: Setup, env: Gaia2Env, envs: Environments, work: Callable[[], Awaitable[T]]) -> T:
         from harness.environments.gaia2 import serving
@@ -36,3 +36,6 @@ class Gaia2(ToolFamily[Gaia2Env]):
 
     def verdict(self, env: Gaia2Env) -> dict[str, Any] | None:
         return env.verdict
+
+    def clock(self, env: Gaia2Env) -> Gaia2Env:
+        return env  # ARE's simulated clock stands still while the model generates
