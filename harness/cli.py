@@ -418,8 +418,10 @@ def report_cmd(
 def export_cmd(
     output_dir: Path = typer.Argument(..., help="A run's output directory."),
     fmt: str = typer.Option(..., "--format", help="gaia (the leaderboard's JSON Lines submission), inspect (an "
-                                                  "Inspect AI eval log, .json) or jsonl (the rows flattened)."),
-    out: Path = typer.Option(..., "--out", help="The file to write (replaced atomically)."),
+                                                  "Inspect AI eval log, .json), jsonl (the rows flattened) or atif "
+                                                  "(one ATIF trajectory per trial, into a folder)."),
+    out: Path = typer.Option(..., "--out", help="The file to write (replaced atomically); for atif a new or empty "
+                                                "folder (TRIAL/agent/trajectory.json in it)."),
     allow_missing: bool = typer.Option(False, "--allow-missing", help="gaia: write the submission even though "
                                                                       "some selected tasks have no row."),
     allow_partial: bool = typer.Option(False, "--allow-partial", help="gaia: write the submission of a run of part "

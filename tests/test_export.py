@@ -191,3 +191,156 @@ def test_export_never_writes_over_the_runs_own_files(run_dir, tmp_path, name):
     assert target.read_bytes() == before
     beside = harness("export", copy, "--format", "jsonl", "--out", copy / "rows.jsonl")  # a file of its own there
     assert beside.returncode == 0, explain(beside)
+
+
+def _atif_files(folder):
+    """Every trajectory under `folder`, each checked with the published ATIF models (the `atif` package) and
+    with the rules Harbor's own models add to them (checked against harbor 0.25.0's, docs/results.md#atif)."""
+    import atif
+
+    docs = {}
+    for path in sorted(folder.rglob("*.json")):
+        doc = json.loads(path.read_text())
+        atif.Trajectory.model_validate(doc)
+        assert doc["schema_version"] == "ATIF-v1.8" and doc["steps"], path
+        assert doc["final_metrics"]["total_steps"] == len(doc["steps"])
+        for step in doc["steps"]:
+            ids = {c["tool_call_id"] for c in step.get("tool_calls", [])}
+            for result in step.get("observation", {}).get("results", []):
+                assert result.get("source_call_id") in ids | {None}, path
+        docs[path.relative_to(folder).as_posix()] = doc
+    return docs
+
+
+@pytest.mark.docker
+def test_atif_trajectories_of_a_smoke_run_validate_and_hold_the_trace(run_dir, tmp_path):
+    out = tmp_path / "atif"
+    proc = harness("export", run_dir, "--format", "atif", "--out", out)
+    assert proc.returncode == 0, explain(proc)
+    docs = _atif_files(out)
+    rows = {r["instance_id"]: r for r in _lines(run_dir / "output.jsonl")}
+    assert sorted(docs) == sorted(f"{rows[i]['trace'][len('traces/'):-len('.jsonl')]}/agent/trajectory.json"
+                                  for i in IDS)  # one file per trial, where Harbor keeps a trial's trajectory
+    for iid in IDS:
+        row = rows[iid]
+        doc = docs[f"{row['trace'][7:-6]}/agent/trajectory.json"]
+        events = _lines(run_dir / row["trace"])
+        steps = doc["steps"]
+        assert [s["source"] for s in steps[:2]] == ["system", "user"] and steps[1]["message"].startswith(
+            next(e["task"] for e in events if e["type"] == "task")[:100])
+        calls = [c for s in steps for c in s.get("tool_calls", [])]
+        assert [(c["function_name"], c["arguments"], c["tool_call_id"]) for c in calls] == [
+            (e["name"], e["arguments"], e["call_id"]) for e in events if e["type"] == "tool_call"]
+        results = [r for s in steps for r in s.get("observation", {}).get("results", [])]
+        assert [(r["source_call_id"], r["content"]) for r in results] == [
+            (e["call_id"], e["content"]) for e in events if e["type"] == "tool_result"]
+        agent = [s for s in steps if s["source"] == "agent"]
+        assert len(agent) == row["usage"]["llm_calls"] and all(s["model_name"] == "replay" and s["timestamp"]
+                                                               for s in agent)
+        metrics = doc["final_metrics"]
+        assert sum(s["metrics"]["prompt_tokens"] for s in agent) == metrics["total_prompt_tokens"] == \
+            row["usage"]["prompt_tokens"]
+        assert sum(s["metrics"]["completion_tokens"] for s in agent) == metrics["total_completion_tokens"] == \
+            row["usage"]["completion_tokens"]
+        outcome = doc["extra"]["outcome"]
+        assert (outcome["answer"], outcome["correct"], outcome["status"]) == (row["answer"], row["correct"], "ok")
+        assert outcome["scores"]["gaia"]["correct"] is row["correct"]
+        assert doc["agent"]["model_name"] == "replay" and doc["extra"]["trial"]["epoch"] == 1
+    assert [docs[f"{rows[i]['trace'][7:-6]}/agent/trajectory.json"]["extra"]["outcome"]["correct"]
+            for i in IDS] == [True, True, False]
+
+
+def _traced(run, events):
+    """Give the hand-made run's first row a trace of `events`."""
+    (run / "traces").mkdir()
+    (run / "traces" / "q-1.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    rows = _lines(run / "output.jsonl")
+    rows[0].update(trace="traces/q-1.jsonl", usage={"prompt_tokens": 150, "completion_tokens": 30,
+                                                    "cached_prompt_tokens": 40, "llm_calls": 3, "cost": 0.5},
+                   status="error", error_kind="model", error="timed out")
+    (run / "output.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_atif_carries_every_trace_event_and_names_what_it_could_not_write(tmp_path):
+    """A team's messages, a tool result no call asked for, calls a reply asked for beyond those run, a simulated
+    user's reply, an error and an event type of another harness version: all in the file (steps or extra); the
+    second epoch, without a trace, and the tokens the trace lacks (a model call cut off) are warnings."""
+    run = _hand_run(tmp_path, ["7", "8"])
+    at = 1_800_000_000.0
+    _traced(run, [
+        {"t": 0.01, "type": "task", "task": "What is 3+4?"},
+        {"t": 0.02, "type": "system_prompt", "source": "coder", "content": "You code."},
+        {"t": 0.03, "type": "model_call_started", "model": "m", "timeout": 60, "at": at + 0.03},
+        {"t": 0.04, "type": "model_wait", "model": "m", "status": 429, "seconds": 1.0, "retry": 1},
+        {"t": 1.5, "type": "model_call", "model": "m", "seconds": 1.4, "content": "Let me add.",
+         "usage": {"prompt_tokens": 100, "completion_tokens": 20, "cached_prompt_tokens": 40, "reasoning_tokens": 5},
+         "tool_calls": [{"name": "add", "arguments": {"a": 3, "b": 4}}, {"name": "add", "arguments": {"a": 0}}]},
+        {"t": 1.51, "type": "tool_calls_dropped", "model": "m", "asked": 2, "kept": 1, "dropped": 1},
+        {"t": 1.52, "type": "tool_call", "source": "coder", "name": "add", "arguments": {"a": 3, "b": 4},
+         "call_id": "c1"},
+        {"t": 1.6, "type": "env", "env": "code", "action": "add", "outcome": "ok", "seconds": 0.05},
+        {"t": 1.7, "type": "tool_result", "name": "add", "call_id": "c1", "content": "7"},
+        {"t": 1.71, "type": "tool_result", "name": "stray", "call_id": "zz", "content": "boom", "is_error": True},
+        {"t": 1.8, "type": "message", "source": "coder", "content": "Let me add."},
+        {"t": 1.9, "type": "message", "source": "critic", "content": "Looks right."},
+        {"t": 2.0, "type": "user_reply", "number": 1, "content": "Put it in <solution>."},
+        {"t": 2.1, "type": "model_call_started", "model": "m", "timeout": 60, "at": at + 2.1},
+        {"t": 2.5, "type": "model_call", "model": "m", "seconds": 0.4, "content": "<solution>7</solution>",
+         "usage": {"prompt_tokens": 50, "completion_tokens": 5}},
+        {"t": 2.6, "type": "model_call_started", "model": "m", "timeout": 60, "at": at + 2.6},
+        {"t": 3.0, "type": "error", "kind": "model", "message": "timed out"},
+        {"t": 3.1, "type": "sparkle", "what": "from a later harness"},
+        {"t": 0, "type": "verdict", "status": "error", "answer": "7", "correct": None},
+    ])
+    out = tmp_path / "atif"
+    proc = harness("export", run, "--format", "atif", "--out", out)
+    assert proc.returncode == 0, explain(proc)
+    (name, doc), = _atif_files(out).items()
+    assert name == "q-1/agent/trajectory.json"
+    assert "q (epoch 2): no trace" in proc.stderr and "'sparkle'" in proc.stderr
+    assert "differ from the row's" in proc.stderr and "differ from the row's" in doc["notes"]
+    steps = doc["steps"]
+    assert [(s["source"], s["message"]) for s in steps] == [
+        ("system", "You code."), ("user", "What is 3+4?"), ("agent", "Let me add."), ("agent", "Looks right."),
+        ("user", "Put it in <solution>."), ("agent", "<solution>7</solution>")]
+    first = steps[2]
+    assert first["tool_calls"] == [{"tool_call_id": "c1", "function_name": "add", "arguments": {"a": 3, "b": 4},
+                                    "extra": {"agent": "coder"}}]
+    assert first["observation"]["results"] == [
+        {"source_call_id": "c1", "content": "7"},
+        {"content": "boom", "extra": {"is_error": True, "call_id": "zz", "name": "stray"}}]
+    assert first["metrics"] == {"prompt_tokens": 100, "completion_tokens": 20, "cached_tokens": 40,
+                                "extra": {"reasoning_tokens": 5}}
+    assert first["extra"]["tool_calls_not_run"] == [{"name": "add", "arguments": {"a": 0}}]
+    assert first["extra"]["agent"] == "coder" and first["extra"]["model_wait"][0]["status"] == 429
+    assert first["extra"]["tool_calls_dropped"][0]["dropped"] == 1 and first["extra"]["env_actions"][0]["env"] == "code"
+    assert first["timestamp"].startswith("2027-01-15T08:00:00.03")
+    assert steps[3]["extra"] == {"agent": "critic", "event": "message"}
+    assert steps[4]["extra"] == {"user_reply": 1}
+    assert [e["type"] for e in doc["extra"]["events"]] == ["error", "sparkle", "verdict", "model_call_started"]
+    metrics = doc["final_metrics"]
+    assert (metrics["total_prompt_tokens"], metrics["total_completion_tokens"], metrics["total_cached_tokens"],
+            metrics["total_cost_usd"]) == (150, 25, 40, 0.5)
+    outcome = doc["extra"]["outcome"]
+    assert (outcome["status"], outcome["error_kind"], outcome["error"]) == ("error", "model", "timed out")
+
+
+def test_atif_bad_out_is_exit_2_with_nothing_written(tmp_path):
+    run = _hand_run(tmp_path, ["7"])
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "keep.txt").write_text("mine")
+    (tmp_path / "afile").write_text("x")
+    for out, said in ((taken, "not an empty folder"), (tmp_path / "afile", "not an empty folder"),
+                      (tmp_path / "t.json", "writes a folder"), (tmp_path / "no" / "such", "does not exist"),
+                      (run / "traces" / "x", "the run's own")):
+        proc = harness("export", run, "--format", "atif", "--out", out)
+        assert proc.returncode == 2 and said in proc.stderr, explain(proc)
+    assert [p.name for p in taken.iterdir()] == ["keep.txt"] and (tmp_path / "afile").read_text() == "x"
+    assert not (tmp_path / "t.json").exists() and not (tmp_path / "no").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "hand", "taken"]  # no temporary folder left
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    proc = harness("export", run, "--format", "atif", "--out", empty)  # a row without a trace: named, not a crash
+    assert proc.returncode == 0 and "q (epoch 1): no trace" in proc.stderr, explain(proc)
+    assert empty.is_dir() and not any(empty.iterdir())
