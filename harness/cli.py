@@ -421,9 +421,10 @@ def report_cmd(
 @app.command("export")
 def export_cmd(
     output_dir: Path = typer.Argument(..., help="A run's output directory."),
-    fmt: str = typer.Option(..., "--format", help="gaia (the leaderboard's JSON Lines submission), inspect (an "
-                                                  "Inspect AI eval log, .json) or jsonl (the rows flattened)."),
-    out: Path = typer.Option(..., "--out", help="The file to write (replaced atomically)."),
+    fmt: str = typer.Option(..., "--format", help="gaia (the leaderboard's JSON Lines submission), gaia2 (ARE's "
+                                                  "leaderboard folder), inspect (an Inspect AI eval log, .json) or "
+                                                  "jsonl (the rows flattened)."),
+    out: Path = typer.Option(..., "--out", help="The file to write (replaced atomically); gaia2: a new folder."),
     allow_missing: bool = typer.Option(False, "--allow-missing", help="gaia: write the submission even though "
                                                                       "some selected tasks have no row."),
     allow_partial: bool = typer.Option(False, "--allow-partial", help="gaia: write the submission of a run of part "

@@ -1,26 +1,31 @@
 """Reporting as Gaia2 does (harness/report/gaia2.py): accuracy per capability and variant over the judged runs,
 the capabilities' equal-weight mean, pass@K and pass^K over the epochs, cost and time per scenario; and Gaia2's
 default of three epochs when --epochs is not given (runner/preflight.py default_epochs). Pure logic: rows made
-here."""
+here, and a run directory written by hand for `harness export --format gaia2`."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from statistics import stdev
 
+import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 
 from harness.config import RunConfiguration
 from harness.datasets import load_dataset
+from harness.export.gaia2 import SCHEMA
 from harness.report import render
 from harness.report.build import build_report
 from harness.results.model import ResultRow
 from harness.runner.preflight import default_epochs
 from harness.runner.run_config import RunConfig
 from harness.usage import Usage
+from tests.helpers.e2e import explain, harness
 
 SMOKE = Path(__file__).resolve().parents[1] / "datasets" / "gaia2-smoke"
+PARQUET = "validation-00000-of-00001.parquet"
 TASKS = {"e1": {"capability": "execution", "variant": "standard"}, "e2": {"capability": "execution",
          "variant": "standard"}, "s1": {"capability": "search", "variant": "agent2agent"}}
 
@@ -95,3 +100,61 @@ def test_gaia2_runs_three_epochs_unless_told_and_run_json_says_why(tmp_path):
     plain = RunConfig.of(told, dataset_fingerprint="f", image="i", model_settings={"name": "replay"},
                          website=None, prompt_template="default", run_id="r").to_json()
     assert plain["epochs"] == 1 and "epochs_default" not in plain
+
+
+def hand_run(tmp_path: Path) -> Path:
+    """A Gaia2 run directory written by hand: rows() with their verdicts and a trace each, tasks.json's labels."""
+    run = tmp_path / "run"
+    (run / "traces").mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({"epochs": 3, "epochs_default": "gaia2", "scorers": ["gaia2"],
+                                              "model": "m", "dataset": "hf://x/gaia2", "reducers": ["mean"]}))
+    (run / "selected.json").write_text(json.dumps(dict.fromkeys(TASKS)))
+    (run / "tasks.json").write_text(json.dumps(TASKS))
+    lines = []
+    for found in rows():
+        trace = f"traces/{found.instance_id}-{found.epoch}.jsonl"
+        call = {"type": "tool_call", "name": "Emails__send_email", "arguments": {}}
+        (run / trace).write_text(json.dumps(call) + "\n")
+        verdict = {"verdict": "pass" if found.correct else "fail", "rationale": f"judged {found.instance_id}"}
+        lines.append(found.model_copy(update={"trace": trace, "error": "boom" if found.status == "error" else None,
+                                              "verdicts": {"gaia2": verdict} if found.correct is not None else {}}))
+    (run / "output.jsonl").write_text("".join(line.model_dump_json() + "\n" for line in lines))
+    return run
+
+
+def test_export_gaia2_writes_ares_leaderboard_folder(tmp_path):
+    run, out = hand_run(tmp_path), tmp_path / "submission"
+    proc = harness("export", run, "--format", "gaia2", "--out", out)
+    assert proc.returncode == 0, explain(proc)
+    assert "1 run(s) without a row left out: s1 epoch 3" in proc.stderr
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == [
+        "README.md", "computed_stats.json", f"execution/{PARQUET}", f"search_a2a/{PARQUET}"]  # ARE's config names
+    table = pq.read_table(out / "execution" / PARQUET)
+    assert table.schema.names == SCHEMA.names
+    got = table.to_pylist()
+    assert [(r["scenario_id"], r["run_number"], r["status"], r["score"]) for r in got] == [
+        ("e1", 1, "success", 1.0), ("e1", 2, "success", 1.0), ("e1", 3, "success", 1.0),
+        ("e2", 1, "success", 1.0), ("e2", 2, "failed", 0.0), ("e2", 3, "exception", None)]
+    errored = got[-1]
+    assert errored["has_exception"] and (errored["exception_type"], errored["exception_message"]) == ("agent", "boom")
+    assert (got[0]["config"], got[0]["phase_name"], got[0]["a2a_app_prop"], got[0]["rationale"]) == \
+        ("execution", "standard", 0.0, "judged e1")
+    data = json.loads(got[0]["data"])
+    assert data["format"] == "harness-gaia2-run" and data["events"][0]["name"] == "Emails__send_email"
+    assert json.loads(got[0]["run_config"])["epochs_default"] == "gaia2"
+    search = pq.read_table(out / "search_a2a" / PARQUET).to_pylist()
+    assert [(r["status"], r["phase_name"], r["a2a_app_prop"]) for r in search] == [
+        ("failed", "agent2agent", 1.0), ("no_validation", "agent2agent", 1.0)]
+    stats = json.loads((out / "computed_stats.json").read_text())["statistics"]
+    assert stats["per_capability"]["execution"]["success_rate"] == pytest.approx(400 / 6)
+    assert stats["per_capability"]["search_a2a"]["no_validation_runs"] == 1
+    assert stats["global"]["macro_success_rate"] == pytest.approx((400 / 6 + 0) / 2)
+    card = (out / "README.md").read_text()
+    assert card.startswith("---\nconfigs:\n- config_name: execution\n  data_files:\n  - split: validation\n"
+                           "    path: execution/validation-*\n") and "- config_name: search_a2a" in card
+
+    again = harness("export", run, "--format", "gaia2", "--out", out)  # never over a folder there
+    assert again.returncode == 2 and "it exists" in again.stderr, explain(again)
+    (run / "tasks.json").write_text(json.dumps({"e1": {"level": 1}}))
+    other = harness("export", run, "--format", "gaia2", "--out", tmp_path / "other")
+    assert other.returncode == 2 and "is not a Gaia2 run" in other.stderr and not (tmp_path / "other").exists()

@@ -4,7 +4,8 @@ One module per format, each `render(run) -> (text, warnings)` over export/source
 the run directory (harness/report/load.py's aggregation): `gaia` (the leaderboard's submission,
 export/gaia.py), `inspect` (an Inspect AI eval log, export/inspect_log.py), `jsonl` (the rows
 flattened, export/jsonl.py). The file is written atomically (harness/fsutil.py) and only when
-its format's checks pass (InputError otherwise: nothing is written).
+its format's checks pass (InputError otherwise: nothing is written). `gaia2` writes a folder, ARE's
+leaderboard's (export/gaia2.py `write`).
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.errors import InputError
-from harness.export import gaia, inspect_log, jsonl
+from harness.export import gaia, gaia2, inspect_log, jsonl
 from harness.export.source import open_run
 from harness.fsutil import write_atomic
 from harness.results.layout import RunDir
 
-FORMATS = ("gaia", "inspect", "jsonl")
+FORMATS = ("gaia", "gaia2", "inspect", "jsonl")
 
 
 def export(run_dir: Path, fmt: str, out: Path, *, allow_missing: bool = False,
@@ -34,6 +35,8 @@ def export(run_dir: Path, fmt: str, out: Path, *, allow_missing: bool = False,
     if (own := _runs_own(Path(run_dir), out)) is not None:
         raise InputError(f"--out {out}: that is the run's own {own}; name a file of the export's own")
     run = open_run(run_dir)
+    if fmt == "gaia2":
+        return gaia2.write(run, out)
     if fmt == "gaia":
         text, warnings = gaia.render(run, allow_missing=allow_missing, allow_partial=allow_partial)
     else:

@@ -23,7 +23,7 @@ from typing import Any
 
 from harness.results.model import ResultRow
 
-__all__ = ["applies", "figures", "lines"]
+__all__ = ["applies", "figures", "group", "lines"]
 
 
 def applies(tasks: Mapping[str, Mapping[str, Any]]) -> bool:
@@ -45,7 +45,7 @@ def _rate(part: int, whole: int) -> float | None:
     return part / whole if whole else None
 
 
-def _group(ids: Sequence[str], latest: Mapping[tuple[str, int], ResultRow], epochs: int,
+def group(ids: Sequence[str], latest: Mapping[tuple[str, int], ResultRow], epochs: int,
            costs: Mapping[str, float] | None) -> dict[str, Any]:
     outcomes = [[_outcome(latest.get((iid, e))) for e in range(1, epochs + 1)] for iid in ids]
     counts = Counter(o for runs in outcomes for o in runs)
@@ -72,18 +72,18 @@ def figures(latest: Mapping[tuple[str, int], ResultRow], selected: Sequence[str]
             tasks: Mapping[str, Mapping[str, Any]], costs: Mapping[str, float] | None) -> dict[str, Any]:
     """The module docstring's figures; `costs` is each id's cost (None: the model is not priced)."""
     by_capability = _grouped(selected, tasks, "capability")
-    capabilities = {c: _group(ids, latest, epochs, costs) for c, ids in by_capability.items()}
+    capabilities = {c: group(ids, latest, epochs, costs) for c, ids in by_capability.items()}
     rated = {c: g["accuracy"] for c, g in capabilities.items() if g["accuracy"] is not None}
     per_epoch = []  # each epoch's equal-weight mean, over the capabilities judged in it
     for e in range(1, epochs + 1):
-        alone = [_group(ids, {(i, 1): r for (i, n), r in latest.items() if n == e}, 1, None)["accuracy"]
+        alone = [group(ids, {(i, 1): r for (i, n), r in latest.items() if n == e}, 1, None)["accuracy"]
                  for ids in by_capability.values()]
         if judged := [a for a in alone if a is not None]:
             per_epoch.append(mean(judged))
     headline = {"accuracy": mean(rated.values()) if rated else None, "weighting": "capabilities weighted equally",
                 "capabilities": sorted(rated), "not_judged": sorted(set(capabilities) - set(rated)),
                 "per_epoch": per_epoch, "std_over_epochs": stdev(per_epoch) if len(per_epoch) > 1 else None}
-    variants = {v: _group(ids, latest, epochs, costs) for v, ids in _grouped(selected, tasks, "variant").items()}
+    variants = {v: group(ids, latest, epochs, costs) for v, ids in _grouped(selected, tasks, "variant").items()}
     return {"k": epochs, "headline": headline, "capabilities": capabilities, "variants": variants}
 
 
