@@ -189,7 +189,9 @@ def run_cmd(
                                                            "holding the key (default: OPENAI_API_KEY if set)."),
     output_dir: Path | None = typer.Option(None, help="Results go to DIR/output.jsonl; re-running resumes. "
                                                          "Default: runs/<dataset>-<YYYYmmdd-HHMMSS>."),
-    split: str | None = typer.Option(None, help="With a GAIA root: use 2023/SPLIT/."),
+    split: str | None = typer.Option(None, help="With a GAIA root: use 2023/SPLIT/ (Gaia2's Hub: SPLIT-*.parquet)."),
+    subset: str | None = typer.Option(None, help="A folder of the dataset: a Hub config, e.g. Gaia2's execution, "
+                                                 "search, adaptability, time, ambiguity or mini."),
     agent: str = typer.Option("assistant", help="Built-in agent name, module:function, or sandbox:COMMAND "
                                                 "(a program run inside the sandbox)."),
     workers: int = typer.Option(2, help="Instances run in parallel."),
@@ -223,7 +225,8 @@ def run_cmd(
     disk: str = typer.Option("2g", help="Writable space per sandbox (files anywhere; beyond it: no space left). "
                                         "Without a storage quota it is RAM, added to --memory."),
     force: bool = typer.Option(False, help="Resume even though the configuration changed."),
-    epochs: int = typer.Option(1, help="Run each instance K times, each in a fresh sandbox."),
+    epochs: int | None = typer.Option(None, help="Run each instance K times, each in a fresh sandbox (default 1; "
+                                                 "Gaia2: 3, as its leaderboard)."),
     warm_pool: int = typer.Option(0, help="Keep N sandboxes started ahead of the instances (each used once)."),
     reducer: list[str] = typer.Option([], help="With --epochs: mean (default), majority, pass@K, pass^K, at_least_N; "
                                                "repeat for several, the first is the headline."),
@@ -283,10 +286,10 @@ def run_cmd(
     if output_dir is None:
         from harness.results.layout import default_run_dir
 
-        output_dir = default_run_dir(dataset, split)
+        output_dir = default_run_dir(dataset, "-".join(x for x in (subset, split) if x) or None)
     try:
         configuration = RunConfiguration.from_flags(
-            dataset=dataset, model=model, model_base_url=model_base_url, model_key_env=model_key_env,
+            dataset=dataset, subset=subset, model=model, model_base_url=model_base_url, model_key_env=model_key_env,
             config=config, scorers=scorer, judge_model=judge_model, agent=agent, prompt_template=prompt_template,
             search=search, search_block=search_block, no_search_cache=no_search_cache, mcp=mcp,
             selection={"ids": split_list(ids), "skip": split_list(skip), "level": split_list(level),
@@ -303,7 +306,8 @@ def run_cmd(
                        "max_cost": max_cost},
             user={"max_replies": max_user_replies, "function": user_function,
                   **({"reply": user_reply} if user_reply else {})},
-            epochs={"count": epochs, "reducers": reducer}, split=split,
+            epochs={"count": 1 if epochs is None else epochs, "given": epochs is not None, "reducers": reducer},
+            split=split,
             replay={"fail_on_divergence": fail_on_divergence, "record": record, "cache": cache,
                     "cache_judge": cache_judge},
             output={"dir": output_dir, "force": force})
@@ -326,8 +330,8 @@ def run_cmd(
 # `harness run -h` shows its flags in these groups, in the order their first flag is declared above;
 # docs/reference.md lists them under the same headings (tests/test_docs.py holds the two together).
 RUN_FLAG_GROUPS: dict[str, tuple[str, ...]] = {
-    "Dataset and selection": ("dataset", "split", "limit", "ids", "skip", "level", "offset", "stride", "shuffle",
-                              "seed"),
+    "Dataset and selection": ("dataset", "split", "subset", "limit", "ids", "skip", "level", "offset", "stride",
+                              "shuffle", "seed"),
     "Model": ("model", "model_base_url", "model_key_env", "config", "record", "cache", "cache_judge"),
     "Run control and output": ("output_dir", "workers", "max_retries", "force", "fail_on_error", "fail_on_divergence"),
     "Agent and prompt": ("agent", "prompt_template", "mcp", "user_reply", "user_function", "max_user_replies"),
@@ -417,11 +421,12 @@ def report_cmd(
 @app.command("export")
 def export_cmd(
     output_dir: Path = typer.Argument(..., help="A run's output directory."),
-    fmt: str = typer.Option(..., "--format", help="gaia (the leaderboard's JSON Lines submission), inspect (an "
-                                                  "Inspect AI eval log, .json), jsonl (the rows flattened) or atif "
-                                                  "(one ATIF trajectory per trial, into a folder)."),
-    out: Path = typer.Option(..., "--out", help="The file to write (replaced atomically); for atif a new or empty "
-                                                "folder (TRIAL/agent/trajectory.json in it)."),
+    fmt: str = typer.Option(..., "--format", help="gaia (the leaderboard's JSON Lines submission), gaia2 (ARE's "
+                                                  "leaderboard folder), inspect (an Inspect AI eval log, .json), "
+                                                  "jsonl (the rows flattened) or atif (one ATIF trajectory per "
+                                                  "trial, into a folder)."),
+    out: Path = typer.Option(..., "--out", help="The file to write (replaced atomically); for gaia2 and atif a new "
+                                                "or empty folder (atif: TRIAL/agent/trajectory.json in it)."),
     allow_missing: bool = typer.Option(False, "--allow-missing", help="gaia: write the submission even though "
                                                                       "some selected tasks have no row."),
     allow_partial: bool = typer.Option(False, "--allow-partial", help="gaia: write the submission of a run of part "

@@ -71,6 +71,7 @@ class Resources(TypedDict):
 class DatasetChoice(Section):
     path: Path  # --dataset: a GAIA folder, a .jsonl/.csv file, or hf://OWNER/NAME[@REVISION]
     split: str | None = None  # --split: 2023/SPLIT/ under a GAIA root
+    subset: str | None = None  # --subset: a folder of the dataset, a Hub config (Gaia2's execution, mini, ...)
 
     @field_validator("path")
     @classmethod
@@ -189,10 +190,14 @@ class Execution(Section):
 
 
 class Epochs(Section):
-    """--epochs K runs of each instance, reduced by --reducer (the first is the headline)."""
+    """--epochs K runs of each instance, reduced by --reducer (the first is the headline). Not `given`: the
+    dataset's default may replace the count (Gaia2's 3: runner/preflight.py `default_epochs`), saying so in
+    `default` ("gaia2")."""
 
     count: int = Field(1, ge=1)
     reducers: tuple[str, ...] = ("mean",)
+    given: bool = True  # --epochs was given (its count stands)
+    default: str | None = None  # the benchmark whose default count this is, when --epochs was not given
 
     @model_validator(mode="before")
     @classmethod
@@ -325,7 +330,8 @@ class RunConfiguration(Section):
         return self
 
     @classmethod
-    def from_flags(cls, *, dataset: Path, split: str | None = None, model: str, model_base_url: str | None = None,
+    def from_flags(cls, *, dataset: Path, split: str | None = None, subset: str | None = None, model: str,
+                   model_base_url: str | None = None,
                    model_key_env: str | None = None, config: Path | None = None, scorers: list[str] | None = None,
                    judge_model: str | None = None, search: str | None = None,
                    search_block: list[str] | None = None, no_search_cache: bool = False,
@@ -335,7 +341,7 @@ class RunConfiguration(Section):
         toml = TomlConfig(config)
         root = DatasetChoice(path=dataset).root
         agent_section = flag_section(model, model_base_url, model_key_env) or toml.section(model, root)
-        raw = {"dataset": {"path": dataset, "split": split},
+        raw = {"dataset": {"path": dataset, "split": split, "subset": subset},
                "model": agent_section, "model_flag": model,
                "scoring": Scoring.from_flags(scorers or ["gaia"], judge_model, toml), **sections}
         sandbox = sections.get("sandbox")

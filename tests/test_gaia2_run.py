@@ -1,7 +1,8 @@
 """Gaia2 end to end: `harness run` on datasets/gaia2-smoke in real gaia2 sandboxes. The oracle agent (each
-scenario's own actions through the scenario's tools) passes ARE's judge on all three, the two-turn one included;
-an agent that does nothing (the plain runner over the smoke set's replayed model) fails all three with ARE's
-reasons; `harness score` reaches the same verdicts from the rows."""
+scenario's own actions through the scenario's tools) passes ARE's judge on all three, the two-turn one included,
+three times each (Gaia2's default epochs), reported as Gaia2 reports; an agent that does nothing (the plain runner
+over the smoke set's replayed model) fails all three with ARE's reasons; `harness score` reaches the same verdicts
+from the rows."""
 
 from __future__ import annotations
 
@@ -22,20 +23,30 @@ IDS = ["proto_find_image_file", "proto_forward_email", "proto_multi_turn"]
 @pytest.mark.docker
 def test_the_oracle_passes_every_smoke_scenario_and_an_idle_agent_fails_each_with_ares_reason(tmp_path):
     oracle = harness("run", "--dataset", SMOKE, "--agent", "oracle", "--model", "replay", "--scorer", "gaia2",
-                     "--output-dir", tmp_path / "oracle")
+                     "--output-dir", tmp_path / "oracle")  # no --epochs: Gaia2's three
     assert oracle.returncode == 0, explain(oracle)
-    got = {r["instance_id"]: r for r in rows(tmp_path / "oracle")}
-    assert sorted(got) == IDS and all(r["correct"] is True for r in got.values()), explain(oracle)
-    assert all(a["matched"] for r in got.values() for a in r["verdicts"]["gaia2"]["oracle_actions"])
+    assert "gaia2: each instance runs 3 times" in oracle.stderr, explain(oracle)
+    run = json.loads((tmp_path / "oracle" / "run.json").read_text())
+    assert (run["epochs"], run["epochs_default"]) == (3, "gaia2")
+    every = rows(tmp_path / "oracle")
+    assert sorted((r["instance_id"], r["epoch"]) for r in every) == [(i, e) for i in IDS for e in (1, 2, 3)]
+    got = {r["instance_id"]: r for r in every}
+    assert all(r["correct"] is True for r in every), explain(oracle)
+    assert all(a["matched"] for r in every for a in r["verdicts"]["gaia2"]["oracle_actions"])
     assert got["proto_multi_turn"]["verdicts"]["gaia2"]["turns_done"] == 2
     report = json.loads((tmp_path / "oracle" / "report.json").read_text())  # accuracy per Gaia2 capability
     assert sorted(report["breakdowns"]["capability"]) == ["adaptability", "execution", "search"], report["breakdowns"]
+    figures = report["gaia2"]  # as Gaia2 reports: the capabilities' equal-weight mean, pass@3 and pass^3
+    assert figures["k"] == 3 and figures["headline"]["accuracy"] == 1.0
+    assert all((c["accuracy"], c["pass_at_k"], c["pass_hat_k"], c["runs"]) == (1.0, 1.0, 1.0, 3)
+               for c in figures["capabilities"].values()), figures
 
     idle = harness("run", "--dataset", SMOKE, "--agent", "plain", "--model", "replay", "--scorer", "gaia2",
-                   "--output-dir", tmp_path / "idle")
+                   "--epochs", "1", "--output-dir", tmp_path / "idle")  # an explicit --epochs 1 stands
     assert idle.returncode == 0, explain(idle)  # wrong answers are the agent's result, not the run's failure
     failed = {r["instance_id"]: r for r in rows(tmp_path / "idle")}
     assert sorted(failed) == IDS and all(r["status"] == "ok" and r["correct"] is False for r in failed.values())
+    assert json.loads((tmp_path / "idle" / "run.json").read_text())["epochs"] == 1
     assert all(r["verdicts"]["gaia2"]["verdict"] == "fail" and r["scores"]["gaia2"]["explanation"]
                for r in failed.values())
     # Its agent gets the scenario's apps alone (metadata tool_families): the replay's run_shell is no tool there.
@@ -73,7 +84,7 @@ def _forward(tmp_path: Path, mode: str) -> dict:
     (data / "proto_forward_email.json").write_text((SMOKE / "proto_forward_email.json").read_text())
     (data / "replay.jsonl").write_text('{"instance_id": "proto_forward_email", "turns": [{"content": "unused"}]}\n')
     proc = harness("run", "--dataset", data, "--agent", "tests.helpers.gaia2_agents:Forwarder", "--model", "replay",
-                   "--scorer", "gaia2", "--output-dir", tmp_path / mode / "run", "--max-retries", "0",
+                   "--scorer", "gaia2", "--output-dir", tmp_path / mode / "run", "--max-retries", "0", "--epochs", "1",
                    env={"HARNESS_TEST_GAIA2": mode})
     (row,) = rows(tmp_path / mode / "run")
     row["returncode"], row["trace_events"] = proc.returncode, [

@@ -2,25 +2,31 @@
 
 Read: a folder of ``*.json`` files, one scenario each as ARE's exporter writes it (``version``
 ``are_simulation_v1``, ``metadata.definition.scenario_id``, ``apps``, ``events``), detected by its
-first file; or a ``.jsonl`` file, a scenario a line: the scenario object itself or a Hugging Face row
-``{"id", "scenario_id", "data": "<the scenario as a JSON string>"}``. ARE is never imported here (it
-runs inside the gaia2 image): the structure its importer needs is checked with pydantic (`Scenario`).
+first file; a ``.jsonl`` file, a scenario a line: the scenario object itself or a Hugging Face row
+``{"id", "scenario_id", "data": "<the scenario as a JSON string>"}``; or a folder of the Hub's parquet files
+of such rows, one config of ``meta-agents-research-environments/gaia2`` (``--subset execution``: the folder
+``execution/`` holding ``validation-00000-of-00001.parquet``; --split picks the files ``SPLIT-*.parquet``),
+read a batch of rows at a time with pyarrow. The root of such a repository (a folder of config folders) is
+refused, naming its configs: one is named with --subset. ARE is never imported here (it runs inside the
+gaia2 image): the structure its importer needs is checked with pydantic (`Scenario`).
 
 instance_id = ``metadata.definition.scenario_id``; question = the ``content`` of the first user
 message (the USER event ``AgentUserInterface.send_message_to_agent`` without dependencies); answer
 ``pass``: the verdict of ARE's judge, run inside the sandbox, for a solved scenario (the `gaia2` scorer,
 harness/scoring/gaia2.py); image ``gaia2``; files = the scenario's own
-file, named by ``metadata["scenario_file"]``: a folder's file itself, a JSONL line's written as
-``scenario.json`` to ``HARNESS_STATE_DIR/gaia2/<24 hex digits of its text's sha256>/`` (once; a JSONL
-is read a line at a time, and nothing is written after its first problem). Metadata: ``capability``
-(lower case: the scenario's Gaia2 capability tag, else its first tag, else ``config`` when it names a
-capability, else None), ``variant`` ("standard": Agent2Agent and noise are run-time variants),
-``nb_turns`` (the user's messages to the agent), ``oracle_actions`` (its OracleEvents), ``tool_families``
-(``["gaia2"]``: the agent gets the scenario's apps and no code, file or browser tool, as in Gaia2).
+file, named by ``metadata["scenario_file"]``: a folder's file itself, a JSONL line's or a parquet row's written
+as ``scenario.json`` to ``HARNESS_STATE_DIR/gaia2/<24 hex digits of its text's sha256>/`` (once; nothing is
+written after the first problem). Metadata: ``capability``
+(lower case: the scenario's Gaia2 capability tag, else its first tag, else its ``config``, else the Hub
+config's folder, when either names a capability, else None), ``variant`` ("agent2agent" or "noise" when the
+scenario says it was augmented so, or its config ends ``_a2a`` / ``_noise``, as ARE names them; else
+"standard": ARE applies both at run time), ``nb_turns`` (the user's messages to the agent), ``oracle_actions``
+(its OracleEvents), ``tool_families`` (``["gaia2"]``: the agent gets the scenario's apps and no code, file or
+browser tool, as in Gaia2).
 
-Refused, every problem in one InputError naming the file (and line) and the scenario: not JSON, a
+Refused, every problem in one InputError naming the file (and line or row) and the scenario: not JSON, a
 version other than ``are_simulation_v1``, no scenario_id, a structure ARE's importer refuses, no
-first user message, a scenario id given twice; --split.
+first user message, a scenario id given twice; --split but for the parquet layout.
 """
 
 from __future__ import annotations
@@ -42,6 +48,9 @@ from harness.fsutil import write_atomic
 from harness.settings import state_dir
 
 VERSION = "are_simulation_v1"  # the one ARE 1.2.0 reads
+BENCHMARK = "gaia2"  # metadata["benchmark"]
+EPOCHS = 3  # runs of each scenario when --epochs is not given: ARE's leaderboard runs (gaia2_submission NUM_RUNS)
+HUB_COLUMNS = {"scenario_id", "data"}  # of the Hub's parquet rows (and "id")
 CAPABILITIES = ("Adaptability", "Ambiguity", "Execution", "Search", "Time")  # CapabilityTag.gaia2_capabilities()
 IMAGE = "gaia2"
 TARGET = "pass"  # the target: the verdict of ARE's judge for a solved scenario (scoring/gaia2.py)
@@ -79,6 +88,9 @@ class Definition(BaseModel):
     scenario_id: str
     config: str | None = None
     tags: list[str] | None = None
+    has_a2a_augmentation: bool = False
+    has_tool_augmentation: bool = False
+    has_env_events_augmentation: bool = False
 
 
 class Metadata(BaseModel):
@@ -136,12 +148,31 @@ def _first_line(file: Path) -> str:
         return next((line for line in handle if line.strip()), "")
 
 
+def _hub_rows(folder: Path) -> bool:
+    """Whether `folder` holds parquet files of the Hub's scenario rows (its first file's columns say)."""
+    import pyarrow.parquet as pq
+
+    first = next(iter(sorted(folder.glob("*.parquet"))), None)
+    try:
+        return first is not None and HUB_COLUMNS <= set(pq.read_schema(first).names)
+    except (OSError, ValueError):  # not parquet: pyarrow's ArrowInvalid is a ValueError
+        return False
+
+
+def _configs(root: Path) -> list[str]:
+    """The config folders of a Hub repository's root laid out as Gaia2's."""
+    return [sub.name for sub in sorted(root.iterdir()) if sub.is_dir() and _hub_rows(sub)]
+
+
 def detect(path: Path) -> Path | None:
-    """`path` when it is a folder of ARE scenario files or a JSONL of scenarios (or of Hub rows), else None."""
+    """`path` when it is a folder of ARE scenario files, a JSONL of scenarios (or of Hub rows), a folder of the
+    Hub's parquet rows or the root of such folders, else None."""
     try:
         if path.is_dir():
             first = next(iter(sorted(path.glob("*.json"))), None)
-            return path if first is not None and _is_scenario(_parsed(first.read_text(encoding="utf-8"))[0]) else None
+            if first is not None:
+                return path if _is_scenario(_parsed(first.read_text(encoding="utf-8"))[0]) else None
+            return path if _hub_rows(path) or _configs(path) else None
         if path.suffix.lower() != ".jsonl" or not path.is_file():
             return None
         return path if _is_scenario(_unwrapped(_first_line(path))[1]) else None
@@ -174,17 +205,28 @@ def _question(scenario: Scenario) -> str | None:
     return content.strip() if content and content.strip() else None
 
 
-def _capability(definition: Definition) -> str | None:
+def _capability(definition: Definition, config: str | None) -> str | None:
     tags = definition.tags or []
     found = next((t for t in tags if t in CAPABILITIES), None) or next(iter(tags), None)
-    if found is None and definition.config and definition.config.capitalize() in CAPABILITIES:
-        found = definition.config
+    found = found or next((c for c in (definition.config, config) if c and c.capitalize() in CAPABILITIES), None)
     return found.lower() if found else None
 
 
-def _instance(scenario: Scenario, question: str, root: Path, name: str) -> Instance:
+def _variant(definition: Definition, config: str | None) -> str:
+    """ARE's phase: agent2agent, noise, else standard (the module docstring)."""
+    configs = [c for c in (definition.config, config) if c]
+    if definition.has_a2a_augmentation or any(c.endswith("_a2a") for c in configs):
+        return "agent2agent"
+    if definition.has_tool_augmentation or definition.has_env_events_augmentation or \
+            any(c.endswith("_noise") for c in configs):
+        return "noise"
+    return "standard"
+
+
+def _instance(scenario: Scenario, question: str, root: Path, name: str, config: str | None) -> Instance:
     definition = scenario.metadata.definition
-    metadata = {"benchmark": "gaia2", "capability": _capability(definition), "variant": "standard",
+    metadata = {"benchmark": BENCHMARK, "capability": _capability(definition, config),
+                "variant": _variant(definition, config),
                 "nb_turns": sum(e.tells_agent() for e in scenario.events),
                 "oracle_actions": sum(e.class_name == "OracleEvent" for e in scenario.events),
                 "scenario_file": name, "tool_families": ["gaia2"]}  # its agent gets the scenario's apps alone
@@ -195,8 +237,41 @@ def _instance(scenario: Scenario, question: str, root: Path, name: str) -> Insta
 Entry = tuple[str, str, Any, str | None]  # where, the scenario's text, its JSON, why it is not JSON
 
 
-def _entries(found: Path, problems: list[str]) -> Iterator[Entry]:
-    """Every scenario of the folder or JSONL `found`, read one at a time (a Gaia2 scenario is megabytes)."""
+def _parquet_files(found: Path, split: str | None) -> list[Path]:
+    """The parquet files of the Hub config folder `found` (of `split` when one is named)."""
+    files = sorted(found.glob("*.parquet"))
+    if split is None:
+        return files
+    chosen = [f for f in files if f.stem == split or f.stem.startswith(f"{split}-")]
+    if not chosen:
+        splits = sorted({f.stem.split("-")[0] for f in files})
+        raise InputError(f"--split {split}: {found} has no {split}-*.parquet (its splits: {', '.join(splits)})")
+    return chosen
+
+
+def _rows(files: list[Path]) -> Iterator[Entry]:
+    """Every Hub row of the parquet `files`, a batch at a time: its scenario is the ``data`` column."""
+    import pyarrow.parquet as pq
+
+    for file in files:
+        try:
+            number = 0
+            for batch in pq.ParquetFile(file).iter_batches(batch_size=8, columns=sorted(HUB_COLUMNS)):
+                for row in batch.to_pylist():
+                    number += 1
+                    where, text = f"{file.name} row {number}", row.get("data")
+                    yield (where, text, *_parsed(text)) if isinstance(text, str) else \
+                        (where, "", None, "no scenario (its 'data' is not a string)")
+        except (OSError, ValueError) as exc:
+            raise InputError(f"dataset file {file} could not be read: {exc}") from exc
+
+
+def _entries(found: Path, problems: list[str], parquet: list[Path] | None) -> Iterator[Entry]:
+    """Every scenario of the folder, JSONL or parquet files of `found`, read one at a time (a Gaia2 scenario is
+    megabytes)."""
+    if parquet is not None:
+        yield from _rows(parquet)
+        return
     if found.is_dir():
         for file in sorted(found.glob("*.json")):
             if (problem := entry_problem(found.resolve(), file, file.name)) is not None:
@@ -231,12 +306,19 @@ def _written(text: str) -> Path:
 
 
 def load(found: Path, split: str | None = None) -> Dataset:
-    """Every scenario of the folder or JSONL `found`; raises InputError listing every problem."""
-    refuse_split(split, found)
+    """Every scenario of the folder, JSONL or Hub config folder `found`; raises InputError listing every problem."""
+    own_files = found.is_dir() and any(found.glob("*.json"))  # a folder of scenario files, each sent as it is
+    parquet = _parquet_files(found, split) if found.is_dir() and not own_files and _hub_rows(found) else None
+    if found.is_dir() and not own_files and parquet is None:
+        raise InputError(f"dataset {found} is the root of Gaia2's Hub layout: name one of its configs with --subset "
+                         f"({', '.join(_configs(found))})")
+    if parquet is None:
+        refuse_split(split, found)
+    config = found.name if parquet is not None else None
     problems: list[str] = []
     instances: list[Instance] = []
     seen: dict[str, str] = {}
-    for where, text, data, error in _entries(found, problems):
+    for where, text, data, error in _entries(found, problems, parquet):
         scenario, scenario_id, errors = _validated(data) if error is None else (None, None, [error])
         if scenario_id in seen:
             errors.append(f"duplicate scenario id (first at {seen[scenario_id]})")
@@ -250,10 +332,10 @@ def load(found: Path, split: str | None = None) -> Dataset:
         problems.extend(f"{label}: {error}" for error in errors)
         if scenario is None or question is None or errors or problems:
             continue  # once the dataset is refused, nothing more is written
-        if found.is_dir():
-            instances.append(_instance(scenario, question, found.resolve(), where))  # the file itself
+        if own_files:
+            instances.append(_instance(scenario, question, found.resolve(), where, config))  # the file itself
         else:
-            instances.append(_instance(scenario, question, _written(text), WRITTEN))
+            instances.append(_instance(scenario, question, _written(text), WRITTEN, config))
     if problems:
         raise_problems(f"{found} (Gaia2 layout)", problems)
     if not instances:

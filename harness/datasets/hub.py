@@ -4,9 +4,10 @@ The reference names a dataset repository and a revision (a branch, a tag or a co
 ``main``). `fetch` downloads it with `huggingface_hub.snapshot_download` into the library's own
 cache (``HF_HUB_CACHE`` / ``HF_HOME``), with the library's token (``HF_TOKEN``, or the one
 ``hf auth login`` saved) and its offline switch (``HF_HUB_OFFLINE=1``: the cache alone); with
-``--split S`` only ``2023/S/`` (GAIA's layout) is fetched. It returns the resolved commit sha,
-which the run records (run.json's ``dataset_revision``, fingerprinted: a resume after ``main``
-moved is refused, naming both shas).
+``--subset C`` only the folder ``C/`` is fetched (a config of a repository laid out one folder per config, as
+Gaia2's: ``execution/validation-00000-of-00001.parquet``), else with ``--split S`` only ``2023/S/`` (GAIA's).
+It returns the resolved commit sha, which the run records (run.json's ``dataset_revision``,
+fingerprinted: a resume after ``main`` moved is refused, naming both shas).
 
 The cache's snapshot files are symlinks into its ``blobs/``, outside the snapshot folder, which
 the sandbox packer refuses (harness/sandbox/files.py follows no link out of a dataset's folder).
@@ -77,12 +78,12 @@ def shown(path: str | Path) -> str:
     return PREFIX + text.removeprefix("hf:/").lstrip("/") if is_reference(text) else text
 
 
-def fetch(ref: HubRef, split: str | None) -> tuple[Path, str]:
+def fetch(ref: HubRef, split: str | None, subset: str | None = None) -> tuple[Path, str]:
     """(the local folder holding the dataset at `ref`, the commit sha it resolved to)."""
     import huggingface_hub
     from huggingface_hub import errors
 
-    patterns = [f"2023/{split}/*"] if split is not None else None
+    patterns = [f"{subset}/*"] if subset is not None else [f"2023/{split}/*"] if split is not None else None
     try:
         snapshot = Path(huggingface_hub.snapshot_download(
             ref.repo_id, repo_type="dataset", revision=ref.revision, allow_patterns=patterns))
@@ -101,7 +102,7 @@ def fetch(ref: HubRef, split: str | None) -> tuple[Path, str]:
         why = ("HF_HUB_OFFLINE is set" if huggingface_hub.constants.HF_HUB_OFFLINE
                else "the Hub could not be reached")
         raise InputError(f"--dataset {ref}: {why} and the Hub cache ({huggingface_hub.constants.HF_HUB_CACHE}) "
-                         f"holds no complete copy of it{_at(split)} ({_first_line(exc)})") from None
+                         f"holds no complete copy of it{_at(split, subset)} ({_first_line(exc)})") from None
     except (errors.HfHubHTTPError, OSError, ValueError) as exc:  # another HTTP status, a bad name
         raise InputError(f"--dataset {ref}: the Hub download failed: {type(exc).__name__}: "
                          f"{_first_line(exc)}") from None
@@ -149,8 +150,9 @@ def mirror(snapshot: Path, folder: Path) -> Path:
     return folder
 
 
-def _at(split: str | None) -> str:
-    return f" (split {split!r})" if split is not None else ""
+def _at(split: str | None, subset: str | None) -> str:
+    named = [f"{what} {value!r}" for what, value in (("subset", subset), ("split", split)) if value is not None]
+    return f" ({', '.join(named)})" if named else ""
 
 
 def _status(exc: Exception) -> str:

@@ -14,11 +14,15 @@ problems.py). They are asked in `ADAPTERS` order, the specific layouts before th
   folder or a root with ``2023/<split>/``);
 - plain (plain.py): any other file, ``.jsonl``, ``.csv`` or ``.parquet``.
 
-A Hub reference, ``hf://OWNER/NAME[@REVISION]`` (hub.py), is downloaded first and its local
-folder read by the same adapters, and the `Dataset` (model.py) carries the commit sha as its
-`revision`. Only GAIA and plain files are cached
-between runs (cache.py; a Gaia2 JSONL's scenarios are written to files once, to be sent to the sandbox); reading CSV and parquet is the only use of pandas (tabular.py).
+``--subset C`` reads the folder ``C/`` of the dataset (a Hub config laid out one folder per config, as
+Gaia2's; a local copy of such a repository too). A Hub reference, ``hf://OWNER/NAME[@REVISION]`` (hub.py),
+is downloaded first (with a subset, that folder alone) and its local folder read by the same adapters,
+and the `Dataset` (model.py) carries the commit sha as its `revision`. Only GAIA and plain files are
+cached between runs (cache.py; a Gaia2 scenario of a JSONL or parquet row is written to a file once, to be
+sent to the sandbox); reading CSV and parquet is the only use of pandas (tabular.py; Gaia2's parquet rows are
+read with pyarrow, a batch at a time).
 """
+
 
 from __future__ import annotations
 
@@ -41,13 +45,26 @@ class Adapter(Protocol):
 ADAPTERS: tuple[Adapter, ...] = (math500, multihoprag, gaia2, gaia, plain)
 
 
-def load_dataset(path: str | Path, split: str | None = None) -> Dataset:
-    """The dataset at `path` (a Hub reference too): every instance and their fingerprint; raises
-    InputError listing every problem found."""
+def load_dataset(path: str | Path, split: str | None = None, subset: str | None = None) -> Dataset:
+    """The dataset at `path` (a Hub reference too), its `subset` folder when one is named: every instance
+    and their fingerprint; raises InputError listing every problem found."""
+    if subset is not None and (not subset.strip() or any(c in subset for c in "/\\*?[") or subset in (".", "..")):
+        raise InputError(f"--subset {subset!r}: a subset is the name of one folder of the dataset (a config)")
     if (ref := hub.parse(path)) is not None:
-        folder, sha = hub.fetch(ref, split)
-        return replace(_load_local(folder, split), revision=sha)
-    return _load_local(Path(path), split)
+        folder, sha = hub.fetch(ref, split, subset)
+        return replace(_load_local(_subset(folder, subset, str(ref)), split), revision=sha)
+    return _load_local(_subset(Path(path).expanduser(), subset, str(path)), split)
+
+
+def _subset(root: Path, subset: str | None, shown: str) -> Path:
+    """The folder of `subset` under `root` (`root` itself without one); InputError naming the folders there."""
+    if subset is None:
+        return root
+    if (root / subset).is_dir():
+        return root / subset
+    there = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) if root.is_dir() else []
+    raise InputError(f"--subset {subset}: the dataset {shown} has no folder {subset!r} (its folders: "
+                     f"{', '.join(there) or 'none'}; a Hub cache holds only the subsets downloaded before)")
 
 
 def _load_local(path: Path, split: str | None) -> Dataset:

@@ -4,9 +4,10 @@ One module per format, each `render(run) -> (text, warnings)` over export/source
 the run directory (harness/report/load.py's aggregation): `gaia` (the leaderboard's submission,
 export/gaia.py), `inspect` (an Inspect AI eval log, export/inspect_log.py), `jsonl` (the rows
 flattened, export/jsonl.py). The file is written atomically (harness/fsutil.py) and only when
-its format's checks pass (InputError otherwise: nothing is written). `atif` (export/atif.py) writes a
-folder, one ATIF trajectory per trial: `--out` names a folder that does not exist yet or is empty; the
-files are written into a temporary folder beside it, renamed to `--out` when all are written.
+its format's checks pass (InputError otherwise: nothing is written). `atif` (export/atif.py,
+one ATIF trajectory per trial) and `gaia2` (export/gaia2.py, ARE's leaderboard folder) write a folder: `--out`
+names one that does not exist yet or is empty; the files are written into a temporary folder beside it, renamed
+to `--out` when all are written (`_write_folder`).
 """
 
 from __future__ import annotations
@@ -14,16 +15,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError
-from harness.export import atif, gaia, inspect_log, jsonl
+from harness.export import atif, gaia, gaia2, inspect_log, jsonl
 from harness.export.source import open_run
 from harness.fsutil import write_atomic
 from harness.results.layout import RunDir
 
-FORMATS = ("gaia", "inspect", "jsonl", "atif")
+FORMATS = ("gaia", "gaia2", "inspect", "jsonl", "atif")
+FOLDERS = ("gaia2", "atif")  # the formats that write a folder
 
 
 def export(run_dir: Path, fmt: str, out: Path, *, allow_missing: bool = False,
@@ -39,12 +42,16 @@ def export(run_dir: Path, fmt: str, out: Path, *, allow_missing: bool = False,
             raise InputError(f"{flag} applies to --format gaia only")
     if (own := _runs_own(Path(run_dir), out)) is not None:
         raise InputError(f"--out {out}: that is the run's own {own}; name a file of the export's own")
-    if fmt == "atif":
-        _check_folder(out)
+    if fmt in FOLDERS:
+        _check_folder(out, fmt)
     run = open_run(run_dir)
     if fmt == "atif":
         files, warnings = atif.render(run)
-        _write_folder(out, files)
+        _write_folder(out, lambda folder: _write_json(folder, files))
+        return warnings
+    if fmt == "gaia2":
+        fill, warnings = gaia2.render(run)
+        _write_folder(out, fill)
         return warnings
     if fmt == "gaia":
         text, warnings = gaia.render(run, allow_missing=allow_missing, allow_partial=allow_partial)
@@ -56,28 +63,35 @@ def export(run_dir: Path, fmt: str, out: Path, *, allow_missing: bool = False,
     return warnings
 
 
-def _check_folder(out: Path) -> None:
+def _check_folder(out: Path, fmt: str) -> None:
     """InputError unless `out` can become the export's folder (new, or empty; its parent there)."""
     if out.suffix in (".json", ".jsonl"):
-        raise InputError(f"--out {out}: --format atif writes a folder (one trajectory per trial), not one file")
+        raise InputError(f"--out {out}: --format {fmt} writes a folder, not one file")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise InputError(f"--out {out}: exists and is not an empty folder; name a new folder for the trajectories")
+        raise InputError(f"--out {out}: exists and is not an empty folder; name a new folder for the export")
     if not out.parent.is_dir():
         raise InputError(f"--out {out}: the folder {out.parent} does not exist")
 
 
-def _write_folder(out: Path, files: dict[str, dict[str, Any]]) -> None:
-    """Every file into a temporary folder beside `out`, then that folder renamed to `out` (all or nothing)."""
+def _write_folder(out: Path, fill: Callable[[Path], None]) -> None:
+    """`fill(folder)` writes every file into a temporary folder beside `out`, then renamed to `out` (all or
+    nothing)."""
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     try:
-        for relative, doc in files.items():
-            path = tmp / relative
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(doc, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-        tmp.mkdir(exist_ok=True)
+        tmp.mkdir()
+        fill(tmp)
         os.replace(tmp, out)  # over an empty folder too
+    except OSError as exc:
+        raise InputError(f"--out {out}: the folder could not be written: {exc}") from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _write_json(folder: Path, files: dict[str, dict[str, Any]]) -> None:
+    for relative, doc in files.items():
+        path = folder / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(doc, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
 
 
 def _runs_own(run_dir: Path, out: Path) -> str | None:

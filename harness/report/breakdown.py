@@ -33,7 +33,7 @@ __all__ = ["FIELDS", "by_field", "doc_key", "evidence_recall", "retrieval_recall
 
 UNKNOWN = "unknown"
 # metadata the report breaks accuracy down by, where a dataset has it (GAIA's capabilities: capabilities.py)
-FIELDS = ("question_type", "subject", "tool_family", "steps", "capability")  # capability: Gaia2's
+FIELDS = ("question_type", "subject", "tool_family", "steps", "capability", "variant")  # the last two: Gaia2's
 
 
 def task_labels(metadata: Mapping[str, Any]) -> dict[str, Any]:

@@ -71,6 +71,7 @@ def run(cfg: RunConfiguration, console: Console | None = None) -> int:
 def _run(cfg: RunConfiguration, provider: SandboxProvider, console: Console, loaded: Callable[[], None],
          forks: ForkServers) -> int:
     prepared = validate(cfg, console)
+    cfg = prepared.config or cfg  # with the dataset's defaults (Gaia2's epochs)
     layout = RunDir(cfg.output.dir)
     with contextlib.ExitStack() as held:
         looked = look(cfg, prepared, provider, layout, held)  # nothing to run: no engine, no model

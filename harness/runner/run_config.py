@@ -35,6 +35,8 @@ from harness.sandbox.registry import DEFAULT as DEFAULT_PROVIDER
 FINGERPRINTED = ("dataset_fingerprint", "dataset_revision", "model", "model_settings", "agent", "image", "limits",
                  "scorers", "environment", "user", "epochs", "prompt_template")
 
+OPTIONAL = ("dataset_revision", "dataset_subset", "epochs_default", "prices")  # in run.json only when set
+
 
 class Environment(BaseModel):
     """Where the instances ran: the sandbox's resources and network, the provider when not the
@@ -67,6 +69,9 @@ class RunConfig(BaseModel):
     dataset_fingerprint: str
     # a Hub dataset's commit sha (harness/datasets/hub.py): a resume after its branch moved is refused
     dataset_revision: str | None = None
+    # --subset: the dataset's folder read (a Hub config: Gaia2's execution, mini, ...); its content is in the
+    # dataset's fingerprint. Not fingerprinted.
+    dataset_subset: str | None = None
     model: str
     # ModelSection.public(): never secrets; a replay file by its content
     model_settings: ModelSection = Field(default_factory=lambda: ModelSection(name=""))
@@ -78,6 +83,8 @@ class RunConfig(BaseModel):
     environment: Environment = Field(default_factory=Environment)
     user: UserSimulation = Field(default_factory=UserSimulation)  # the simulated user
     epochs: int = 1  # --epochs: runs of each instance
+    # the benchmark whose default `epochs` is, when --epochs was not given (Gaia2's 3); not fingerprinted
+    epochs_default: str | None = None
     prompt_template: str = "default"  # --prompt-template: "default", or the sha256 of the file's text
     # --reducer: how the report reduces the epochs (the first is the headline); a resume may change
     # them, as a rescore may change its scorers' report: not fingerprinted.
@@ -109,11 +116,12 @@ class RunConfig(BaseModel):
             given["mcp"] = cfg.mcp
         environment = Environment.model_validate(given)
         return cls(dataset=hub.shown(cfg.dataset.path), dataset_fingerprint=dataset_fingerprint,
-                   dataset_revision=dataset_revision, model=cfg.model_flag,
+                   dataset_revision=dataset_revision, dataset_subset=cfg.dataset.subset, model=cfg.model_flag,
                    model_settings=ModelSection.model_validate(model_settings), agent=cfg.agent, image=image,
                    limits=_as_before(Limits, cfg.limits), scorers=cfg.scoring.recorded(),
                    selection=_as_before(Selection, cfg.selection), environment=environment,
                    user=UserSimulation(**cfg.user.model_dump()), epochs=cfg.epochs.count,
+                   epochs_default=cfg.epochs.default,
                    reducers=list(cfg.epochs.reducers), prompt_template=prompt_template, run_ids=[run_id],
                    prices=None if cfg.model.cost_known() else "unset")
 
@@ -122,9 +130,9 @@ class RunConfig(BaseModel):
         value = getattr(self, name)
         return value.model_dump(mode="json", exclude_unset=True) if isinstance(value, BaseModel) else value
 
-    def to_json(self) -> dict[str, Any]:  # dataset_revision (hf:// only) and prices are left out when None
+    def to_json(self) -> dict[str, Any]:  # dataset_revision (hf:// only), prices and the like: left out when None
         return {name: value for name in type(self).model_fields
-                if (value := self.as_written(name)) is not None or name not in ("dataset_revision", "prices")}
+                if (value := self.as_written(name)) is not None or name not in OPTIONAL}
 
     def fingerprint(self) -> str:
         payload = {name: value for name in FINGERPRINTED if (value := self.as_written(name)) is not None}

@@ -39,8 +39,12 @@ class Checked:
 
 
 def validate(cfg: RunConfiguration, console: Console) -> Prepared:
-    """The checks that need no engine nor model (runner/preflight.py `prepare`), and their warnings."""
+    """The checks that need no engine nor model (runner/preflight.py `prepare`), and their warnings; the
+    configuration with the dataset's defaults is `prepared.config` (said when it differs)."""
     prepared = prepare(cfg)
+    if prepared.config is not None and prepared.config.epochs.default:
+        say(console, f"{prepared.config.epochs.default}: each instance runs {prepared.config.epochs.count} times "
+                     "(its default, as its leaderboard runs; --epochs 1 for one run)")
     for warned in (unserved_website(cfg), unreachable_web(cfg, prepared.selected),
                    unseen_images(prepared.section, prepared.selected)):
         if warned is not None:

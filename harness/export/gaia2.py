@@ -1,0 +1,156 @@
+"""`harness export DIR --format gaia2 --out FOLDER`: what ARE's leaderboard takes, laid out as ARE's
+``gaia2-submit`` uploads it (its benchmark/hf_upload_utils.py): a Hub dataset folder, to be pushed with
+``hf upload OWNER/NAME FOLDER --repo-type dataset`` and named to the leaderboard.
+
+- ``CONFIG/validation-00000-of-00001.parquet``, one per config and phase under ARE's config name (the config for
+  the standard phase, ``CONFIG_a2a`` for agent2agent, ``CONFIG_noise`` for noise): a row per scenario run in
+  ARE's schema (SCHEMA, its create_hf_schema): scenario_id, run_number (the epoch), task_id, score (1.0 / 0.0,
+  null when not judged), status (success, failed, exception: the row errored, no_validation: ARE gave no
+  verdict), data, config, phase_name, a2a_app_prop, has_app_noise, has_env_noise, run_config, has_exception,
+  exception_type, exception_message, rationale (run_type stays null, as ARE leaves it);
+- ``README.md``: the dataset card, its YAML front matter naming each config's files and features, the figures;
+- ``computed_stats.json``: the shape of ARE's statistics report (metadata, statistics.per_capability and
+  .global, run_configurations), from harness/report/gaia2.py's figures (its denominators: module docstring).
+
+Approximated, the rows being the harness's: ``data`` is not ARE's exported trace (the scenario with its
+completed events: the driver does not export one) but JSON of the row's verdict and its trace's events
+(``format`` "harness-gaia2-run"); ``run_config`` is run.json; a row's config is the run's --subset, else its
+scenario's capability (a standard run of that capability's config); the split is "validation"; ARE's standard
+deviations over runs are not given. A run (id, epoch) without a row is left out, and named in a warning.
+Refused (nothing written): a run that is not Gaia2's, an --out that is not a new or empty folder.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from statistics import mean
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from harness.errors import InputError
+from harness.export.source import ExportRun
+from harness.report import gaia2 as figures
+from harness.results.model import ResultRow
+from harness.terminal import listed
+
+SPLIT = "validation"
+SCHEMA = pa.schema([("scenario_id", pa.string()), ("run_number", pa.int64()), ("task_id", pa.string()),
+                    ("score", pa.float64()), ("status", pa.string()), ("data", pa.string()),
+                    ("run_type", pa.string()), ("config", pa.string()), ("phase_name", pa.string()),
+                    ("a2a_app_prop", pa.float64()), ("has_app_noise", pa.bool_()), ("has_env_noise", pa.bool_()),
+                    ("run_config", pa.string()), ("has_exception", pa.bool_()), ("exception_type", pa.string()),
+                    ("exception_message", pa.string()), ("rationale", pa.string())])
+SUFFIX = {"standard": "", "agent2agent": "_a2a", "noise": "_noise"}
+
+
+def config_name(config: str, phase: str) -> str:
+    """ARE's name of a config run in a phase (its create_config_name)."""
+    return config + SUFFIX.get(phase, f"_{phase}")
+
+
+def _status(row: ResultRow) -> tuple[float | None, str]:
+    if row.status == "error":
+        return None, "exception"
+    if row.correct is None:
+        return None, "no_validation"
+    return (1.0, "success") if row.correct else (0.0, "failed")
+
+
+def _row(run: ExportRun, row: ResultRow, config: str, phase: str) -> dict[str, Any]:
+    score, status = _status(row)
+    verdict = row.verdicts.get("gaia2")
+    data = {"format": "harness-gaia2-run", "scenario_id": row.instance_id, "run_number": row.epoch,
+            "verdict": verdict, "events": run.trace(row)}
+    rationale = (verdict or {}).get("rationale") or row.scores.get("gaia2", {}).get("explanation")
+    return {"scenario_id": row.instance_id, "run_number": row.epoch, "task_id": row.instance_id, "score": score,
+            "status": status, "data": json.dumps(data, ensure_ascii=False, default=str), "config": config,
+            "phase_name": phase, "a2a_app_prop": 1.0 if phase == "agent2agent" else 0.0,
+            "has_app_noise": phase == "noise", "has_env_noise": phase == "noise",
+            "run_config": json.dumps(run.figures.run, sort_keys=True), "has_exception": row.status == "error",
+            "exception_type": row.error_kind, "exception_message": row.error, "rationale": rationale or None}
+
+
+def _stats(name: str, g: Mapping[str, Any]) -> dict[str, Any]:
+    """One group's figures under ARE's names (percentages as ARE gives them)."""
+    pct = lambda x: None if x is None else 100 * x  # noqa: E731
+    count = lambda x: None if x is None else round(x * g["judged_scenarios"])  # noqa: E731
+    return {"capability": name, "total_runs": g["runs"], "validated_runs": g["judged_runs"],
+            "success_runs": g["passed_runs"], "failed_runs": g["judged_runs"] - g["passed_runs"],
+            "exception_runs": g["errored_runs"], "missing_runs": g["missing_runs"],
+            "no_validation_runs": g["not_judged_runs"], "success_rate": pct(g["accuracy"]),
+            "pass_at_k": count(g["pass_at_k"]), "pass_at_k_percent": pct(g["pass_at_k"]),
+            "pass_k": count(g["pass_hat_k"]), "pass_k_percent": pct(g["pass_hat_k"]),
+            "total_scenarios": g["scenarios"], "validated_scenarios": g["judged_scenarios"],
+            "avg_run_duration": g["time_per_run_s"], "cost_per_scenario": g["cost_per_scenario"]}
+
+
+def _computed(run: ExportRun, groups: Mapping[tuple[str, str], Sequence[str]]) -> dict[str, Any]:
+    report, k = run.figures.report, run.figures.epochs
+    costs = report.costs.per_instance if report.priced else None
+    per = {config_name(c, p): _stats(c if p == "standard" else f"{c} ({p})",
+                                                 figures.group(ids, run.latest, k, costs))
+           for (c, p), ids in groups.items()}
+    rates = [s["success_rate"] for s in per.values() if s["success_rate"] is not None]
+    overall = _stats("global", figures.group(run.figures.ids, run.latest, k, costs))
+    model = run.figures.run.get("model_settings") or {}
+    return {"metadata": {"model": model.get("model") or run.figures.run.get("model"),
+                         "model_provider": model.get("provider") or model.get("kind") or "unknown",
+                         "timestamp": datetime.now(UTC).isoformat(), "report_version": "harness-gaia2-1", "runs": k},
+            "statistics": {"per_capability": per, "global": {
+                **overall, "macro_success_rate": mean(rates) if rates else None,
+                "micro_success_rate": overall["success_rate"]}},
+            "run_configurations": [{"phase_name": p, "config": c, "a2a_app_prop": 1.0 if p == "agent2agent" else 0.0,
+                                    "has_tool_augmentation": p == "noise", "has_env_events": p == "noise",
+                                    **{key: per[config_name(c, p)][key] for key in
+                                       ("total_runs", "validated_runs", "success_runs", "failed_runs",
+                                        "exception_runs", "no_validation_runs")}} for c, p in groups]}
+
+
+def _card(names: Sequence[str], stats: Mapping[str, Any]) -> str:
+    """README.md: YAML front matter as the Hub reads a dataset's configs, then the figures."""
+    dtype = {pa.string(): "string", pa.int64(): "int64", pa.float64(): "float64", pa.bool_(): "bool"}
+    front = ["configs:"] + [line for n in names for line in (
+        f"- config_name: {n}", "  data_files:", f"  - split: {SPLIT}", f"    path: {n}/{SPLIT}-*")]
+    front += ["dataset_info:"] + [line for n in names for line in (
+        f"- config_name: {n}", "  features:",
+        *[f"  - name: {f.name}\n    dtype: {dtype[f.type]}" for f in SCHEMA], "  splits:", f"  - name: {SPLIT}")]
+    meta, body = stats["metadata"], json.dumps(stats["statistics"], indent=2)
+    return ("---\n" + "\n".join(front) + "\n---\n\n# GAIA2 Leaderboard Submission\n\n"
+            f"**Model:** {meta['model']}\n**Provider:** {meta['model_provider']}\n**Split:** {SPLIT}\n"
+            f"**Runs per scenario:** {meta['runs']}\n\nMade by `harness export --format gaia2`: each row's `data` is "
+            "the harness's record of the run (its verdict and trace events), not ARE's exported trace.\n\n"
+            f"## Results\n\n```json\n{body}\n```\n")
+
+
+def render(run: ExportRun) -> tuple[Callable[[Path], None], list[str]]:
+    """What writes the folder (module docstring) into a folder given, and the warnings. InputError for a run
+    that is not Gaia2's."""
+    if not figures.applies(run.tasks):
+        raise InputError(f"{run.figures.root} is not a Gaia2 run (its tasks carry no variant): --format gaia2 "
+                         "exports Gaia2 runs")
+    subset, k = run.figures.run.get("dataset_subset"), run.figures.epochs
+    groups: dict[tuple[str, str], list[str]] = {}
+    for iid in run.figures.ids:
+        task = run.tasks.get(iid, {})
+        config = str(subset or task.get("capability") or "unknown")
+        groups.setdefault((config, str(task.get("variant"))), []).append(iid)
+
+    def fill(into: Path) -> None:
+        for (config, phase), ids in groups.items():
+            rows = [_row(run, row, config, phase) for iid in ids for e in range(1, k + 1)
+                    if (row := run.latest.get((iid, e))) is not None]
+            folder = into / config_name(config, phase)
+            folder.mkdir(parents=True)
+            pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), folder / f"{SPLIT}-00000-of-00001.parquet")
+        stats = _computed(run, groups)
+        (into / "computed_stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
+        names = [config_name(c, p) for c, p in groups]
+        (into / "README.md").write_text(_card(names, stats), encoding="utf-8")
+
+    missing = [f"{iid} epoch {e}" for iid in run.figures.ids for e in range(1, k + 1) if (iid, e) not in run.latest]
+    return fill, [f"warning: {len(missing)} run(s) without a row left out: {listed(missing)}"] if missing else []
