@@ -24,7 +24,18 @@ from harness.sandbox.contract import (
     SandboxProvider,
     SandboxSpec,
 )
-from harness.sandbox.docker import cleanup, engine, images, naming, networks, ports, sockets, storage, webproxy
+from harness.sandbox.docker import (
+    cleanup,
+    engine,
+    images,
+    naming,
+    networks,
+    ports,
+    sockets,
+    storage,
+    task_images,
+    webproxy,
+)
 from harness.sandbox.docker.website import hosts_on as website_hosts
 from harness.sandbox.service import ServiceSandbox
 from harness.settings import settings
@@ -163,6 +174,8 @@ class DockerProvider(SandboxProvider):
         return image
 
     def image_of(self, name: str, *, log=print) -> str:
+        if task_images.is_context(name):  # a task's own build context (a Harbor task's environment/)
+            return task_images.build_task(Path(name), log=log)
         return images.build_named(name, log=log)
 
     def image_ref(self) -> str:
