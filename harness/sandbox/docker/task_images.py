@@ -65,7 +65,7 @@ def bases(dockerfile: str) -> list[str]:
                 continue
             image = re.sub(r"\$\{(\w+)(?::?-([^}]*))?\}|\$(\w+)",
                            lambda m: args.get(m.group(1) or m.group(3)) or m.group(2) or "", rest[0])
-            if image.lower() not in stages and image != "scratch":
+            if image and image.lower() not in stages and image != "scratch":  # "": an ARG given at build time
                 found.append(image)
             if len(rest) >= 3 and rest[1].lower() == "as":
                 stages.add(rest[2].lower())
