@@ -23,7 +23,7 @@ from harness.fsutil import tree_hash
 from harness.sandbox.contract import SandboxSpec
 from harness.scoring.base import ScoreContext
 from harness.scoring.harbor import HarborScorer
-from tests.helpers.e2e import containers_of, explain, harness, out_dir, remove_leftovers, rows
+from tests.helpers.e2e import containers_of, explain, harness, out_dir, remove_leftovers, rows, trace
 
 TOML = """version = "1.0"
 [metadata]
@@ -46,6 +46,7 @@ else
   echo 0 > /logs/verifier/reward.txt
 fi
 """
+SANDBOXED = Path("tests/data/sandboxed/agent.py")  # an agent program of our own, run inside the sandbox
 SOLVE_SH = "#!/bin/bash\necho hello > /app/answer.txt\n"
 
 
@@ -190,7 +191,8 @@ def test_the_oracle_passes_every_task_and_a_wrong_agent_fails_each(tmp_path, out
                                   'reward.json').replace("echo 0 > /logs/verifier/reward.txt", 'echo \'{"reward": 0}\' '
                                   '> /logs/verifier/reward.json') if reward_json else TEST_SH
         made.append(write_task(tasks, name, app_dockerfile(py), test_sh=test_sh) / "environment")
-    wrong = [{"tool_calls": [{"name": "run_shell", "arguments": {"command": "echo goodbye > /app/answer.txt"}}]},
+    wrong = [{"tool_calls": [{"name": "run_shell", "arguments": {
+        "command": "echo goodbye > /app/answer.txt; ls -A /tests /solution; cat /app/seed.txt"}}]},
              {"content": "<solution>done</solution>"}]
     (tasks / "replay.jsonl").write_text("".join(json.dumps({"instance_id": n, "turns": wrong}) + "\n"
                                                 for n in ("hello", "hello-json")))
@@ -202,16 +204,21 @@ def test_the_oracle_passes_every_task_and_a_wrong_agent_fails_each(tmp_path, out
     assert got["hello"]["verdicts"]["harbor"]["source"] == "reward.txt"
     assert got["hello-json"]["verdicts"]["harbor"]["source"] == "reward.json"
 
-    plain = out_dir(tmp_path)
-    try:
-        run = harness("run", "--dataset", f"harbor:{tasks}", "--agent", "plain", "--model", "replay",
-                      "--scorer", "harbor", "--output-dir", plain)
-        assert run.returncode == 0, explain(run)  # wrong work is the agent's result, not the run's failure
-        failed = rows(plain)
-        assert len(failed) == 2 and all(r["status"] == "ok" and r["correct"] is False for r in failed), failed
-        assert all(r["verdicts"]["harbor"]["reward"] == 0 for r in failed)
-    finally:
-        assert remove_leftovers(plain) == [], "containers left behind"
+    # The same wrong work by each kind of runner: the plain one, an AutoGen agent, a program inside the sandbox.
+    for agent in ("plain", "assistant", f"sandbox:python3 @{SANDBOXED}"):
+        wrong_out = out_dir(tmp_path)
+        try:
+            run = harness("run", "--dataset", f"harbor:{tasks}", "--agent", agent, "--model", "replay",
+                          "--scorer", "harbor", "--output-dir", wrong_out)
+            assert run.returncode == 0, explain(run)  # wrong work is the agent's result, not the run's failure
+            failed = rows(wrong_out)
+            assert len(failed) == 2 and all(r["status"] == "ok" and r["correct"] is False for r in failed), failed
+            assert all(r["verdicts"]["harbor"]["reward"] == 0 for r in failed), (agent, failed)
+            if agent == "plain":  # neither the tests nor the solution are in the sandbox while the agent works
+                shown = next(e["content"] for e in trace(wrong_out, failed[0]) if e["type"] == "tool_result")
+                assert shown.split("stdout:\n", 1)[1].startswith("/solution:\n\n/tests:\nseeded"), shown
+        finally:
+            assert remove_leftovers(wrong_out) == [], "containers left behind"
 
 
 @pytest.mark.docker
