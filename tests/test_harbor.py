@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -245,6 +246,7 @@ def test_a_task_whose_base_is_missing_is_refused_before_any_container(tmp_path, 
 
 @pytest.mark.docker
 def test_limits_and_the_network_policy_hold_inside_a_tasks_own_image(tmp_path, provider, run_id, python_base):
+    from harness.environments.harbor import reward
     from harness.sandbox.docker import storage
 
     context = write_task(tmp_path, "limits", app_dockerfile(python_base[0])) / "environment"
@@ -274,3 +276,16 @@ def test_limits_and_the_network_policy_hold_inside_a_tasks_own_image(tmp_path, p
         assert files.stdout.startswith("seeded") and "Read-only file system" in files.stderr, files
         fill = sandbox.shell("head -c 200M /dev/zero > /app/big", cwd="/")
         assert not fill.ok and "No space left" in fill.stderr, fill
+        # The reward as Harbor reads it: reward.txt first, else reward.json; none, or no number, is no reward.
+        for files, expected in ((["reward.json:{\"reward\": 0.25}"], 0.25), (["reward.txt:1", "reward.json:0"], 1.0),
+                                (["reward.json:{\"pass\": 0.5}"], 0.5), ([], "wrote no"),
+                                (["reward.txt:abc"], "not a number"),
+                                (["reward.json:{\"a\": 1, \"b\": 0}"], "names no")):
+            writes = "".join(f"echo {shlex.quote(f.split(':', 1)[1])} > /logs/verifier/{f.split(':', 1)[0]}; "
+                             for f in files)
+            assert sandbox.shell(f"rm -rf /logs/verifier && mkdir -p /logs/verifier && {writes}true", cwd="/").ok
+            if isinstance(expected, float):
+                assert reward(sandbox)["reward"] == expected, files
+            else:
+                with pytest.raises(ValueError, match=expected):
+                    reward(sandbox)
