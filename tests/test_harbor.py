@@ -227,7 +227,8 @@ def test_a_task_whose_base_is_missing_is_refused_before_any_container(tmp_path, 
     _, base, made = python_base
     missing = f"harness-test-no-such-base:{secrets.token_hex(4)}"
     tasks = tmp_path / "tasks"
-    made.append(write_task(tasks, "fine", app_dockerfile(python_base[0])) / "environment")
+    fine = write_task(tasks, "fine", app_dockerfile(python_base[0], "# fine, but not built\n")) / "environment"
+    made.append(fine)
     folder = write_task(tasks, "needs-registry", app_dockerfile(missing))
     no_turns(tasks, "fine", "needs-registry")
     proc = harness("run", "--dataset", f"harbor:{tasks}", "--agent", "oracle", "--model", "replay",
@@ -235,6 +236,8 @@ def test_a_task_whose_base_is_missing_is_refused_before_any_container(tmp_path, 
     assert proc.returncode == 2, explain(proc)
     assert f"task {folder.resolve()}" in proc.stderr and missing in proc.stderr, explain(proc)
     assert not (out / "output.jsonl").exists() and containers_of(out) == []
+    built = subprocess.run(["docker", "image", "inspect", f"harness-taskenv:{tree_hash(fine)}"], capture_output=True)
+    assert built.returncode != 0, "the fine task's image was built before the missing base was found"
 
     bare = write_task(tmp_path / "bare", "no-python", app_dockerfile(base))  # the base alone has no python3
     made.append(bare / "environment")

@@ -173,6 +173,10 @@ class DockerProvider(SandboxProvider):
         networks.check_policy(network, log)  # an internal:NAME network must exist
         return image
 
+    def check_image(self, name: str) -> None:
+        if task_images.is_context(name):
+            task_images.check_task(Path(name))
+
     def image_of(self, name: str, *, log=print) -> str:
         if task_images.is_context(name):  # a task's own build context (a Harbor task's environment/)
             return task_images.build_task(Path(name), log=log)

@@ -82,20 +82,31 @@ def task_tag(context: Path) -> str:
     return f"harness-task:{tree_hash(context)[:6]}{_injection_hash()}"
 
 
+def _task(context: Path) -> Path:
+    return context.parent if context.name == "environment" else context
+
+
+def check_task(context: Path) -> None:
+    """InputError naming the task when its image cannot be built here: no Dockerfile, or a base that is neither
+    on the engine nor pullable. Nothing is built."""
+    context, dockerfile = context.resolve(), context.resolve() / "Dockerfile"
+    if not dockerfile.is_file():
+        raise InputError(f"task {_task(context)}: no Dockerfile in its build context {context}")
+    if images._exists(task_tag(context)):
+        return
+    for base in bases(dockerfile.read_text(encoding="utf-8", errors="replace")):
+        if not images._exists(base) and (settings().no_pull or images.pull(base) is not None):
+            raise InputError(f"task {_task(context)}: its Dockerfile starts FROM {base}, which this engine does not "
+                             f"have and cannot pull (no registry answers): build or load {base} first")
+
+
 def build_task(context: Path, *, log=print) -> str:
     """Make the sandbox image of the task whose build context is `context` present; return its tag."""
     context = context.resolve()
-    task = context.parent if context.name == "environment" else context
-    dockerfile = context / "Dockerfile"
-    if not dockerfile.is_file():
-        raise InputError(f"task {task}: no Dockerfile in its build context {context}")
-    tag = task_tag(context)
+    task, tag = _task(context), task_tag(context)
     if images._exists(tag):
         return tag
-    for base in bases(dockerfile.read_text(encoding="utf-8", errors="replace")):
-        if not images._exists(base) and (settings().no_pull or images.pull(base) is not None):
-            raise InputError(f"task {task}: its Dockerfile starts FROM {base}, which this engine does not have and "
-                             f"cannot pull (no registry answers): build or load {base} first")
+    check_task(context)
     with FileLock(str(images.lock_path())):
         if images._exists(tag):
             return tag
