@@ -82,7 +82,8 @@ class DatasetChoice(Section):
     @property
     def root(self) -> Path:
         """The folder the dataset lives in (its default replay.jsonl and website/ sit there)."""
-        return self.path if self.path.is_dir() else self.path.parent
+        path = Path(str(self.path).removeprefix("harbor:"))  # --dataset harbor:PATH (harness/datasets/harbor.py)
+        return path if path.is_dir() else path.parent
 
 
 class Selection(Section):

@@ -89,7 +89,8 @@ def test_a_judge_call_that_fails_is_an_unjudged_scenario_never_a_wrong_one(tmp_p
     data, out = _dataset(tmp_path), tmp_path / "run"
     with FakeOpenAI([], default=error(500, {"error": {"message": "judge down"}})) as judge:
         proc = harness("run", "--dataset", data, "--agent", "plain", "--model", "replay", "--scorer", "gaia2",
-                       "--epochs", "1", "--output-dir", out, "--config", _config(tmp_path, judge.base_url), "--judge-model", "judge")
+                       "--epochs", "1", "--output-dir", out, "--config", _config(tmp_path, judge.base_url),
+                       "--judge-model", "judge")
     assert proc.returncode == 3, explain(proc)  # a scorer that could not judge: counted, said, exit 3
     (row,) = rows(out)
     assert row["correct"] is None or row["correct"] is False and row["scores"] == {}, row

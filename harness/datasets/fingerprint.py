@@ -58,5 +58,7 @@ def dataset_fingerprint(instances: Iterable[Instance]) -> str:
             record.append(expected)
         if inst.image is not None:
             record.append({"image": inst.image})
+        if (task := inst.metadata.get("task_hash")) is not None:  # a Harbor task folder's whole content
+            record.append({"task": task})
         digest.update(json.dumps(record, ensure_ascii=True).encode() + b"\n")
     return digest.hexdigest()

@@ -8,6 +8,8 @@ problems.py). They are asked in `ADAPTERS` order, the specific layouts before th
 - MATH-500 (math500.py): a ``.jsonl`` whose first row has ``problem``, ``answer``, ``unique_id``,
   or a folder holding such a ``test.jsonl``;
 - MultiHop-RAG (multihoprag.py): ``MultiHopRAG.json`` with ``corpus.json`` beside it;
+- Harbor (harbor.py): a folder holding ``task.toml`` (one task) or sub-folders holding one; ``harbor:PATH``
+  names such a folder outright;
 - Gaia2 (gaia2.py): a folder of ARE scenario ``*.json`` files, or a ``.jsonl`` of scenarios (or of
   Hub rows holding one in ``data``);
 - GAIA (gaia.py): a ``metadata.jsonl``/``metadata.parquet`` file, or any other folder (a split
@@ -31,7 +33,7 @@ from pathlib import Path
 from typing import Protocol
 
 from harness.bulk import collector_paused
-from harness.datasets import gaia, gaia2, hub, math500, multihoprag, plain
+from harness.datasets import gaia, gaia2, harbor, hub, math500, multihoprag, plain
 from harness.datasets.model import Dataset
 from harness.errors import InputError
 
@@ -42,7 +44,7 @@ class Adapter(Protocol):
     def load(self, found: Path, split: str | None) -> Dataset: ...
 
 
-ADAPTERS: tuple[Adapter, ...] = (math500, multihoprag, gaia2, gaia, plain)
+ADAPTERS: tuple[Adapter, ...] = (math500, multihoprag, harbor, gaia2, gaia, plain)
 
 
 def load_dataset(path: str | Path, split: str | None = None, subset: str | None = None) -> Dataset:
@@ -50,6 +52,8 @@ def load_dataset(path: str | Path, split: str | None = None, subset: str | None 
     and their fingerprint; raises InputError listing every problem found."""
     if subset is not None and (not subset.strip() or any(c in subset for c in "/\\*?[") or subset in (".", "..")):
         raise InputError(f"--subset {subset!r}: a subset is the name of one folder of the dataset (a config)")
+    if str(path).startswith(harbor.PREFIX):  # harbor:PATH, a Harbor task folder or a folder of them
+        return harbor.load(Path(str(path).removeprefix(harbor.PREFIX)).expanduser(), split)
     if (ref := hub.parse(path)) is not None:
         folder, sha = hub.fetch(ref, split, subset)
         return replace(_load_local(_subset(folder, subset, str(ref)), split), revision=sha)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -21,13 +23,25 @@ class Instance(BaseModel):
     expected_tool_calls: list[str] | None = None
     max_steps: int | None = Field(None, ge=1)
     max_tokens: int | None = Field(None, ge=1)
-    # The image its sandbox runs from: a build context images/NAME of the harness (e.g. "gaia2"), built on the
-    # sandbox image by the provider's `image_of`; None: the sandbox image.
+    # The image its sandbox runs from, made present by the provider's `image_of`: a build context images/NAME of
+    # the harness (e.g. "gaia2"), built on the sandbox image, or the absolute path of the task's own build context
+    # (a Harbor task's environment/: harness/sandbox/docker/task_images.py); None: the sandbox image.
     image: str | None = None
+    # The task's own wall seconds and resources (a Harbor task.toml's), instead of the run's --instance-timeout,
+    # --cpus and --memory.
+    timeout: float | None = Field(None, gt=0)
+    cpus: float | None = Field(None, gt=0)
+    memory: str | None = None
 
     def limited(self, limits):
-        """The run's Limits with this task's own max_steps/max_tokens where they are stricter."""
-        return limits.tightened(self.max_steps, self.max_tokens)
+        """The run's Limits with this task's own max_steps/max_tokens where they are stricter, its own timeout."""
+        limits = limits.tightened(self.max_steps, self.max_tokens)
+        return limits if self.timeout is None else limits.model_copy(update={"instance_timeout": self.timeout})
+
+    def resources(self, resources: Mapping[str, Any]) -> dict[str, Any]:
+        """The run's SandboxSpec resources with this task's own cpus and memory where it names them."""
+        own = {name: value for name in ("cpus", "memory") if (value := getattr(self, name)) is not None}
+        return {**resources, **own}
 
     def expectations(self) -> dict:
         """The task's own expectations that are set (what expectations.json keeps for a rescore)."""

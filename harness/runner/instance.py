@@ -216,20 +216,22 @@ def _run_instance(instance: Instance, settings_: RunSettings, started: str, t0: 
             trace_path.unlink(missing_ok=True)
         trace = None
         image = settings_.images[instance.image] if instance.image else settings_.image
+        wall = instance.limited(settings_.limits).instance_timeout  # --instance-timeout, or the task's own
         spec = SandboxSpec(image=image, run_id=settings_.run_id, instance_id=instance.instance_id,
-                           attempt=attempt, **settings_.sandbox.resources(settings_.network))
+                           attempt=attempt, **instance.resources(settings_.sandbox.resources(settings_.network)))
         try:
             with _sandbox(settings_, spec) as sandbox:
                 sandbox_name = sandbox.name
                 _copy_files(sandbox, instance)
                 ended = run_agent(_request(instance, settings_, sandbox, trace_path, epoch),
-                                  settings_.limits.instance_timeout, layout.scratch, settings_.forks)
+                                  wall, layout.scratch, settings_.forks)
                 result, trace = ended.result, ended.trace
                 if ended.killed:
                     result = salvage(result, trace)
                     result.usage.cost = Price.of(settings_.model).cost(result.usage.model_dump())
                     hung = trace.waiting_on_model()
-                    detail = f"killed at --instance-timeout {settings_.limits.instance_timeout:g} s"
+                    detail = (f"killed at --instance-timeout {wall:g} s" if wall == settings_.limits.instance_timeout
+                              else f"killed at the task's own time limit, {wall:g} s")
                     if hung:  # a model that hangs is the model's failure, retried on resume
                         result.limit, result.error_kind, result.error = None, "model", hung
                         detail += " while waiting on the model (the row is a model error)"

@@ -280,12 +280,18 @@ class SandboxProvider(abc.ABC):
 
     def image_of(self, name: str, *, log: Callable[[str], None] = print) -> str:
         """Make present the image a benchmark or task names (`Instance.image`: a build context images/NAME of
-        the harness, built on the sandbox image) and return its reference; called by the preflight for every
-        name the run's instances use, before anything is written. The default refuses (InputError)."""
+        the harness, built on the sandbox image, or the path of a task's own build context) and return its
+        reference; called by the preflight for every name the run's instances use, before anything is written.
+        The default refuses (InputError)."""
         from harness.errors import InputError
 
         raise InputError(f"the {self.name} sandbox provider cannot run instances of the image {name!r} "
                          "(the docker provider can)")
+
+    def check_image(self, name: str) -> None:
+        """Refuse (InputError), before the preflight builds any image, an image `image_of` could not make (a task
+        whose base image is missing); called for every name first. The default: nothing (`image_of` refuses)."""
+        return None
 
     def image_ref(self) -> str | None:
         """The image reference `preflight` would return, told without the engine, or None when only the

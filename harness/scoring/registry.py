@@ -8,6 +8,7 @@ from typing import Any
 from .base import Scorer
 from .gaia import GaiaScorer
 from .gaia2 import Gaia2Scorer
+from .harbor import HarborScorer
 from .judge import LLMJudgeScorer
 from .math import MathScorer
 from .multihoprag import MultiHopRagScorer
@@ -18,6 +19,7 @@ __all__ = ["SCORERS", "get_scorer"]
 SCORERS: dict[str, Callable[..., Scorer]] = {
     "gaia": GaiaScorer,
     "gaia2": Gaia2Scorer,
+    "harbor": HarborScorer,
     "exact": ExactMatchScorer,
     "tool_calls": ExpectedToolCallScorer,
     "budget": BudgetScorer,

@@ -62,6 +62,8 @@ def preflight(cfg: RunConfiguration, provider: SandboxProvider, console: Console
         say(console, warning, style="yellow")
     image = provider.preflight(network=cfg.sandbox.network, log=lambda m: say(console, m))
     named = sorted({instance.image for instance in prepared.selected if instance.image})
+    for name in named:  # every one first: a task whose base is missing is refused before any image is built
+        provider.check_image(name)
     images = {name: provider.image_of(name, log=lambda m: say(console, m)) for name in named}
     check_capacity(cfg.sandbox, provider.capacity())
     checked = Checked(prepared, image, new_run_id(cfg), images)

@@ -77,6 +77,20 @@ def _exists(tag: str) -> bool:
         return False
 
 
+def pull(ref: str) -> str | None:
+    """Pull `ref` onto the engine; None when it is there after, else why not. A registry that cannot be reached
+    fails fast: a client of its own with the pull timeout (the shared client's timeout is never changed)."""
+    try:
+        puller = engine.new_client(timeout=settings().pull_timeout)
+        try:
+            engine.call("pull", lambda: puller.api.pull(ref), retries=0)
+        finally:
+            puller.close()
+    except Exception as exc:  # noqa: BLE001 - any failure means: not pulled
+        return f"cannot pull {ref} ({type(exc).__name__})"
+    return None if _exists(ref) else f"pulling {ref} gave no image"
+
+
 # The system bundle is passed when no variable names one: on a machine behind a
 # TLS-intercepting proxy its CA is installed there; elsewhere it holds the usual CAs.
 SYSTEM_CA = Path("/etc/ssl/certs/ca-certificates.crt")
@@ -95,19 +109,10 @@ def _ensure_base(log) -> str:
     if _exists(base):
         return base
     if not settings().no_pull:
-        # A registry that cannot be reached should fail fast: a client of its own with the
-        # pull timeout (the shared client's timeout is never changed).
-        try:
-            puller = engine.new_client(timeout=settings().pull_timeout)
-            try:
-                engine.call("pull", lambda: puller.api.pull(base), retries=0)
-            finally:
-                puller.close()
-            if _exists(base):
-                return base
-            log(f"pulling {base} gave no image; building a base from Debian packages")
-        except Exception as exc:  # noqa: BLE001 - any failure means: build our own base
-            log(f"cannot pull {base} ({type(exc).__name__}); building a base from Debian packages")
+        problem = pull(base)
+        if problem is None:
+            return base
+        log(f"{problem}; building a base from Debian packages")
     base_dir = images_dir() / "base"
     tag = f"harness-base:{tree_hash(base_dir)}"
     if not _exists(tag):

@@ -24,7 +24,18 @@ from harness.sandbox.contract import (
     SandboxProvider,
     SandboxSpec,
 )
-from harness.sandbox.docker import cleanup, engine, images, naming, networks, ports, sockets, storage, webproxy
+from harness.sandbox.docker import (
+    cleanup,
+    engine,
+    images,
+    naming,
+    networks,
+    ports,
+    sockets,
+    storage,
+    task_images,
+    webproxy,
+)
 from harness.sandbox.docker.website import hosts_on as website_hosts
 from harness.sandbox.service import ServiceSandbox
 from harness.settings import settings
@@ -162,7 +173,13 @@ class DockerProvider(SandboxProvider):
         networks.check_policy(network, log)  # an internal:NAME network must exist
         return image
 
+    def check_image(self, name: str) -> None:
+        if task_images.is_context(name):
+            task_images.check_task(Path(name))
+
     def image_of(self, name: str, *, log=print) -> str:
+        if task_images.is_context(name):  # a task's own build context (a Harbor task's environment/)
+            return task_images.build_task(Path(name), log=log)
         return images.build_named(name, log=log)
 
     def image_ref(self) -> str:

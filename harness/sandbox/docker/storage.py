@@ -93,6 +93,32 @@ def tmpfs_sizes(disk: int) -> dict[str, int]:
     return {"/workspace": workspace, "/tmp": tmp, "/home/agent": disk - workspace - tmp}
 
 
+def task_tmpfs_sizes(disk: int, places: tuple[str, ...]) -> dict[str, int]:
+    """How a task's sandbox splits `disk`: its working directory (the first place; /workspace when it has none)
+    half, /tmp a quarter, the rest (/workspace, Harbor's /logs, /tests, /solution) evenly; the sum is disk."""
+    main, tmp = disk // 2, disk // 4
+    rest = [place for place in ("/workspace", *places[1:]) if place not in (places[0], "/tmp")]
+    each = (disk - main - tmp) // len(rest)
+    sizes = {places[0]: main, "/tmp": tmp, **dict.fromkeys(rest, each)}
+    sizes[rest[-1]] += disk - sum(sizes.values())
+    return sizes
+
+
+_labels: dict[str, tuple[str, ...] | None] = {}
+
+
+def task_places(image: str) -> tuple[str, ...] | None:
+    """The places a task's own image says its sandboxes write (its working directory first, when it has one),
+    or None for a harness image (read once per image from its label: task_images.py)."""
+    if image not in _labels:
+        from harness.sandbox.docker.task_images import TASK_LABEL
+
+        config = engine.call("image inspect", lambda: engine.client().api.inspect_image(image)).get("Config") or {}
+        written = (config.get("Labels") or {}).get(TASK_LABEL)
+        _labels[image] = None if written is None else tuple(written.split())
+    return _labels[image]
+
+
 def create_options(spec: SandboxSpec) -> dict:
     """Container create options for the disk limit, the memory limit that goes with it, and the log cap."""
     disk, memory = parse_size(spec.disk), parse_size(spec.memory)
@@ -100,15 +126,17 @@ def create_options(spec: SandboxSpec) -> dict:
     if backend(spec.image, spec.disk).kind == "quota":
         options.update(storage_opt={"size": str(disk)}, mem_limit=memory, memswap_limit=memory)
         return options
-    owned = f"uid={AGENT_UID},gid={AGENT_UID},mode=0755"
-    sizes = tmpfs_sizes(disk)
+    places = task_places(spec.image)
+    if places is None:
+        owned = f"uid={AGENT_UID},gid={AGENT_UID},mode=0755"
+        modes = {"/workspace": owned, "/tmp": "mode=1777", "/home/agent": owned}
+        sizes = tmpfs_sizes(disk)
+    else:  # a task's own image (task_images.py): its user is its own, so each place is open to any
+        sizes = task_tmpfs_sizes(disk, places)
+        modes = dict.fromkeys(sizes, "mode=1777")
     options.update(
         read_only=True,
-        tmpfs={
-            "/workspace": f"rw,exec,nosuid,nodev,size={sizes['/workspace']},{owned}",
-            "/tmp": f"rw,exec,nosuid,nodev,size={sizes['/tmp']},mode=1777",
-            "/home/agent": f"rw,exec,nosuid,nodev,size={sizes['/home/agent']},{owned}",
-        },
+        tmpfs={place: f"rw,exec,nosuid,nodev,size={size},{modes[place]}" for place, size in sizes.items()},
         # tmpfs pages are charged to the memory cgroup: files get their own room on top of `memory`.
         mem_limit=memory + disk,
         memswap_limit=memory + disk,  # no swap: a memory hog is OOM-killed, not slowed to a crawl

@@ -1,0 +1,25 @@
+"""A Harbor task's oracle: its solution/ copied to /solution (as Harbor's oracle agent does) and `bash
+/solution/solve.sh` run in the task's working directory with [solution] env, within the task's agent time. What
+it leaves in the sandbox is then judged by the task's own verifier, like any agent's work."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from harness.datasets.model import Instance
+from harness.environments.harbor import place, workdir
+from harness.errors import AgentError
+from harness.sandbox.contract import Sandbox
+
+
+async def solve(sandbox: Sandbox, instance: Instance) -> str:
+    meta = instance.metadata
+    task_dir = Path(meta["task_dir"])
+    if not (task_dir / "solution" / "solve.sh").is_file():
+        raise AgentError(f"the task {instance.instance_id} has no solution/solve.sh for the oracle to run")
+    if (problem := await asyncio.to_thread(place, sandbox, task_dir, "solution", "/solution")) is not None:
+        raise AgentError(problem)
+    ran = await asyncio.to_thread(sandbox.exec, ["bash", "/solution/solve.sh"], timeout=float(meta["agent_timeout"]),
+                                  cwd=workdir(sandbox), env=dict(meta.get("solution_env") or {}))
+    return f"solve.sh ended with exit code {ran.exit_code}{' (timed out)' if ran.timed_out else ''}"

@@ -1,0 +1,131 @@
+"""Harbor tasks (the task format of Harbor and Terminal-Bench 2) into `Instance`s: `--dataset harbor:PATH`, PATH a
+task folder or a folder of them (each sub-folder holding a task.toml, in name order).
+
+A task folder holds ``task.toml``, ``instruction.md`` (the question), ``environment/`` (the build context of
+its sandbox's image: a Dockerfile), ``tests/`` (``test.sh``: the verifier, run in the sandbox after the agent)
+and, optionally, ``solution/`` (``solve.sh``: what `--agent oracle` runs). Of task.toml: ``[agent] timeout_sec``
+(the agent's wall seconds), ``[verifier] timeout_sec`` and ``env``, ``[solution] env``, ``[environment] cpus``,
+``memory`` ("2G") or ``memory_mb``; Harbor's defaults where a field is missing. Everything else (metadata, tags,
+``allow_internet``, GPUs, storage) is kept in the instance's metadata, not enforced: the run's --network and
+--disk hold.
+
+instance_id = the folder's name; question = instruction.md; answer "1": a solved task's reward; image = the
+environment/ folder's absolute path (built by the provider: harness/sandbox/docker/task_images.py); timeout =
+the agent's and the verifier's seconds together (the agent process runs both; the harbor tool family stops the
+agent at its own); cpus and memory from [environment]. Nothing is copied into the sandbox before the agent ends:
+tests/ and solution/ stay on the host, read by the verifier (harness/environments/harbor.py) and the oracle.
+
+Refused, every problem in one InputError naming the task folder: no task.toml or instruction.md, a task.toml
+that is not TOML or has a field of the wrong type, no environment/Dockerfile (a docker-compose environment
+cannot be one sandbox), no tests/test.sh, a memory that is no size; --split.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from harness.datasets.fingerprint import dataset_fingerprint
+from harness.datasets.model import Dataset, Instance
+from harness.datasets.problems import raise_problems, refuse_split
+from harness.errors import InputError
+from harness.fsutil import tree_hash
+from harness.sandbox.contract import parse_size
+
+PREFIX = "harbor:"
+TARGET = "1"  # the reward of a solved task
+
+
+class _Part(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class _Timed(_Part):
+    timeout_sec: float = Field(600.0, gt=0)
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class _Solution(_Part):
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class _Environment(_Part):
+    cpus: float = Field(1, gt=0)
+    memory: str | None = None
+    memory_mb: int | None = Field(None, gt=0)
+
+    def memory_size(self) -> str:
+        if self.memory is not None:
+            return self.memory.lower().removesuffix("b")
+        return f"{self.memory_mb or 2048}m"
+
+
+class TaskConfig(_Part):
+    """task.toml: the fields the harness enforces; the rest is kept as it is."""
+
+    version: str = "1.0"
+    metadata: dict = Field(default_factory=dict)
+    verifier: _Timed = Field(default_factory=_Timed)
+    agent: _Timed = Field(default_factory=_Timed)
+    environment: _Environment = Field(default_factory=_Environment)
+    solution: _Solution = Field(default_factory=_Solution)
+
+
+def detect(path: Path) -> Path | None:
+    """`path` when it is a Harbor task folder or a folder of them, else None."""
+    try:
+        return path if path.is_dir() and ((path / "task.toml").is_file() or _tasks(path)) else None
+    except OSError:
+        return None
+
+
+def _tasks(path: Path) -> list[Path]:
+    return sorted(p for p in path.iterdir() if (p / "task.toml").is_file()) if path.is_dir() else []
+
+
+def load(found: Path, split: str | None = None) -> Dataset:
+    """Every task of the folder `found`; raises InputError listing every problem."""
+    refuse_split(split, found)
+    if not found.is_dir():
+        raise InputError(f"--dataset {PREFIX}{found}: not a folder")
+    folders = [found] if (found / "task.toml").is_file() else _tasks(found)
+    if not folders:
+        raise InputError(f"--dataset {PREFIX}{found}: no task.toml in it nor in any folder in it")
+    problems: list[str] = []
+    instances = [instance for folder in folders if (instance := _task(folder.resolve(), problems)) is not None]
+    if problems:
+        raise_problems(f"{found} (Harbor tasks)", problems)
+    return Dataset(instances, dataset_fingerprint(instances))
+
+
+def _task(folder: Path, problems: list[str]) -> Instance | None:
+    found = len(problems)
+    for name in ("instruction.md", "environment/Dockerfile", "tests/test.sh"):
+        if not (folder / name).is_file():
+            compose = name == "environment/Dockerfile" and any(folder.glob("environment/docker-compose.y*ml"))
+            problems.append(f"task {folder}: no {name}" + (" (a docker-compose environment is not supported: one "
+                                                            "sandbox is one container)" if compose else ""))
+    try:
+        config = TaskConfig.model_validate(tomllib.loads((folder / "task.toml").read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        problems.append(f"task {folder}: task.toml cannot be read: {exc}")
+        return None
+    except ValidationError as exc:
+        wrong = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        problems.append(f"task {folder}: task.toml: {wrong}")
+        return None
+    if parse_size(config.environment.memory_size()) < 0:
+        problems.append(f"task {folder}: task.toml: environment.memory {config.environment.memory!r} is no size "
+                        "(like 2G or 512M)")
+    if len(problems) > found:
+        return None
+    metadata = {"benchmark": "harbor", "task_dir": str(folder), "task_hash": tree_hash(folder),
+                "agent_timeout": config.agent.timeout_sec, "verifier_timeout": config.verifier.timeout_sec,
+                "verifier_env": config.verifier.env, "solution_env": config.solution.env,
+                "tool_families": ["code", "harbor"], **{f"task_{k}": v for k, v in config.metadata.items()}}
+    return Instance(instance_id=folder.name, question=(folder / "instruction.md").read_text(encoding="utf-8"),
+                    answer=TARGET, root=folder, image=str(folder / "environment"),
+                    timeout=config.agent.timeout_sec + config.verifier.timeout_sec,
+                    cpus=config.environment.cpus, memory=config.environment.memory_size(), metadata=metadata)

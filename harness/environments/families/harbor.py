@@ -1,0 +1,44 @@
+"""A Harbor task's verifier (harness/environments/harbor.py), run in the sandbox once the agent's turns are over,
+for the instances of the harbor dataset adapter (harness/datasets/harbor.py); its reward is this family's
+`verdict`, read by the harbor scorer. No tools of its own: the agent works with the code family's.
+
+The agent's turns get the task's [agent] timeout_sec: past it they end as a `wall_time` limit and the verifier
+does not run. The agent process's own wall limit (the instance's `timeout`) adds the verifier's seconds to it,
+and kills whatever does not stop when told."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from harness.environments import Environments
+from harness.environments.family import Setup, ToolFamily
+from harness.environments.harbor import HarborEnv, verify
+from harness.errors import LimitExceeded
+
+T = TypeVar("T")
+
+
+class Harbor(ToolFamily[HarborEnv]):
+    name, order = "harbor", 96
+
+    def offered(self, setup: Setup) -> bool:
+        return setup.instance is not None and setup.instance.metadata.get("benchmark") == "harbor"
+
+    def build(self, setup: Setup, envs: Environments) -> HarborEnv | None:
+        meta = setup.instance.metadata if setup.instance is not None else {}
+        return HarborEnv(setup.sandbox, Path(meta["task_dir"]), float(meta["agent_timeout"]),
+                         float(meta["verifier_timeout"]), dict(meta.get("verifier_env") or {}))
+
+    async def serve(self, setup: Setup, env: HarborEnv, envs: Environments, work: Callable[[], Awaitable[T]]) -> T:
+        try:
+            result = await asyncio.wait_for(work(), env.agent_timeout)
+        except TimeoutError:
+            raise LimitExceeded("wall_time", f"the task's [agent] timeout_sec, {env.agent_timeout:g} s") from None
+        env.verdict = await asyncio.to_thread(verify, env)
+        return result
+
+    def verdict(self, env: HarborEnv) -> dict[str, Any] | None:
+        return env.verdict

@@ -1,0 +1,152 @@
+"""A task's own image: a build context a dataset row names (`Instance.image` as a path, e.g. a Harbor task's
+environment/), built offline on this engine and made a sandbox without changing the task's environment.
+
+Two builds, each tagged by content and made once (a tag present is taken as it is):
+
+- the task's image, its context built as it is (`harness-taskenv:<tree hash of the context>`): nothing added
+  to its context, its FROM lines checked first: a base that is neither on the engine nor pullable is an
+  InputError naming the task and the base, before anything is built or started;
+- the sandbox of it (`harness-task:<context hash><injection hash>`): FROM the task's image, with sandboxd and
+  the entry point of images/task/ added under /opt/harness and the entry point made PID 1. The task's USER,
+  WORKDIR and ENV stay as the task set them; its ENTRYPOINT/CMD give way to sandboxd. Its WORKDIR's files are
+  kept in /opt/harness/seed for the entry point to copy into the writable mount the sandbox gets there, and
+  the label TASK_LABEL lists the places its sandboxes may write (docker/storage.py: size-limited tmpfs).
+
+sandboxd is a Python script and every command goes through bash: an image without python3 or bash is refused
+(InputError naming the task), not given an interpreter of ours. An interpreter copied in would have to match
+the image's C library and architecture (no static build is at hand offline), and would put a python3 on the
+PATH the task did not have, so the agent and the verifier would see another environment than the task's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+from filelock import FileLock
+
+from harness.errors import InfraError, InputError
+from harness.fsutil import tree_hash
+from harness.sandbox.docker import engine, images
+from harness.settings import settings
+
+TASK_LABEL = "harness.task.writable"  # the places its sandboxes write, space-separated, its working directory first
+# Harbor's own places in a task's container: the verifier's tests and its reward (/logs/verifier), the oracle's
+# solution, the agent's logs.
+TASK_PLACES = ("/logs", "/tests", "/solution")
+CHECK = "command -v python3 >/dev/null && command -v bash >/dev/null"
+
+
+def is_context(image: str) -> bool:
+    """Whether an `Instance.image` names a build context (a path) rather than a harness image (images/NAME)."""
+    return "/" in image
+
+
+def bases(dockerfile: str) -> list[str]:
+    """The images a Dockerfile's FROM lines start from (stages named by AS and `scratch` left out), with the
+    ARGs declared before the first FROM substituted."""
+    args: dict[str, str] = {}
+    stages: set[str] = set()
+    found: list[str] = []
+    for line in re.sub(r"\\\r?\n", " ", dockerfile).splitlines():
+        words = line.split()
+        if not words or words[0].startswith("#"):
+            continue
+        op = words[0].upper()
+        if op == "ARG" and not found and not stages and len(words) > 1:
+            name, _, default = words[1].partition("=")
+            args[name] = default.strip("\"'")
+        elif op == "FROM":
+            rest = [word for word in words[1:] if not word.startswith("--")]
+            if not rest:
+                continue
+            image = re.sub(r"\$\{(\w+)(?::?-([^}]*))?\}|\$(\w+)",
+                           lambda m: args.get(m.group(1) or m.group(3)) or m.group(2) or "", rest[0])
+            if image and image.lower() not in stages and image != "scratch":  # "": an ARG given at build time
+                found.append(image)
+            if len(rest) >= 3 and rest[1].lower() == "as":
+                stages.add(rest[2].lower())
+    return found
+
+
+def _injection_hash() -> str:
+    digest = hashlib.sha256((tree_hash(images.images_dir() / "task") + _dockerfile("/w")).encode())
+    digest.update((images.images_dir() / "sandbox" / "sandboxd.py").read_bytes())
+    return digest.hexdigest()[:6]
+
+
+def task_tag(context: Path) -> str:
+    return f"harness-task:{tree_hash(context)[:6]}{_injection_hash()}"
+
+
+def _task(context: Path) -> Path:
+    return context.parent if context.name == "environment" else context
+
+
+def check_task(context: Path) -> None:
+    """InputError naming the task when its image cannot be built here: no Dockerfile, or a base that is neither
+    on the engine nor pullable. Nothing is built."""
+    context, dockerfile = context.resolve(), context.resolve() / "Dockerfile"
+    if not dockerfile.is_file():
+        raise InputError(f"task {_task(context)}: no Dockerfile in its build context {context}")
+    if images._exists(task_tag(context)):
+        return
+    for base in bases(dockerfile.read_text(encoding="utf-8", errors="replace")):
+        if not images._exists(base) and (settings().no_pull or images.pull(base) is not None):
+            raise InputError(f"task {_task(context)}: its Dockerfile starts FROM {base}, which this engine does not "
+                             f"have and cannot pull (no registry answers): build or load {base} first")
+
+
+def build_task(context: Path, *, log=print) -> str:
+    """Make the sandbox image of the task whose build context is `context` present; return its tag."""
+    context = context.resolve()
+    task, tag = _task(context), task_tag(context)
+    if images._exists(tag):
+        return tag
+    check_task(context)
+    with FileLock(str(images.lock_path())):
+        if images._exists(tag):
+            return tag
+        own = f"harness-taskenv:{tree_hash(context)}"
+        if not images._exists(own):
+            log(f"building task {task.name}'s image {own} ...")
+            _build(task, lambda: images._stream_build(str(context), own, {}), "its Dockerfile does not build")
+        workdir = engine.call("image inspect", lambda: engine.client().api.inspect_image(own))["Config"].get(
+            "WorkingDir") or "/"
+        log(f"building {tag} (sandboxd into {own}) ...")
+        with tempfile.TemporaryDirectory(prefix="harness-task-") as ctx:
+            shutil.copytree(images.images_dir() / "task", ctx, dirs_exist_ok=True,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            shutil.copy(images.images_dir() / "sandbox" / "sandboxd.py", ctx)
+            Path(ctx, "workdir").write_text(workdir + "\n")
+            Path(ctx, "Dockerfile").write_text(_dockerfile(workdir))
+            _build(task, lambda: images._stream_build(ctx, tag, {"TASK_IMAGE": own}), "")
+    return tag
+
+
+def _build(task: Path, build, problem: str) -> None:
+    """A build of the task's; its failure is the task's (InputError), unless the engine is the trouble."""
+    try:
+        engine.call("build", build, retries=0)
+    except InfraError as exc:
+        if "command -v python3" in str(exc):
+            raise InputError(f"task {task}: its image has no python3 or no bash, which the harness's sandbox "
+                             "service needs: install them in its Dockerfile") from None
+        if not problem or not str(exc).startswith("building "):
+            raise
+        raise InputError(f"task {task}: {problem}: {exc}") from None
+
+
+def _dockerfile(workdir: str) -> str:
+    seeded = workdir not in ("", "/")
+    writable = " ".join(dict.fromkeys(((workdir,) if seeded else ("/workspace",)) + TASK_PLACES))  # workdir first
+    lines = ["ARG TASK_IMAGE", "FROM ${TASK_IMAGE} AS task", "FROM ${TASK_IMAGE}",
+             f"RUN {CHECK} || {{ echo 'the image has no python3 or no bash'; exit 3; }}",
+             "COPY sandboxd.py entry.py workdir /opt/harness/"]
+    if seeded:
+        lines.append(f'COPY --from=task ["{workdir}", "/opt/harness/seed/"]')
+    lines += ['ENTRYPOINT ["python3", "/opt/harness/entry.py"]', "CMD []", f'LABEL {TASK_LABEL}="{writable}"']
+    return "\n".join(lines) + "\n"

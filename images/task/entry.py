@@ -1,0 +1,28 @@
+"""The entry point of a task's own image (harness/sandbox/docker/task_images.py): seed the task's working
+directory, then become sandboxd (PID 1 stays this process: exec).
+
+Where the engine has no storage quota the sandbox's root filesystem is read-only and the task's working
+directory is a size-limited tmpfs mount (harness/sandbox/docker/storage.py), empty at start: the image's own
+files of that directory, kept at build time in /opt/harness/seed, are copied into it first. Where the whole
+filesystem is writable (a quota) the directory already holds them and is left alone.
+"""
+
+import os
+import shutil
+import sys
+
+HERE = "/opt/harness"
+
+
+def seed() -> None:
+    with open(os.path.join(HERE, "workdir"), encoding="utf-8") as handle:
+        workdir = handle.read().strip()
+    source = os.path.join(HERE, "seed")
+    if workdir in ("", "/") or not os.path.isdir(source) or (os.path.isdir(workdir) and os.listdir(workdir)):
+        return
+    shutil.copytree(source, workdir, symlinks=True, dirs_exist_ok=True)
+
+
+if __name__ == "__main__":
+    seed()
+    os.execv(sys.executable, [sys.executable, "-u", os.path.join(HERE, "sandboxd.py")])

@@ -1,0 +1,294 @@
+"""Harbor tasks in: `--dataset harbor:PATH` (harness/datasets/harbor.py), each task's own image built from its
+environment/ with sandboxd injected (harness/sandbox/docker/task_images.py), its verifier run after the agent
+(harness/environments/harbor.py) and read by the harbor scorer, its solution/ as `--agent oracle`.
+
+The Docker tests build real images from small Dockerfiles on the harness's offline base (found the way the
+harness finds it), run a task set written here (the oracle passes each task, a replayed wrong agent fails each),
+refuse a task whose base is missing before any container, and check limits and the network policy inside a
+task's own image. Every image they build is theirs (its tag names this session's base) and removed after."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness.agents.contract import Limits
+from harness.datasets import load_dataset
+from harness.errors import InputError, ScorerError
+from harness.fsutil import tree_hash
+from harness.sandbox.contract import SandboxSpec
+from harness.scoring.base import ScoreContext
+from harness.scoring.harbor import HarborScorer
+from tests.helpers.e2e import containers_of, explain, harness, out_dir, remove_leftovers, rows, trace
+
+TOML = """version = "1.0"
+[metadata]
+difficulty = "easy"
+[verifier]
+timeout_sec = 60.0
+[agent]
+timeout_sec = 120.0
+[environment]
+cpus = 1
+memory_mb = 512
+"""
+# The verifier of the `hello` tasks: reward 1 when /app/answer.txt says hello and the image's own file is still in
+# its working directory (seeded into the sandbox's writable mount), else 0.
+TEST_SH = """#!/bin/bash
+mkdir -p /logs/verifier
+if [ "$(cat /app/answer.txt 2>/dev/null)" = hello ] && [ "$(cat seed.txt)" = seeded ]; then
+  echo 1 > /logs/verifier/reward.txt
+else
+  echo 0 > /logs/verifier/reward.txt
+fi
+"""
+SANDBOXED = Path("tests/data/sandboxed/agent.py")  # an agent program of our own, run inside the sandbox
+SOLVE_SH = "#!/bin/bash\necho hello > /app/answer.txt\n"
+
+
+def write_task(root: Path, name: str, dockerfile: str, *, toml: str = TOML, test_sh: str = TEST_SH,
+               solve_sh: str | None = SOLVE_SH, instruction: str | None = "Write hello into /app/answer.txt.") -> Path:
+    folder = root / name
+    for part in ("environment", "tests", "solution"):
+        (folder / part).mkdir(parents=True, exist_ok=True)
+    (folder / "task.toml").write_text(toml)
+    (folder / "environment" / "Dockerfile").write_text(dockerfile)
+    (folder / "tests" / "test.sh").write_text(test_sh)
+    if solve_sh is not None:
+        (folder / "solution" / "solve.sh").write_text(solve_sh)
+    if instruction is not None:
+        (folder / "instruction.md").write_text(instruction)
+    return folder
+
+
+def no_turns(tasks: Path, *names: str) -> None:
+    """The replay file a run's --model replay reads: no turns for the oracle's instances, which call no model."""
+    (tasks / "replay.jsonl").write_text("".join(json.dumps({"instance_id": n, "turns": []}) + "\n" for n in names))
+
+
+def app_dockerfile(base: str, extra: str = "") -> str:
+    return f"FROM {base}\nWORKDIR /app\nRUN echo seeded > /app/seed.txt\n{extra}"
+
+
+# ---------------------------------------------------------------- the task format, without an engine
+
+def test_a_task_folder_and_a_folder_of_tasks_become_instances(tmp_path):
+    write_task(tmp_path / "set", "hello", app_dockerfile("some-base:1"))
+    write_task(tmp_path / "set", "other", app_dockerfile("some-base:1"),
+               toml='[agent]\ntimeout_sec = 30\n[environment]\ncpus = 2\nmemory = "1G"\n')
+    data = load_dataset(f"harbor:{tmp_path / 'set'}")
+    got = {i.instance_id: i for i in data.instances}
+    assert sorted(got) == ["hello", "other"]
+    hello = got["hello"]
+    assert hello.question == "Write hello into /app/answer.txt."
+    assert hello.image == str((tmp_path / "set" / "hello" / "environment").resolve()) and hello.files == []
+    assert (hello.timeout, hello.cpus, hello.memory) == (180.0, 1, "512m")  # agent + verifier seconds
+    assert (got["other"].timeout, got["other"].cpus, got["other"].memory) == (630.0, 2, "1g")  # Harbor's defaults
+    assert hello.metadata["task_difficulty"] == "easy" and hello.metadata["verifier_timeout"] == 60.0
+    assert hello.limited(Limits(instance_timeout=600)).instance_timeout == 180.0  # the task's own, not the run's
+    assert hello.resources({"network": "none", "memory": "2g", "cpus": 1.0, "disk": "2g"})["memory"] == "512m"
+    one = load_dataset(f"harbor:{tmp_path / 'set' / 'hello'}")  # one task folder alone
+    assert [i.instance_id for i in one.instances] == ["hello"]
+    assert load_dataset(tmp_path / "set").fingerprint == data.fingerprint  # found without the prefix too
+    (tmp_path / "set" / "hello" / "tests" / "test.sh").write_text("#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n")
+    assert load_dataset(f"harbor:{tmp_path / 'set'}").fingerprint != data.fingerprint  # the verifier counts
+
+
+@pytest.mark.parametrize("break_it, says", [
+    (lambda f: (f / "task.toml").write_text("[agent\ntimeout_sec = 1"), "task.toml cannot be read"),
+    (lambda f: (f / "task.toml").write_text('[agent]\ntimeout_sec = "soon"'), "task.toml: agent.timeout_sec"),
+    (lambda f: (f / "task.toml").write_text('[environment]\nmemory = "lots"'), "environment.memory 'lots' is no size"),
+    (lambda f: (f / "instruction.md").unlink(), "no instruction.md"),
+    (lambda f: (f / "tests" / "test.sh").unlink(), "no tests/test.sh"),
+])
+def test_a_broken_task_is_refused_naming_its_folder(tmp_path, break_it, says):
+    folder = write_task(tmp_path / "set", "broken", app_dockerfile("some-base:1"))
+    write_task(tmp_path / "set", "fine", app_dockerfile("some-base:1"))
+    break_it(folder)
+    with pytest.raises(InputError) as refused:
+        load_dataset(f"harbor:{tmp_path / 'set'}")
+    assert f"task {folder.resolve()}" in str(refused.value) and says in str(refused.value), refused.value
+
+
+def test_the_cli_refuses_a_broken_task_with_exit_2(tmp_path):
+    folder = write_task(tmp_path / "set", "broken", app_dockerfile("some-base:1"), instruction=None)
+    proc = harness("run", "--dataset", f"harbor:{tmp_path / 'set'}", "--agent", "oracle", "--model", "replay",
+                   "--scorer", "harbor", "--output-dir", tmp_path / "out")
+    assert proc.returncode == 2 and f"task {folder.resolve()}: no instruction.md" in proc.stderr, explain(proc)
+
+
+def test_the_base_images_of_a_dockerfile():
+    from harness.sandbox.docker.task_images import bases
+
+    dockerfile = """# a comment
+ARG BASE=debian:12
+ARG OTHER
+FROM --platform=linux/amd64 ${BASE} AS build
+RUN make \\
+    all
+FROM build AS test
+FROM scratch
+FROM $OTHER
+FROM python:3.12-slim
+COPY --from=build /out /out
+"""
+    assert bases(dockerfile) == ["debian:12", "python:3.12-slim"]  # $OTHER has no default: the build says
+
+
+@pytest.mark.parametrize("verdict, correct, value", [
+    ({"reward": 1.0, "source": "reward.txt"}, True, 1.0),
+    ({"reward": 0.5, "source": "reward.json", "rewards": {"reward": 0.5}}, False, 0.5),
+    ({"reward": 0.0, "source": "reward.txt"}, False, 0.0),
+])
+def test_the_harbor_scorer_reads_the_verifiers_reward(verdict, correct, value):
+    score = HarborScorer().score(None, "1", context=ScoreContext(verdicts={"harbor": verdict}))
+    assert (score.correct, score.value) == (correct, value)
+    assert HarborScorer(threshold=0.5).score(None, "1", context=ScoreContext(verdicts={"harbor": verdict})).correct \
+        is (value >= 0.5)
+
+
+@pytest.mark.parametrize("verdicts", [{}, {"harbor": {"error": "the verifier wrote no reward", "exit_code": 1}}])
+def test_a_verifier_that_gave_no_reward_is_not_judged(verdicts):
+    with pytest.raises(ScorerError):
+        HarborScorer().score(None, "1", context=ScoreContext(verdicts=verdicts))
+
+
+# ---------------------------------------------------------------- real images, real sandboxes
+
+@pytest.fixture(scope="module")
+def python_base(provider, image):
+    """A task base with python3: the harness's offline Debian base (as the harness finds or builds it) plus Debian's
+    python3, tagged for this module alone; every image built from it here is removed after."""
+    from harness.sandbox.docker import images
+
+    base = images._ensure_base(lambda m: None)
+    tag = f"harness-test-harbor-py:{secrets.token_hex(4)}"
+    build = subprocess.run(["docker", "build", "-q", "-t", tag, "-"], capture_output=True, text=True, timeout=600,
+                           input=f"FROM {base}\nRUN apt-get update && apt-get install -y --no-install-recommends "
+                                 "python3 && rm -rf /var/lib/apt/lists/*\n")
+    assert build.returncode == 0, build.stderr
+    made: list[Path] = []
+    yield tag, base, made
+    from harness.sandbox.docker.task_images import task_tag
+
+    for context in made:
+        if context.is_dir():
+            subprocess.run(["docker", "rmi", task_tag(context), f"harness-taskenv:{tree_hash(context)}"],
+                           capture_output=True, timeout=120)
+    subprocess.run(["docker", "rmi", tag], capture_output=True, timeout=120)
+
+
+@pytest.mark.docker
+def test_the_oracle_passes_every_task_and_a_wrong_agent_fails_each(tmp_path, out, python_base):
+    py, _, made = python_base
+    tasks = tmp_path / "tasks"
+    for name, reward_json in (("hello", False), ("hello-json", True)):
+        test_sh = TEST_SH.replace("echo 1 > /logs/verifier/reward.txt", 'echo \'{"reward": 1}\' > /logs/verifier/'
+                                  'reward.json').replace("echo 0 > /logs/verifier/reward.txt", 'echo \'{"reward": 0}\' '
+                                  '> /logs/verifier/reward.json') if reward_json else TEST_SH
+        made.append(write_task(tasks, name, app_dockerfile(py), test_sh=test_sh) / "environment")
+    wrong = [{"tool_calls": [{"name": "run_shell", "arguments": {
+        "command": "echo goodbye > /app/answer.txt; ls -A /tests /solution; cat /app/seed.txt"}}]},
+             {"content": "<solution>done</solution>"}]
+    (tasks / "replay.jsonl").write_text("".join(json.dumps({"instance_id": n, "turns": wrong}) + "\n"
+                                                for n in ("hello", "hello-json")))
+    oracle = harness("run", "--dataset", f"harbor:{tasks}", "--agent", "oracle", "--model", "replay",
+                     "--scorer", "harbor", "--output-dir", out)
+    assert oracle.returncode == 0, explain(oracle)
+    got = {r["instance_id"]: r for r in rows(out)}
+    assert sorted(got) == ["hello", "hello-json"] and all(r["correct"] is True for r in got.values()), got
+    assert got["hello"]["verdicts"]["harbor"]["source"] == "reward.txt"
+    assert got["hello-json"]["verdicts"]["harbor"]["source"] == "reward.json"
+
+    # The same wrong work by each kind of runner: the plain one, an AutoGen agent, a program inside the sandbox.
+    for agent in ("plain", "assistant", f"sandbox:python3 @{SANDBOXED}"):
+        wrong_out = out_dir(tmp_path)
+        try:
+            run = harness("run", "--dataset", f"harbor:{tasks}", "--agent", agent, "--model", "replay",
+                          "--scorer", "harbor", "--output-dir", wrong_out)
+            assert run.returncode == 0, explain(run)  # wrong work is the agent's result, not the run's failure
+            failed = rows(wrong_out)
+            assert len(failed) == 2 and all(r["status"] == "ok" and r["correct"] is False for r in failed), failed
+            assert all(r["verdicts"]["harbor"]["reward"] == 0 for r in failed), (agent, failed)
+            if agent == "plain":  # neither the tests nor the solution are in the sandbox while the agent works
+                shown = next(e["content"] for e in trace(wrong_out, failed[0]) if e["type"] == "tool_result")
+                assert shown.split("stdout:\n", 1)[1].startswith("/solution:\n\n/tests:\nseeded"), shown
+        finally:
+            assert remove_leftovers(wrong_out) == [], "containers left behind"
+
+
+@pytest.mark.docker
+def test_a_task_whose_base_is_missing_is_refused_before_any_container(tmp_path, out, python_base):
+    _, base, made = python_base
+    missing = f"harness-test-no-such-base:{secrets.token_hex(4)}"
+    tasks = tmp_path / "tasks"
+    fine = write_task(tasks, "fine", app_dockerfile(python_base[0], "# fine, but not built\n")) / "environment"
+    made.append(fine)
+    folder = write_task(tasks, "needs-registry", app_dockerfile(missing))
+    no_turns(tasks, "fine", "needs-registry")
+    proc = harness("run", "--dataset", f"harbor:{tasks}", "--agent", "oracle", "--model", "replay",
+                   "--scorer", "harbor", "--output-dir", out)
+    assert proc.returncode == 2, explain(proc)
+    assert f"task {folder.resolve()}" in proc.stderr and missing in proc.stderr, explain(proc)
+    assert not (out / "output.jsonl").exists() and containers_of(out) == []
+    built = subprocess.run(["docker", "image", "inspect", f"harness-taskenv:{tree_hash(fine)}"], capture_output=True)
+    assert built.returncode != 0, "the fine task's image was built before the missing base was found"
+
+    bare = write_task(tmp_path / "bare", "no-python", app_dockerfile(base))  # the base alone has no python3
+    made.append(bare / "environment")
+    no_turns(tmp_path / "bare", "no-python")
+    proc = harness("run", "--dataset", f"harbor:{tmp_path / 'bare'}", "--agent", "oracle", "--model", "replay",
+                   "--scorer", "harbor", "--output-dir", out_dir(tmp_path))
+    assert proc.returncode == 2 and f"task {bare.resolve()}: its image has no python3" in proc.stderr, explain(proc)
+
+
+@pytest.mark.docker
+def test_limits_and_the_network_policy_hold_inside_a_tasks_own_image(tmp_path, provider, run_id, python_base):
+    from harness.environments.harbor import reward
+    from harness.sandbox.docker import storage
+
+    context = write_task(tmp_path, "limits", app_dockerfile(python_base[0])) / "environment"
+    python_base[2].append(context)
+    tag = provider.image_of(str(context), log=lambda m: None)
+    assert provider.image_of(str(context), log=lambda m: None) == tag  # built once: the tag is there
+    spec = SandboxSpec(image=tag, run_id=run_id, instance_id="limits", memory="256m", cpus=0.5, disk="128m",
+                       network="none")
+    with provider.open(spec) as sandbox:
+        probe = sandbox.python(
+            "import os, socket\n"
+            "cg = '/sys/fs/cgroup'\n"
+            "print(open(cg + '/memory/memory.limit_in_bytes').read().strip())\n"
+            "print(int(open(cg + '/cpu/cpu.cfs_quota_us').read()) / int(open(cg + '/cpu/cpu.cfs_period_us').read()))\n"
+            "print(sorted(os.listdir('/sys/class/net')))\n"
+            "s = socket.socket(); s.settimeout(3)\n"
+            "try:\n    s.connect(('1.1.1.1', 80)); print('reached')\n"
+            "except OSError as exc:\n    print('unreachable', type(exc).__name__)\n"
+            "print(os.getuid(), os.getcwd())\n", cwd="/app")
+        assert probe.ok, probe
+        memory, cpus, nets, net, who = probe.stdout.splitlines()
+        on_tmpfs = storage.task_places(tag) is not None and storage.backend(tag, "128m").kind == "tmpfs"
+        assert int(memory) == 256 * 2**20 + (128 * 2**20 if on_tmpfs else 0)
+        assert float(cpus) == 0.5 and nets == "['lo']" and net.startswith("unreachable"), probe.stdout
+        assert who == "0 /app"  # the task's own user (root) and working directory
+        files = sandbox.shell("cat /app/seed.txt && echo more > /app/new.txt && touch /etc/harness-x", cwd="/")
+        assert files.stdout.startswith("seeded") and "Read-only file system" in files.stderr, files
+        fill = sandbox.shell("head -c 200M /dev/zero > /app/big", cwd="/")
+        assert not fill.ok and "No space left" in fill.stderr, fill
+        # The reward as Harbor reads it: reward.txt first, else reward.json; none, or no number, is no reward.
+        for files, expected in ((["reward.json:{\"reward\": 0.25}"], 0.25), (["reward.txt:1", "reward.json:0"], 1.0),
+                                (["reward.json:{\"pass\": 0.5}"], 0.5), ([], "wrote no"),
+                                (["reward.txt:abc"], "not a number"),
+                                (["reward.json:{\"a\": 1, \"b\": 0}"], "names no")):
+            writes = "".join(f"echo {shlex.quote(f.split(':', 1)[1])} > /logs/verifier/{f.split(':', 1)[0]}; "
+                             for f in files)
+            assert sandbox.shell(f"rm -rf /logs/verifier && mkdir -p /logs/verifier && {writes}true", cwd="/").ok
+            if isinstance(expected, float):
+                assert reward(sandbox)["reward"] == expected, files
+            else:
+                with pytest.raises(ValueError, match=expected):
+                    reward(sandbox)
