@@ -401,3 +401,15 @@ def test_without_output_dir_the_run_goes_to_runs_dataset_timestamp_and_says_so(t
     assert re.fullmatch(rf"runs/{re.escape(tmp_path.name)}-data-\d{{8}}-\d{{6}}", chosen), chosen
     assert [r["instance_id"] for r in rows(tmp_path / chosen)] == ["only one"]
     assert [p.relative_to(tmp_path).as_posix() for p in (tmp_path / "runs").iterdir() if p.is_dir()] == [chosen]
+
+
+def test_a_gaia2_scenario_is_told_its_apps_conventions_and_never_where_its_scenario_file_is(tmp_path):
+    """A Gaia2 scenario file holds the oracle's actions: the prompt names no file (the driver removes it from the
+    sandbox once read: tests/test_gaia2_sandbox.py), and the conventions are Gaia2's, not GAIA's <solution> ones."""
+    scenario = Path(__file__).resolve().parents[1] / "datasets" / "gaia2-smoke"
+    (one,) = [i for i in load_dataset(scenario).instances if i.instance_id == "proto_forward_email"]
+    said = instruction(one, load_template(None))
+    assert one.files and "proto_forward_email.json" not in said and "/workspace" not in said
+    assert "AgentUserInterface__send_message_to_user" in said and FORMAT_RULES not in said
+    harbor = Instance(instance_id="t", question="Make /app/x.", root=tmp_path, metadata={"benchmark": "harbor"})
+    assert BENCHMARK_RULES["harbor"] in instruction(harbor, load_template(None))

@@ -84,3 +84,17 @@ def test_a_wrong_action_fails_ares_judge_with_its_reason(provider, gaia2_image, 
     verdict = _run(provider, gaia2_image, run_id, name, work)
     assert verdict["verdict"] == "fail" and verdict["success"] is False and verdict["rationale"], verdict
     assert not any(a["matched"] for a in verdict["oracle_actions"] if a["tool"].endswith("forward_email"))
+
+
+def test_the_scenario_file_with_its_oracle_actions_is_gone_before_the_agents_first_turn(provider, gaia2_image, run_id):
+    """The scenario file holds the oracle's actions; an agent whose code runs in the sandbox must not read them."""
+    name = "proto_forward_email.json"
+    with provider.open(SandboxSpec(image=gaia2_image, run_id=run_id, instance_id="gone")) as sb:
+        sb.copy_in(SMOKE, [name])
+        assert sb.exec(["test", "-e", f"/workspace/{name}"]).exit_code == 0
+
+        async def work(session):
+            await session.call_tool("harness__task", {})  # the harness's step before the agent's first turn
+            return sb.exec(["test", "-e", f"/workspace/{name}"]).exit_code
+
+        assert asyncio.run(_session_run(sb, name, work)) == 1

@@ -5,9 +5,10 @@ Rules:
   the question, the task's files, and the answer conventions of the instance's benchmark.
 - Placeholders, in Python's format syntax (a literal brace is doubled: `{{`, `}}`):
     {question}      the task's question, stripped of surrounding whitespace
-    {files}         "The file(s) for this task are in the sandbox at: /workspace/a.csv, ..." (empty without files)
+    {files}         "The file(s) for this task are in the sandbox at: /workspace/a.csv, ..." (empty without files,
+                    and for a Gaia2 scenario: its file is the driver's, UNNAMED_FILES)
     {conventions}   the answer conventions of the instance's benchmark (metadata["benchmark"] set by the
-                    dataset adapter: MATH-500's, MultiHop-RAG's), else GAIA's
+                    dataset adapter: MATH-500's, MultiHop-RAG's, Gaia2's, Harbor's), else GAIA's
     {instance_id}   the instance's id
 - For a task without files, a line holding nothing but {files} is dropped, with one blank line
   after it (so the default template leaves no gap).
@@ -53,7 +54,19 @@ Answer format (MultiHop-RAG conventions):
 - Search the news corpus with search_corpus; the answer is in the articles, usually across two or more.
 - Put your final answer inside <solution></solution>, as short as possible: Yes or No, a name, a date.
 - If the articles do not say, answer <solution>Insufficient information.</solution>""",
+    "gaia2": """How to work (Gaia2 conventions):
+- You act for the user through the apps' tools; the user's next messages and the apps' notifications arrive in
+  the tools' results.
+- Answer the user with AgentUserInterface__send_message_to_user: what you did and what they asked to know. The task
+  is judged by your actions in the apps, not by your last words.
+- When the user has no further request, end with <solution>done</solution>.""",
+    "harbor": """How to work:
+- Do the task in the sandbox with your tools: tests run in the sandbox after you finish judge it, not your reply.
+- When you are done, end with a one-line summary inside <solution></solution>.""",
 }
+# Benchmarks whose task files are the environment's own, never the agent's to read (a Gaia2 scenario holds its
+# oracle actions; the driver removes it from the sandbox once it has read it).
+UNNAMED_FILES = ("gaia2",)
 
 PLACEHOLDERS = ("question", "files", "conventions", "instance_id")
 DEFAULT_TEMPLATE = "{question}\n\n{files}\n\n{conventions}"
@@ -67,7 +80,7 @@ def conventions(instance: Instance) -> str:
 
 def _values(instance: Instance) -> dict[str, str]:
     files = ""
-    if instance.files:
+    if instance.files and instance.metadata.get("benchmark") not in UNNAMED_FILES:
         paths = ", ".join(f"{WORKSPACE}/{name}" for name in instance.files)
         files = f"The file(s) for this task are in the sandbox at: {paths}"
     return {"question": instance.question.strip(), "files": files, "conventions": conventions(instance),

@@ -41,6 +41,7 @@ import asyncio
 import functools
 import json
 import logging
+import os
 import re
 import sys
 import time
@@ -162,7 +163,9 @@ class Scenario:
         _speed_up_judge_init()
         _guard_turn_judge()
         with open(path) as fh:
-            imported = JsonScenarioImporter().import_from_json_to_benchmark(fh.read(), load_completed_events=False)
+            text = fh.read()
+        os.unlink(path)  # it holds the oracle's actions: gone before the agent's first turn, whatever its tools
+        imported = JsonScenarioImporter().import_from_json_to_benchmark(text, load_completed_events=False)
         scenario = imported[0]
         preprocess_scenario(scenario, judge_config=_judge_config(judge, model))
         self.env = Environment(EnvironmentConfig(oracle_mode=False, duration=scenario.duration,
