@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from harness.cli import app
 from harness.report import html as pages
 from harness.results.store import latest_by_key, read_rows
+from tests.test_gaia2_report import hand_run
 
 ROOT = Path(__file__).resolve().parents[1]
 # a 1x1 PNG: a screenshot the web environment saved beside the trace
@@ -253,6 +254,59 @@ def test_html_report_truncates_huge_outputs(tmp_path, page):
     assert "more characters left out of the report" in page.inner_text("#trace")
     # a screenshot is named in the static report (the viewer shows the image)
     assert "shot-1.png" in page.inner_text("#trace")
+
+
+RATIONALE = "sent to <b id='injected'>Bob</b> & not to Alice"  # ARE's words, markup in them
+
+
+def gaia2_run_dir(tmp_path: Path) -> Path:
+    """test_gaia2_report's hand-written Gaia2 run (3 epochs), each verdict as ARE's judge gives it: the hard judge,
+    the turns, two oracle actions (one matched, one not); e2's failed second epoch gives RATIONALE."""
+    run = hand_run(tmp_path)
+    rows = [json.loads(line) for line in (run / "output.jsonl").read_text().splitlines()]
+    for row in rows:
+        for verdict in row["verdicts"].values():
+            verdict.update(judge="hard", turns=1, turns_done=1, oracle_actions=[
+                {"turn": 0, "oracle_event_id": "oracle-send", "tool": "Emails__send_email", "judged": True,
+                 "matched": True, "agent_event_id": "agent-7"},
+                {"turn": 0, "oracle_event_id": "oracle-reply", "tool": "Messaging__reply", "judged": True,
+                 "matched": False, "agent_event_id": None}])
+    assert (rows[4]["instance_id"], rows[4]["epoch"], rows[4]["correct"]) == ("e2", 2, False)
+    rows[4]["verdicts"]["gaia2"]["rationale"] = RATIONALE
+    (run / "output.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return run
+
+
+def assert_gaia2_shown(pg) -> None:
+    """The page (report or viewer) shows the Gaia2 figures and, for e2's failed epoch, ARE's verdict."""
+    figures = pg.inner_text("#gaia2")
+    assert "Gaia2: 33.3%, the equal-weight mean of 2 capabilities' accuracies" in figures  # (4/6 + 0/2) / 2
+    assert "capability execution" in figures and "variant agent2agent" in figures
+    assert "pass@3" in figures and "pass^3" in figures and "not judged" in figures
+    execution = pg.inner_text("#gaia2-figures tr:has-text('capability execution')").split("\t")
+    assert execution[1:8] == ["2", "4/6", "66.7%", "100.0%", "50.0%", "2", "1"]
+    search = pg.inner_text("#gaia2-figures tr:has-text('capability search')").split("\t")
+    assert search[8:10] == ["1", "1"]  # one run never ran, one ARE could not judge
+    assert pg.locator("#overview .breakdown").count() == 0  # capability/variant: the Gaia2 table says them
+    pg.click("#rows tbody tr[data-id='e2 #e2']")
+    pg.wait_for_selector("#trace .gaia2-verdict")
+    verdict = pg.inner_text("#trace .gaia2-verdict")
+    assert "ARE's verdict: fail" in verdict and "message texts are not compared" in verdict
+    assert RATIONALE in verdict and pg.locator("#injected").count() == 0  # shown as text, never as markup
+    assert pg.locator("#trace .oracle-actions tr.matched").count() == 1
+    unmatched = pg.inner_text("#trace .oracle-actions tr.unmatched")
+    assert "Messaging__reply" in unmatched and "not matched" in unmatched
+    assert "agent-7" in pg.inner_text("#trace .oracle-actions tr.matched")
+    assert not pg.errors
+
+
+def test_html_report_shows_gaia2s_figures_and_ares_verdicts(tmp_path, page):
+    run = gaia2_run_dir(tmp_path)
+    out = report([run], tmp_path / "gaia2.html")
+    assert "<b id='injected'>" not in out.read_text()  # the embedded data escapes it too
+    open_report(page, out)
+    assert_gaia2_shown(page)
+    page.screenshot(path=str(tmp_path / "gaia2.png"), full_page=True)
 
 
 def test_report_refuses_a_non_run_dir(tmp_path):

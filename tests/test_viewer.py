@@ -12,7 +12,7 @@ import pytest
 
 from harness.report.view import ViewServer
 from harness.results.store import latest_by_key, read_rows
-from tests.test_html_report import make_run_dir, outcome, shown
+from tests.test_html_report import assert_gaia2_shown, gaia2_run_dir, make_run_dir, outcome, shown
 
 
 def local_only(requests: list[str], url: str) -> bool:
@@ -47,6 +47,14 @@ def test_viewer_rows_lazy_trace_and_screenshot(tmp_path, page):
         assert sum("/api/trace" in u for u in page.requests) == 3
         assert not page.errors
         assert local_only(page.requests, server.url), page.requests
+
+
+def test_viewer_shows_gaia2s_figures_and_ares_verdicts(tmp_path, page):
+    run = gaia2_run_dir(tmp_path)
+    with ViewServer([run]) as server:
+        wait_ready(page, server.url)
+        assert_gaia2_shown(page)
+        assert local_only(page.requests, server.url)
 
 
 def test_viewer_refuses_paths_outside_the_run(tmp_path):

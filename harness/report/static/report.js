@@ -76,6 +76,38 @@
     return s + "</svg>";
   }
 
+  // ---------- Gaia2 (report/gaia2.py's figures; a row's verdicts.gaia2: ARE's verdict) ----------
+  const G2_COLS = ["", "scenarios", "runs passed/judged", "accuracy", "pass@K", "pass^K", "scenarios judged", "errored", "not run", "not judged", "cost/scenario", "time/run"];
+  function gaia2Card(g) {
+    const head = g.headline, k = g.k;
+    const line = (label, x) => `<tr><td>${esc(label)}</td><td>${x.scenarios}</td><td>${x.passed_runs}/${x.judged_runs}</td><td>${pct(x.accuracy)}</td>` +
+      `<td>${pct(x.pass_at_k)}</td><td>${pct(x.pass_hat_k)}</td><td>${x.judged_scenarios}</td><td>${x.errored_runs}</td><td>${x.missing_runs}</td>` +
+      `<td class="${x.not_judged_runs ? "no" : ""}">${x.not_judged_runs}</td><td>${judged(x.cost_per_scenario) ? "$" + num(x.cost_per_scenario, 4) : "not priced"}</td>` +
+      `<td>${judged(x.time_per_run_s) ? num(x.time_per_run_s, 1) + "s" : "-"}</td></tr>`;
+    const spread = judged(head.std_over_epochs) ? `, std over the ${k} epochs ${pct(head.std_over_epochs)}` : "";
+    const left = head.not_judged.length ? `; no judged run, left out: ${head.not_judged.map(esc).join(", ")}` : "";
+    return `<div class="card" id="gaia2"><h3>Gaia2: ${pct(head.accuracy)}, the equal-weight mean of ${head.capabilities.length} capabilities' accuracies (each capability weighted equally${spread})${left}</h3>` +
+      `<p class="muted">accuracy: runs passed / runs judged (an errored or unrun run fails; a run ARE could not judge is left out and counted); pass@${k}, pass^${k}: scenarios with at least one, with every one of their ${k} epochs passed, over the scenarios judged in every epoch</p>` +
+      `<table id="gaia2-figures"><thead><tr>${G2_COLS.map((c) => `<th>${esc(c.replace("K", k))}</th>`).join("")}</tr></thead><tbody>` +
+      Object.entries(g.capabilities).map(([c, x]) => line("capability " + c, x)).join("") +
+      Object.entries(g.variants).map(([v, x]) => line("variant " + v, x)).join("") + "</tbody></table></div>";
+  }
+  const JUDGES = {hard: "hard: ARE's scripted checks only, no LLM; message texts are not compared",
+                  llm: "llm: ARE's scripted checks and its LLM soft checks (message texts compared)"};
+  function gaia2Verdict(v) {
+    const cls = v.verdict === "pass" ? "yes" : "no", u = v.judge_usage || {};
+    let h = `<div class="gaia2-verdict"><b>ARE's verdict</b>: <span class="${cls}">${esc(v.verdict)}</span> · judge ${esc(JUDGES[v.judge] || v.judge)}` +
+      ` · turns ${esc(v.turns_done)}/${esc(v.turns)}${u.llm_calls ? ` · judge ${esc(u.llm_calls)} calls, $${num(u.cost, 4)}` : ""}`;
+    if (v.error) h += `<div class="no"><b>error</b> ${esc(v.error)}</div>`;
+    if (v.rationale) h += `<div><b>rationale</b>${pre(v.rationale)}</div>`;
+    const acts = v.oracle_actions || [];
+    if (acts.length) h += `<table class="oracle-actions"><thead><tr><th>turn</th><th>oracle action</th><th>tool</th><th>matched</th><th>agent event</th></tr></thead><tbody>` +
+      acts.map((a) => `<tr class="${a.matched ? "matched" : "unmatched"}"><td>${esc(a.turn)}</td><td>${esc(a.oracle_event_id)}</td><td>${esc(a.tool)}</td>` +
+        `<td class="${a.matched ? "yes" : "no"}">${a.matched ? "matched" : a.judged === false ? "not judged (turn not reached)" : "not matched"}</td><td>${esc(a.agent_event_id || "")}</td></tr>`).join("") +
+      "</tbody></table>";
+    return h + "</div>";
+  }
+
   // ---------- overview ----------
   // accuracy so far (html.py progress): over finished instances with a verdict, never the unfinished
   function progressText(g) {
@@ -126,7 +158,7 @@
       .map(([k, v]) => `${esc(k)}=${esc(v)}`).join(", ") : "";
     let extra = "";
     const known = new Set(["n_selected", "n_rows", "n_correct", "n_judged", "n_no_verdict", "n_unscored", "accuracy", "ci95", "per_level", "outcomes", "errors_by_kind", "first_errors", "stderr",
-                           "ids", "env_outcomes_per_instance", "scorers", "env_outcomes", "epochs", "breakdowns", "disagreements", "costs"]);
+                           "ids", "env_outcomes_per_instance", "scorers", "env_outcomes", "epochs", "breakdowns", "disagreements", "costs", "gaia2"]);
     // dollars (report.json's `costs`): the agents', the judge's, the total and per level
     const c = s.costs;
     const unpriced = notPriced(run);  // the agents' model gives no prices: no dollar figure for it, never $0
@@ -137,7 +169,7 @@
       `${costBars.length ? barChart(costBars, {max: Math.max(...costBars.map((b) => b.value), 1e-9)}) : ""}</div>` : "";
     // accuracy per breakdown label (report.json's `breakdowns`: GAIA's tool family and steps bucket, question type...)
     const names = {tool_family: "Accuracy per tool family", steps: "Accuracy per steps bucket"};
-    const breakdownCards = Object.entries(s.breakdowns || {}).map(([field, groups]) => {
+    const breakdownCards = Object.entries(s.breakdowns || {}).filter(([field]) => !(s.gaia2 && ["capability", "variant"].includes(field))).map(([field, groups]) => {
       const bars = Object.entries(groups).map(([k, g]) => ({label: k, value: g.accuracy, lo: g.ci95 ? g.ci95[0] : undefined,
         hi: g.ci95 ? g.ci95[1] : undefined, text: rateText(g.accuracy, `${g.correct}/${g.n - (g.no_verdict || 0)}`, unjudged(g.no_verdict)), color: "#2c8a8a"}));
       return `<div class="card breakdown" data-field="${esc(field)}"><h3>${esc(names[field] || "Accuracy per " + field)}, 95% CI</h3>${barChart(bars, {max: 1, width: 560, right: 290})}</div>`;
@@ -182,6 +214,7 @@
         ${noVerdict.length ? `<div class="card" id="no-verdict"><h3>No verdict</h3>${noVerdict.map(([k, v]) =>
           `<p class="no"><b>${esc(k)}</b>: no verdict: ${esc(v.no_verdict)} of ${esc(v.n)}; first: ${esc(v.first_error || "-")}</p>`).join("")}</div>` : ""}
         ${scorers.length ? `<div class="card" id="chart-scorers"><h3>Pass rate per scorer, 95% CI (report.json)</h3>${barChart(scorers, {max: 1, width: 640, right: 370})}</div>` : ""}
+        ${s.gaia2 ? gaia2Card(s.gaia2) : ""}
         ${breakdownCards}
         ${disCard}
         ${envTable ? `<div class="card"><h3>Environment actions</h3>${envTable}</div>` : ""}
@@ -408,6 +441,7 @@
     Object.entries(row.scores || {}).forEach(([name, sc]) => {
       h += `<div><b>scorer ${esc(name)}</b>: ${sc.correct ? '<span class="yes">correct</span>' : '<span class="no">wrong</span>'} ${esc(sc.explanation || "")}</div>`;
     });
+    if ((row.verdicts || {}).gaia2) h += gaia2Verdict(row.verdicts.gaia2);
     h += `<div class="muted">tools: ${esc((row.tool_calls || []).join(", "))} · ${row.steps} steps · ${num(row.duration_s, 1)}s · trace ${esc(row.trace)}</div></div>`;
     return h;
   }
