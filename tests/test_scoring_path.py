@@ -118,9 +118,9 @@ def test_harness_score_reproduces_harness_run(tmp_path, image, out):
 # ------------------------------------------------------------------ a missing answer is never correct
 def every_scorer():
     """Each built-in scorer of answers, set up so that it would pass anything it is asked about (gaia2's judges the
-    run's actions, not its answer: tests/test_gaia2_run.py)."""
+    run's actions, not its answer: tests/test_gaia2_run.py; harbor's, the task's verifier: tests/test_harbor.py)."""
     for name in sorted(SCORERS):
-        if name == "gaia2":
+        if name in ("gaia2", "harbor"):
             continue
         if name == "tool_calls":
             yield get_scorer(name, expected=["run_python"])
@@ -136,8 +136,8 @@ GENEROUS = ScoreContext(tool_calls=["run_python"], total_tokens=10, max_tokens=1
 
 @pytest.mark.parametrize("scorer", list(every_scorer()), ids=lambda s: s.name)
 def test_a_missing_answer_is_never_correct(scorer):
-    assert set(SCORERS) == {"gaia", "gaia2", "exact", "tool_calls", "budget", "llm_judge", "math",
-                            "multihoprag"}  # covered here, gaia2 by tests/test_gaia2_run.py
+    assert set(SCORERS) == {"gaia", "gaia2", "harbor", "exact", "tool_calls", "budget", "llm_judge", "math",
+                            "multihoprag"}  # covered here, gaia2 and harbor by their own tests
     scores, correct = score_row(None, "None", [scorer], GENEROUS)
     assert correct is False, scores
     assert scores[scorer.name]["correct"] is False and scores[scorer.name]["value"] == 0.0

@@ -234,6 +234,26 @@ REFUSALS: tuple[tuple[int | None, tuple[str, ...], type[EngineRefused]], ...] = 
 )
 
 
+class BuildFailed(InfraError):
+    """An image build that the engine ran and that failed at a step (its Dockerfile's doing, not the engine's)."""
+
+
+class BuildLacksTools(BuildFailed):
+    """A task image's build failed at the harness's own check that the image has python3 and bash."""
+
+
+# A failed build's engine words: the step that failed is named in them (our check's own command).
+BUILD_FAILURES: tuple[tuple[tuple[str, ...], type[BuildFailed]], ...] = (
+    (("command -v python3",), BuildLacksTools),
+)
+
+
+def build_failure(tag: str, error: str, tail: list[str]) -> BuildFailed:
+    """The failure of the build of `tag` whose stream said `error`, typed by BUILD_FAILURES."""
+    kind = next((kind for words, kind in BUILD_FAILURES if any(w in error for w in words)), BuildFailed)
+    return kind(f"building {tag} failed: {error}\n" + "\n".join(tail))
+
+
 def refusal(exc: BaseException) -> type[EngineRefused] | None:
     """The type of an engine's refusal, or None when it is none the harness decides on."""
     import docker.errors

@@ -209,7 +209,7 @@ def _stream_build(ctx: str, tag: str, args: dict[str, str]) -> None:
         if line.strip():
             tail = (tail + [line.rstrip()])[-40:]
         if "error" in chunk:
-            raise InfraError(f"building {tag} failed: {chunk['error']}\n" + "\n".join(tail))
+            raise engine.build_failure(tag, chunk["error"], tail)
 
 
 def list_images() -> list[ImageInfo]:

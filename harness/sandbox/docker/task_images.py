@@ -28,7 +28,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from harness.errors import InfraError, InputError
+from harness.errors import InputError
 from harness.fsutil import tree_hash
 from harness.sandbox.docker import engine, images
 from harness.settings import settings
@@ -131,13 +131,13 @@ def _build(task: Path, build, problem: str) -> None:
     """A build of the task's; its failure is the task's (InputError), unless the engine is the trouble."""
     try:
         engine.call("build", build, retries=0)
-    except InfraError as exc:
-        if "command -v python3" in str(exc):
-            raise InputError(f"task {task}: its image has no python3 or no bash, which the harness's sandbox "
-                             "service needs: install them in its Dockerfile") from None
-        if not problem or not str(exc).startswith("building "):
+    except engine.BuildLacksTools:
+        raise InputError(f"task {task}: its image has no python3 or no bash, which the harness's sandbox "
+                         "service needs: install them in its Dockerfile") from None
+    except engine.BuildFailed as failed:
+        if not problem:
             raise
-        raise InputError(f"task {task}: {problem}: {exc}") from None
+        raise InputError(f"task {task}: {problem}: {failed}") from None
 
 
 def _dockerfile(workdir: str) -> str:
