@@ -181,8 +181,9 @@ def smoke(
 def run_cmd(
     dataset: Path = typer.Option(..., help="GAIA folder (metadata.jsonl/.parquet), a .jsonl/.csv file, or a "
                                            "Hugging Face Hub dataset hf://OWNER/NAME[@REVISION]."),
-    model: str = typer.Option(..., help="A \\[llm.NAME] section of --config, 'replay', or "
-                                        "openai-compatible/NAME with --model-base-url (no config needed)."),
+    model: str | None = typer.Option(None, help="A \\[llm.NAME] section of --config, 'replay', or "
+                                               "openai-compatible/NAME with --model-base-url (no config needed); "
+                                               "required but with --agent oracle, which calls no model."),
     model_base_url: str | None = typer.Option(None, help="With --model openai-compatible/NAME: the server's "
                                                             "OpenAI-compatible address (http://HOST:PORT/v1)."),
     model_key_env: str | None = typer.Option(None, help="With --model openai-compatible/NAME: the variable "
@@ -282,6 +283,9 @@ def run_cmd(
     if docker_host:
         _use_docker_host(docker_host)
     split_list = lambda text: tuple(x.strip() for x in text.split(",") if x.strip()) if text else None  # noqa: E731
+    if model is None and agent != "oracle":
+        fail(InputError("--model is required (but with --agent oracle, which calls no model)"))
+    model = model or "replay"  # the oracle's: a replay section whose file need not exist (runner/preflight.py)
     defaulted = output_dir is None
     if output_dir is None:
         from harness.results.layout import default_run_dir

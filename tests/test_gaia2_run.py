@@ -117,3 +117,17 @@ def test_an_are_that_dies_mid_run_is_an_infra_error_never_a_wrong_answer(tmp_pat
     assert "McpServerGone" in row["error"] and "'gaia2'" in row["error"], row["error"]  # the server that died, named
     assert row["duration_s"] < 60  # at once, not after the call's 180 s timeout
     assert row["returncode"] != 0
+
+
+@pytest.mark.docker
+def test_the_oracle_needs_no_model_and_any_other_agent_does(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "proto_find_image_file.json").write_text((SMOKE / "proto_find_image_file.json").read_text())
+    oracle = harness("run", "--dataset", data, "--agent", "oracle", "--scorer", "gaia2", "--epochs", "1",
+                     "--output-dir", tmp_path / "oracle")  # no --model, no replay.jsonl: it calls no model
+    assert oracle.returncode == 0, explain(oracle)
+    assert [r["correct"] for r in rows(tmp_path / "oracle")] == [True]
+    other = harness("run", "--dataset", data, "--agent", "plain", "--scorer", "gaia2", "--output-dir", tmp_path / "p")
+    assert other.returncode == 2 and "--model is required" in other.stderr, explain(other)
+    assert not (tmp_path / "p").exists()

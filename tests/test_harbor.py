@@ -105,6 +105,10 @@ def test_a_task_folder_and_a_folder_of_tasks_become_instances(tmp_path):
     (lambda f: (f / "task.toml").write_text('[environment]\nmemory = "lots"'), "environment.memory 'lots' is no size"),
     (lambda f: (f / "instruction.md").unlink(), "no instruction.md"),
     (lambda f: (f / "tests" / "test.sh").unlink(), "no tests/test.sh"),
+    (lambda f: (f / "task.toml").write_text('[environment]\nnetwork_mode = "allowlist"\nallowed_hosts = ["a.org"]'),
+     'network_mode "allowlist" is not supported'),
+    (lambda f: (f / "task.toml").write_text('[[steps]]\nname = "one"\n[[steps]]\nname = "two"'),
+     "a multi-step task ([[steps]]) is not supported"),
 ])
 def test_a_broken_task_is_refused_naming_its_folder(tmp_path, break_it, says):
     folder = write_task(tmp_path / "set", "broken", app_dockerfile("some-base:1"))
@@ -113,6 +117,21 @@ def test_a_broken_task_is_refused_naming_its_folder(tmp_path, break_it, says):
     with pytest.raises(InputError) as refused:
         load_dataset(f"harbor:{tmp_path / 'set'}")
     assert f"task {folder.resolve()}" in str(refused.value) and says in str(refused.value), refused.value
+
+
+@pytest.mark.parametrize("toml, network", [
+    ('[environment]\nnetwork_mode = "no-network"', "none"),
+    ('[agent]\nnetwork_mode = "no-network"', "none"),
+    ("[environment]\nallow_internet = false", "none"),
+    ('[environment]\nnetwork_mode = "public"', "internet"),  # the run's own policy: a task never widens it
+    ("", "internet"),
+])
+def test_a_task_that_asks_for_no_network_gets_none_whatever_the_runs_policy(tmp_path, toml, network):
+    write_task(tmp_path / "set", "t", app_dockerfile("some-base:1"), toml=toml)
+    (task,) = load_dataset(f"harbor:{tmp_path / 'set'}").instances
+    run = {"network": "internet", "memory": "2g", "cpus": 1.0, "disk": "2g"}
+    assert task.resources(run)["network"] == network
+    assert task.resources({**run, "network": "none"})["network"] == "none"
 
 
 def test_the_cli_refuses_a_broken_task_with_exit_2(tmp_path):
@@ -279,8 +298,9 @@ def test_limits_and_the_network_policy_hold_inside_a_tasks_own_image(tmp_path, p
         assert files.stdout.startswith("seeded") and "Read-only file system" in files.stderr, files
         fill = sandbox.shell("head -c 200M /dev/zero > /app/big", cwd="/")
         assert not fill.ok and "No space left" in fill.stderr, fill
-        # The reward as Harbor reads it: reward.txt first, else reward.json; none, or no number, is no reward.
-        for files, expected in ((["reward.json:{\"reward\": 0.25}"], 0.25), (["reward.txt:1", "reward.json:0"], 1.0),
+        # The reward as Harbor reads it: reward.json first, else reward.txt; none, or no number, is no reward.
+        for files, expected in ((["reward.json:{\"reward\": 0.25}"], 0.25), (["reward.txt:1", "reward.json:0"], 0.0),
+                                (["reward.txt:1"], 1.0), (["reward.json:0.75"], 0.75),
                                 (["reward.json:{\"pass\": 0.5}"], 0.5), ([], "wrote no"),
                                 (["reward.txt:abc"], "not a number"),
                                 (["reward.json:{\"a\": 1, \"b\": 0}"], "names no")):

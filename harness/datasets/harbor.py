@@ -5,9 +5,11 @@ A task folder holds ``task.toml``, ``instruction.md`` (the question), ``environm
 its sandbox's image: a Dockerfile), ``tests/`` (``test.sh``: the verifier, run in the sandbox after the agent)
 and, optionally, ``solution/`` (``solve.sh``: what `--agent oracle` runs). Of task.toml: ``[agent] timeout_sec``
 (the agent's wall seconds), ``[verifier] timeout_sec`` and ``env``, ``[solution] env``, ``[environment] cpus``,
-``memory`` ("2G") or ``memory_mb``; Harbor's defaults where a field is missing. Everything else (metadata, tags,
-``allow_internet``, GPUs, storage) is kept in the instance's metadata, not enforced: the run's --network and
---disk hold.
+``memory`` ("2G") or ``memory_mb``, ``[environment] network_mode`` (or an ``[agent]`` override, or the older
+``allow_internet = false``): "no-network" gives the task's sandbox no network whatever --network; "public" gets
+the run's --network (a task narrows the policy, never widens it); "allowlist" is refused, as is a multi-step task
+(``[[steps]]``). Harbor's defaults where a field is missing (Harbor 0.25's task models, read from its wheel).
+Everything else (metadata, tags, GPUs, storage) is kept in the instance's metadata, not enforced: --disk holds.
 
 instance_id = the folder's name; question = instruction.md; answer "1": a solved task's reward; image = the
 environment/ folder's absolute path (built by the provider: harness/sandbox/docker/task_images.py); timeout =
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -45,6 +48,7 @@ class _Part(BaseModel):
 class _Timed(_Part):
     timeout_sec: float = Field(600.0, gt=0)
     env: dict[str, str] = Field(default_factory=dict)
+    network_mode: Literal["no-network", "public", "allowlist"] | None = None  # a phase's own (Harbor 0.25)
 
 
 class _Solution(_Part):
@@ -52,6 +56,8 @@ class _Solution(_Part):
 
 
 class _Environment(_Part):
+    network_mode: Literal["no-network", "public", "allowlist"] = "public"
+    allow_internet: bool | None = None  # Harbor's older spelling of no-network (False)
     cpus: float = Field(1, gt=0)
     memory: str | None = None
     memory_mb: int | None = Field(None, gt=0)
@@ -71,6 +77,22 @@ class TaskConfig(_Part):
     agent: _Timed = Field(default_factory=_Timed)
     environment: _Environment = Field(default_factory=_Environment)
     solution: _Solution = Field(default_factory=_Solution)
+    steps: list | None = None  # a multi-step task: refused
+
+    def network(self) -> Literal["none"] | None:
+        """"none" when the task asks for no network (its sandbox gets none, whatever --network), else None: the
+        run's policy (a task never widens it: "public" gets what the run allows)."""
+        env, modes = self.environment, {self.environment.network_mode, self.agent.network_mode}
+        return "none" if "no-network" in modes or env.allow_internet is False else None
+
+    def refusals(self) -> list[str]:
+        found = []
+        if self.steps:
+            found.append("a multi-step task ([[steps]]) is not supported: one instance is one agent phase")
+        if "allowlist" in {self.environment.network_mode, self.agent.network_mode, self.verifier.network_mode}:
+            found.append("network_mode \"allowlist\" is not supported (the harness has no per-host allow list): "
+                         "use no-network or public")
+        return found
 
 
 def detect(path: Path) -> Path | None:
@@ -116,6 +138,7 @@ def _task(folder: Path, problems: list[str]) -> Instance | None:
         wrong = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         problems.append(f"task {folder}: task.toml: {wrong}")
         return None
+    problems.extend(f"task {folder}: task.toml: {refusal}" for refusal in config.refusals())
     if parse_size(config.environment.memory_size()) < 0:
         problems.append(f"task {folder}: task.toml: environment.memory {config.environment.memory!r} is no size "
                         "(like 2G or 512M)")
@@ -128,4 +151,5 @@ def _task(folder: Path, problems: list[str]) -> Instance | None:
     return Instance(instance_id=folder.name, question=(folder / "instruction.md").read_text(encoding="utf-8"),
                     answer=TARGET, root=folder, image=str(folder / "environment"),
                     timeout=config.agent.timeout_sec + config.verifier.timeout_sec,
-                    cpus=config.environment.cpus, memory=config.environment.memory_size(), metadata=metadata)
+                    cpus=config.environment.cpus, memory=config.environment.memory_size(), network=config.network(),
+                    metadata=metadata)

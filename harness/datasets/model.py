@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -32,6 +32,9 @@ class Instance(BaseModel):
     timeout: float | None = Field(None, gt=0)
     cpus: float | None = Field(None, gt=0)
     memory: str | None = None
+    # "none": this task's sandbox has no network whatever the run's --network (a task may narrow the policy, never
+    # widen it: a Harbor task's network_mode "no-network"); None: the run's.
+    network: Literal["none"] | None = None
 
     def limited(self, limits):
         """The run's Limits with this task's own max_steps/max_tokens where they are stricter, its own timeout."""
@@ -39,8 +42,9 @@ class Instance(BaseModel):
         return limits if self.timeout is None else limits.model_copy(update={"instance_timeout": self.timeout})
 
     def resources(self, resources: Mapping[str, Any]) -> dict[str, Any]:
-        """The run's SandboxSpec resources with this task's own cpus and memory where it names them."""
-        own = {name: value for name in ("cpus", "memory") if (value := getattr(self, name)) is not None}
+        """The run's SandboxSpec resources with this task's own cpus, memory and (narrower) network where it names
+        them."""
+        own = {name: value for name in ("cpus", "memory", "network") if (value := getattr(self, name)) is not None}
         return {**resources, **own}
 
     def expectations(self) -> dict:

@@ -4,7 +4,8 @@ harness/environments/families/harbor.py), and the task's folders put where Harbo
 As Harbor does: the task's tests/ are copied to /tests (anything already there, which the agent could have
 planted, removed first), /logs/verifier is emptied, and `bash /tests/test.sh` runs in the task's working
 directory with [verifier] env, for at most [verifier] timeout_sec. The reward is what test.sh wrote:
-/logs/verifier/reward.txt (one number), else /logs/verifier/reward.json (its "reward", or its only value); the
+/logs/verifier/reward.json (a number, or an object: its "reward", or its only value), else reward.txt (one number),
+in Harbor's order (harbor 0.25's verifier reads the JSON first); the
 script's exit code is kept but, as in Harbor, never read as the reward. A verifier that did not end in time,
 wrote no reward or wrote one that is no number gives a verdict with an `error`: the harbor scorer
 (harness/scoring/harbor.py) then cannot judge the row (a ScorerError), never a wrong answer. A sandbox that
@@ -75,9 +76,9 @@ def verify(env: HarborEnv) -> dict[str, Any]:
 
 
 def reward(sandbox: Sandbox) -> dict[str, Any]:
-    """The reward test.sh wrote, as Harbor reads it: reward.txt first, else reward.json. ValueError: none, or
+    """The reward test.sh wrote, as Harbor reads it: reward.json first, else reward.txt. ValueError: none, or
     not a number."""
-    for name in ("reward.txt", "reward.json"):
+    for name in ("reward.json", "reward.txt"):
         try:
             text = sandbox.read_file(f"{REWARDS}/{name}").decode(errors="replace").strip()
         except SandboxFileNotFound:
@@ -90,7 +91,9 @@ def reward(sandbox: Sandbox) -> dict[str, Any]:
             rewards = json.loads(text)
         except ValueError:
             raise ValueError(f"the verifier's {REWARDS}/{name} is not JSON") from None
-        if not isinstance(rewards, dict) or not ("reward" in rewards or len(rewards) == 1):
+        if not isinstance(rewards, dict):
+            return {"reward": _number(rewards, name), "source": name}
+        if not ("reward" in rewards or len(rewards) == 1):
             raise ValueError(f"the verifier's {REWARDS}/{name} names no \"reward\" (nor one value alone)")
         value = rewards["reward"] if "reward" in rewards else next(iter(rewards.values()))
         return {"reward": _number(value, name), "rewards": rewards, "source": name}

@@ -253,7 +253,9 @@ class ModelSection(BaseModel):
         if self.kind == "replay" and self.path:
             import hashlib
 
-            data["path"] = "sha256:" + hashlib.sha256(Path(self.path).read_bytes()).hexdigest()[:16]
+            recorded = Path(self.path)  # none: the oracle agent's section, which replays nothing
+            data["path"] = ("sha256:" + hashlib.sha256(recorded.read_bytes()).hexdigest()[:16]
+                            if recorded.is_file() else None)
         return data
 
     def priced(self) -> bool:

@@ -77,7 +77,8 @@ def prepare(cfg: RunConfiguration) -> Prepared:
     dataset = load_dataset(cfg.dataset.path, cfg.dataset.split, cfg.dataset.subset)
     cfg = default_epochs(cfg, dataset)
     selected = select(dataset.instances, **cfg.selection.model_dump())
-    section = check_section(cfg.model)
+    oracle_alone = cfg.agent == "oracle" and cfg.model.kind == "replay" and not Path(cfg.model.path or "").is_file()
+    section = cfg.model if oracle_alone else check_section(cfg.model)  # the oracle calls no model: no file needed
     first_request = _check_agent(cfg, section, (selected or dataset.instances)[0])
     reply_function(cfg.user)
     check_capabilities(cfg.sandbox, get_provider(cfg.sandbox.provider))
@@ -92,7 +93,7 @@ def prepare(cfg: RunConfiguration) -> Prepared:
     if cfg.scoring.judge is not None:
         models.append(ModelCheck("--judge-model", cfg.scoring.judge, budget=budget))
     replay = None
-    if section.kind == "replay":
+    if section.kind == "replay" and not oracle_alone:
         replay = load_turns(Path(section.path or ""))
         epochs = range(1, cfg.epochs.count + 1)  # an instance's own line covers every epoch (has_turns)
         missing = [i.instance_id for i in selected if i.instance_id not in replay
