@@ -98,3 +98,25 @@ def test_the_scenario_file_with_its_oracle_actions_is_gone_before_the_agents_fir
             return sb.exec(["test", "-e", f"/workspace/{name}"]).exit_code
 
         assert asyncio.run(_session_run(sb, name, work)) == 1
+
+
+@pytest.mark.parametrize("noise", [False, True])
+def test_the_noise_phase_makes_ares_tools_fail_at_random_as_are_runs_it(provider, gaia2_image, run_id, noise):
+    """Gaia2's noise phase (ARE's create_noise_configs, the driver's --noise): each app tool fails with ARE's
+    probability (0.1), so 100 calls see failures (all succeed with a chance of 3e-5); the standard phase never."""
+    from harness.environments.mcp_tools import connect
+
+    name = "proto_forward_email.json"
+    server = McpServer(name="gaia2", command="/opt/are/bin/python", timeout=120,
+                       args=("/opt/harness/gaia2_driver.py", f"/workspace/{name}", *(["--noise"] if noise else [])))
+
+    async def calls(sandbox) -> list[bool]:
+        async with AsyncExitStack() as stack:
+            session = await connect(stack, server, sandbox, None)
+            await session.call_tool("harness__task", {})
+            return [(await session.call_tool("Contacts__get_contacts", {})).is_error for _ in range(100)]
+
+    with provider.open(SandboxSpec(image=gaia2_image, run_id=run_id, instance_id=f"noise-{noise}")) as sb:
+        sb.copy_in(SMOKE, [name])
+        failed = asyncio.run(calls(sb))
+    assert (sum(failed) > 0) is noise, sum(failed)

@@ -34,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -210,6 +211,27 @@ def _capability(definition: Definition, config: str | None) -> str | None:
     found = next((t for t in tags if t in CAPABILITIES), None) or next(iter(tags), None)
     found = found or next((c for c in (definition.config, config) if c and c.capitalize() in CAPABILITIES), None)
     return found.lower() if found else None
+
+
+PHASES = {"_noise": "noise", "_a2a": "agent2agent"}  # a config's phases as ARE's gaia2-submit names them (mini_noise)
+
+
+def phase(subset: str | None) -> tuple[str | None, str | None]:
+    """The config folder a --subset names and the Gaia2 phase it asks for: `mini_noise` is the `mini` config run
+    in the noise phase (ARE's name for it); a plain config name is itself, with no phase asked."""
+    for suffix, variant in PHASES.items():
+        if subset is not None and subset.endswith(suffix) and len(subset) > len(suffix):
+            return subset.removesuffix(suffix), variant
+    return subset, None
+
+
+def in_phase(dataset: Dataset, variant: str | None) -> Dataset:
+    """Every Gaia2 scenario of `dataset` run in the phase `variant` (None: each in its own)."""
+    if variant is None:
+        return dataset
+    return replace(dataset, instances=[
+        i.model_copy(update={"metadata": {**i.metadata, "variant": variant}}) if i.metadata.get("benchmark") == BENCHMARK
+        else i for i in dataset.instances])
 
 
 def _variant(definition: Definition, config: str | None) -> str:

@@ -142,6 +142,11 @@ class ToolFamily(Generic[E]):
         verdict), kept in the result for the scorers (ScoreContext.verdicts, by family); None: nothing."""
         return None
 
+    def refusal(self, instance: Instance) -> str | None:
+        """Why this family cannot serve `instance`, said before any container (preflight: exit 2 naming the
+        instances); None: it can."""
+        return None
+
     def clock(self, env: E) -> Clock | None:
         """A simulated clock of this family's environment that stands still while the model generates (Gaia2's,
         as ARE's agents pause it): the agent's meter pauses it around each model call (models/meter.py)."""

@@ -45,6 +45,7 @@ TIMEOUT_S = 180.0  # one call; a message to the user waits for the user's next t
 class Gaia2Env:
     scenario: str  # the scenario file's path in the sandbox
     judge: ModelSection | None = None  # --judge-model: ARE's soft checks through it; None: scripted checks alone
+    noise: bool = False  # Gaia2's noise phase: ARE's tool failures and extra environment events (the driver's --noise)
     tools: list[Tool] = field(default_factory=list)  # filled once the driver runs (`serving`)
     verdict: dict[str, Any] | None = None  # ARE's, once the agent's turns are over
     judge_usage: Usage = field(default_factory=Usage)  # what ARE's judge calls cost (`sample`)
@@ -53,7 +54,9 @@ class Gaia2Env:
 
     def server(self) -> McpServer:
         judge = ("--judge", "hard") if self.judge is None else ("--judge", "llm", "--judge-model", self.judge.model)
-        return McpServer(name="gaia2", command=DRIVER[0], args=(DRIVER[1], self.scenario, *judge), timeout=TIMEOUT_S)
+        noise = ("--noise",) if self.noise else ()
+        return McpServer(name="gaia2", command=DRIVER[0], args=(DRIVER[1], self.scenario, *judge, *noise),
+                         timeout=TIMEOUT_S)
 
     async def pause(self) -> None:
         """ARE's clock stands still while the model generates (models/meter.py `Clock`), as ARE's agents hold it."""

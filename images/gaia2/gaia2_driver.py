@@ -2,7 +2,7 @@
 
 Runs inside the Gaia2 sandbox with ARE's own interpreter, `/opt/are/bin/python`, never in the harness:
 
-    gaia2_driver.py SCENARIO_JSON [--judge hard|llm] [--judge-model NAME]
+    gaia2_driver.py SCENARIO_JSON [--judge hard|llm] [--judge-model NAME] [--noise]
 
 It imports the scenario as ARE's benchmark runner does (JsonScenarioImporter, then preprocess_scenario: the
 oracle run and the judge), starts ARE's Environment (its event loop and simulated clock, in a thread of this
@@ -22,6 +22,11 @@ process) and serves, to one MCP client:
   `harness__pause` / `harness__resume {offset}`: the harness holds the simulated clock while its model generates
   and moves it on by the call's seconds, as ARE's own agents do (`pause_env` / `resume_env` with the
   "measured" simulated generation time); events due meanwhile fire at the resume.
+
+`--noise` runs Gaia2's noise phase as ARE's gaia2-submit does (its `create_noise_configs`): ARE's tool
+augmentation (each app tool fails with ARE's probability; tool names and descriptions replaced where the
+scenario's augmentation data maps them) and 10 extra environment events a minute (seed 0) from the scenario's
+augmentation data.
 
 Judges: `hard` (ARE's scripted checks only: no LLM; the arguments ARE compares with an LLM, such as a message's
 text, are then not compared at all) or `llm` (ARE's GraphPerEventJudge, its soft checks asked of the MCP client:
@@ -159,7 +164,7 @@ def _guard_turn_judge() -> None:
 class Scenario:
     """One scenario running in ARE: its tools, notifications, turns and verdict."""
 
-    def __init__(self, path: str, judge: str, model: str | None):
+    def __init__(self, path: str, judge: str, model: str | None, noise: bool = False):
         _speed_up_judge_init()
         _guard_turn_judge()
         with open(path) as fh:
@@ -167,7 +172,13 @@ class Scenario:
         os.unlink(path)  # it holds the oracle's actions: gone before the agent's first turn, whatever its tools
         imported = JsonScenarioImporter().import_from_json_to_benchmark(text, load_completed_events=False)
         scenario = imported[0]
-        preprocess_scenario(scenario, judge_config=_judge_config(judge, model))
+        augmented = {}
+        if noise:
+            from are.simulation.cli.utils import create_noise_configs
+
+            tools, events = create_noise_configs()
+            augmented = {"tool_augmentation_config": tools, "env_events_config": events}
+        preprocess_scenario(scenario, judge_config=_judge_config(judge, model), **augmented)
         self.env = Environment(EnvironmentConfig(oracle_mode=False, duration=scenario.duration,
                                                  time_increment_in_seconds=scenario.time_increment_in_seconds,
                                                  start_time=scenario.start_time),
@@ -371,11 +382,12 @@ def main() -> None:
     parser.add_argument("scenario")
     parser.add_argument("--judge", choices=["hard", "llm"], default="hard")
     parser.add_argument("--judge-model")
+    parser.add_argument("--noise", action="store_true", help="Gaia2's noise phase")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, force=True)  # ARE's modules log every tick
     for name in ("are", "LiteLLM", "litellm", "httpx"):
         logging.getLogger(name).setLevel(logging.WARNING)
-    serve(Scenario(args.scenario, args.judge, args.judge_model))
+    serve(Scenario(args.scenario, args.judge, args.judge_model, args.noise))
 
 
 if __name__ == "__main__":

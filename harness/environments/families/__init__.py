@@ -76,6 +76,11 @@ def check_tool_families(instances: list[Instance]) -> None:
     if bad:
         raise InputError(f"tool_families must be a list of tool families ({', '.join(sorted(known))}); "
                          f"not so for {'; '.join(bad[:10])}" + (f" and {len(bad) - 10} more" if len(bad) > 10 else ""))
+    refused = [f"{instance.instance_id}: {why}" for instance in instances for family in families()
+               if (why := family.refusal(instance)) is not None]
+    if refused:
+        raise InputError("instances no tool family can serve: " + "; ".join(refused[:10])
+                         + (f" and {len(refused) - 10} more" if len(refused) > 10 else ""))
 
 
 def environments(setup: Setup, on_fatal: Callable[[BaseException], None] | None = None) -> Environments:

@@ -23,7 +23,16 @@ class Gaia2(ToolFamily[Gaia2Env]):
 
     def build(self, setup: Setup, envs: Environments) -> Gaia2Env | None:
         scenario = setup.instance.metadata.get("scenario_file") if setup.instance is not None else None
-        return Gaia2Env(f"/workspace/{scenario}", judge=setup.judge) if scenario else None
+        if not scenario or setup.instance is None:
+            return None
+        return Gaia2Env(f"/workspace/{scenario}", judge=setup.judge,
+                        noise=setup.instance.metadata.get("variant") == "noise")
+
+    def refusal(self, instance: Instance) -> str | None:
+        if instance.metadata.get("benchmark") == "gaia2" and instance.metadata.get("variant") == "agent2agent":
+            return ("Gaia2's agent2agent phase (ARE's app agents, each with its own model) is not run by the harness "
+                    "yet; run the scenario's standard or noise phase")
+        return None
 
     async def serve(self, setup: Setup, env: Gaia2Env, envs: Environments, work: Callable[[], Awaitable[T]]) -> T:
         from harness.environments.gaia2 import serving
