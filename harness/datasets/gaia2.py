@@ -218,7 +218,8 @@ PHASES = {"_noise": "noise", "_a2a": "agent2agent"}  # a config's phases as ARE'
 
 def phase(subset: str | None) -> tuple[str | None, str | None]:
     """The config folder a --subset names and the Gaia2 phase it asks for: `mini_noise` is the `mini` config run
-    in the noise phase (ARE's name for it); a plain config name is itself, with no phase asked."""
+    in the noise phase (ARE's name for it); a plain config name is itself, with no phase asked. (A local copy that
+    has a folder of that name is read as it is: datasets/load.py asks only when there is none.)"""
     for suffix, variant in PHASES.items():
         if subset is not None and subset.endswith(suffix) and len(subset) > len(suffix):
             return subset.removesuffix(suffix), variant

@@ -54,11 +54,13 @@ def load_dataset(path: str | Path, split: str | None = None, subset: str | None 
         raise InputError(f"--subset {subset!r}: a subset is the name of one folder of the dataset (a config)")
     if str(path).startswith(harbor.PREFIX):  # harbor:PATH, a Harbor task folder or a folder of them
         return harbor.load(Path(str(path).removeprefix(harbor.PREFIX)).expanduser(), split)
-    subset, variant = gaia2.phase(subset)  # mini_noise: Gaia2's mini config in its noise phase
     if (ref := hub.parse(path)) is not None:
+        subset, variant = gaia2.phase(subset)  # mini_noise: Gaia2's mini config in its noise phase
         folder, sha = hub.fetch(ref, split, subset)
         return gaia2.in_phase(replace(_load_local(_subset(folder, subset, str(ref)), split), revision=sha), variant)
-    return gaia2.in_phase(_load_local(_subset(Path(path).expanduser(), subset, str(path)), split), variant)
+    root = Path(path).expanduser()
+    subset, variant = (subset, None) if subset is None or (root / subset).is_dir() else gaia2.phase(subset)
+    return gaia2.in_phase(_load_local(_subset(root, subset, str(path)), split), variant)
 
 
 def _subset(root: Path, subset: str | None, shown: str) -> Path:
