@@ -13,6 +13,8 @@ import json
 import secrets
 import shlex
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -181,8 +183,15 @@ def test_a_verifier_that_gave_no_reward_is_not_judged(verdicts):
 
 @pytest.fixture(scope="module")
 def python_base(provider, image):
+    with python_task_base() as made:
+        yield made
+
+
+@contextmanager
+def python_task_base() -> Iterator[tuple[str, str, list[Path]]]:
     """A task base with python3: the harness's offline Debian base (as the harness finds or builds it) plus Debian's
-    python3, tagged for this module alone; every image built from it here is removed after."""
+    python3, tagged for its user alone; every task image built from it (the contexts put in the list it yields
+    with the tag and the base) is removed after."""
     from harness.sandbox.docker import images
 
     base = images._ensure_base(lambda m: None)
@@ -192,14 +201,16 @@ def python_base(provider, image):
                                  "python3 && rm -rf /var/lib/apt/lists/*\n")
     assert build.returncode == 0, build.stderr
     made: list[Path] = []
-    yield tag, base, made
-    from harness.sandbox.docker.task_images import task_tag
+    try:
+        yield tag, base, made
+    finally:
+        from harness.sandbox.docker.task_images import task_tag
 
-    for context in made:
-        if context.is_dir():
-            subprocess.run(["docker", "rmi", task_tag(context), f"harness-taskenv:{tree_hash(context)}"],
-                           capture_output=True, timeout=120)
-    subprocess.run(["docker", "rmi", tag], capture_output=True, timeout=120)
+        for context in made:
+            if context.is_dir():
+                subprocess.run(["docker", "rmi", task_tag(context), f"harness-taskenv:{tree_hash(context)}"],
+                               capture_output=True, timeout=120)
+        subprocess.run(["docker", "rmi", tag], capture_output=True, timeout=120)
 
 
 @pytest.mark.docker

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import InfraError, SandboxDied
+from harness.errors import InputError, SandboxDied
 from harness.sandbox.contract import SandboxSpec
 from harness.sandbox.docker import engine
 from harness.sandbox.registry import get_provider
@@ -106,7 +106,7 @@ def test_preflight_checks_both_nodes_and_names_one_without_the_image(two_nodes):
     # An image only the manager has: the worker is named, with the reason.
     engine.client().api.tag(image, "harness-sandbox", "manager-only")
     try:
-        with pytest.raises(InfraError) as err:
+        with pytest.raises(InputError) as err:
             nodecheck.check_nodes("harness-sandbox:manager-only", "none", timeout=60)
         worker_name = cluster.node_name(cluster.node(ids["worker"]))
         manager_name = cluster.node_name(cluster.node(ids["manager"]))

@@ -86,10 +86,12 @@ def test_a_task_rejected_on_its_node_is_an_infra_error_naming_node_and_reason(pr
     assert f"on node {node}" in str(err.value) and "No such image" in str(err.value), err.value
     assert not isinstance(err.value, SandboxDied)
     assert provider.find(run_id) == []  # nothing left behind
-    # Preflight's check of every node says the same before any instance starts.
-    with pytest.raises(InfraError) as err:
+    # Preflight's check of every node says the same before any instance starts: a node not set up is the user's
+    # to fix (InputError, exit 2), with the command that loads the image.
+    with pytest.raises(InputError) as err:
         nodecheck.check_nodes(missing, "none", timeout=60)
     assert f"{node}: task rejected" in str(err.value) and "No such image" in str(err.value)
+    assert f"docker save {missing} | docker -H NODE load" in str(err.value)
     assert time.monotonic() - t0 < 60
     assert provider.find(nodecheck.RUN_ID) == []
 

@@ -174,13 +174,10 @@ class DockerProvider(SandboxProvider):
         return image
 
     def check_image(self, name: str) -> None:
-        if task_images.is_context(name):
-            task_images.check_task(Path(name))
+        task_images.check_image(name)
 
     def image_of(self, name: str, *, log=print) -> str:
-        if task_images.is_context(name):  # a task's own build context (a Harbor task's environment/)
-            return task_images.build_task(Path(name), log=log)
-        return images.build_named(name, log=log)
+        return task_images.image_of(name, log=log)  # a task's own build context, or images/NAME
 
     def image_ref(self) -> str:
         return images.sandbox_tag()  # what preflight's images.build returns: the tree hash of the build context

@@ -27,7 +27,7 @@ import logging
 import threading
 from dataclasses import dataclass
 
-from harness.errors import InfraError
+from harness.errors import EngineNotFound, InfraError
 from harness.sandbox.contract import SandboxSpec, parse_size
 from harness.sandbox.docker import engine, naming
 
@@ -109,14 +109,30 @@ _labels: dict[str, tuple[str, ...] | None] = {}
 
 def task_places(image: str) -> tuple[str, ...] | None:
     """The places a task's own image says its sandboxes write (its working directory first, when it has one),
-    or None for a harness image (read once per image from its label: task_images.py)."""
+    or None for a harness image (read once per image from its label: task_images.py), and for an image this
+    engine lacks (not remembered: the start that follows says what is missing, on a swarm node by node)."""
     if image not in _labels:
         from harness.sandbox.docker.task_images import TASK_LABEL
 
-        config = engine.call("image inspect", lambda: engine.client().api.inspect_image(image)).get("Config") or {}
+        try:
+            config = engine.call("image inspect", lambda: engine.client().api.inspect_image(image)).get("Config") or {}
+        except EngineNotFound:
+            return None
         written = (config.get("Labels") or {}).get(TASK_LABEL)
         _labels[image] = None if written is None else tuple(written.split())
     return _labels[image]
+
+
+def tmpfs_places(image: str, disk: int) -> dict[str, tuple[int, str]]:
+    """The tmpfs backend's writable places of a sandbox of `image` (read-only root): place -> (size in bytes,
+    owner and mode options), the sizes adding up to `disk`. Also the swarm provider's (swarm/volumes.py)."""
+    places = task_places(image)
+    if places is None:
+        owned = f"uid={AGENT_UID},gid={AGENT_UID},mode=0755"
+        modes = {"/workspace": owned, "/tmp": "mode=1777", "/home/agent": owned}
+        return {place: (size, modes[place]) for place, size in tmpfs_sizes(disk).items()}
+    # a task's own image (task_images.py): its user is its own, so each place is open to any
+    return {place: (size, "mode=1777") for place, size in task_tmpfs_sizes(disk, places).items()}
 
 
 def create_options(spec: SandboxSpec) -> dict:
@@ -126,17 +142,10 @@ def create_options(spec: SandboxSpec) -> dict:
     if backend(spec.image, spec.disk).kind == "quota":
         options.update(storage_opt={"size": str(disk)}, mem_limit=memory, memswap_limit=memory)
         return options
-    places = task_places(spec.image)
-    if places is None:
-        owned = f"uid={AGENT_UID},gid={AGENT_UID},mode=0755"
-        modes = {"/workspace": owned, "/tmp": "mode=1777", "/home/agent": owned}
-        sizes = tmpfs_sizes(disk)
-    else:  # a task's own image (task_images.py): its user is its own, so each place is open to any
-        sizes = task_tmpfs_sizes(disk, places)
-        modes = dict.fromkeys(sizes, "mode=1777")
     options.update(
         read_only=True,
-        tmpfs={place: f"rw,exec,nosuid,nodev,size={size},{modes[place]}" for place, size in sizes.items()},
+        tmpfs={place: f"rw,exec,nosuid,nodev,size={size},{mode}" for place, (size, mode) in
+               tmpfs_places(spec.image, disk).items()},
         # tmpfs pages are charged to the memory cgroup: files get their own room on top of `memory`.
         mem_limit=memory + disk,
         memswap_limit=memory + disk,  # no swap: a memory hog is OOM-killed, not slowed to a crawl

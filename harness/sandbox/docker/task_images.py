@@ -45,6 +45,20 @@ def is_context(image: str) -> bool:
     return "/" in image
 
 
+def check_image(name: str) -> None:
+    """The provider's `check_image` on this engine: a task's build context is checked (check_task), a harness
+    image needs nothing."""
+    if is_context(name):
+        check_task(Path(name))
+
+
+def image_of(name: str, *, log=print) -> str:
+    """The provider's `image_of` on this engine: a task's own image (build_task) or a harness image images/NAME."""
+    if is_context(name):
+        return build_task(Path(name), log=log)
+    return images.build_named(name, log=log)
+
+
 def bases(dockerfile: str) -> list[str]:
     """The images a Dockerfile's FROM lines start from (stages named by AS and `scratch` left out), with the
     ARGs declared before the first FROM substituted."""

@@ -5,7 +5,10 @@ node: `docker save IMAGE | docker -H NODE load`) and the config-only network of
 networks.py. One short global job checks both before any instance starts: a task of the
 image, on the sandboxes' network, running `true` on every usable (ready, active) node. A node
 whose task is rejected or fails ("No such image", "network ... not found") is named with its
-reason, all such nodes in one InfraError. Measured here (bench/swarm.py): ~0.9 s, on one node as on two.
+reason, all such nodes in one InputError (a node not set up is the user's to fix, as a task's missing base
+image is: exit 2 before any instance); a node that does not answer in time is an InfraError. The same check
+runs for each image a benchmark or task names (`SwarmProvider.image_of`: the gaia2 image, a Harbor task's).
+Measured here (bench/swarm.py): ~0.9 s, on one node as on two.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import time
 
 import docker.types
 
-from harness.errors import InfraError
+from harness.errors import InfraError, InputError
 from harness.sandbox.docker import engine, naming
 from harness.sandbox.swarm import cleanup, cluster, networks, tasks, volumes
 
@@ -23,7 +26,7 @@ RUN_ID = "swarm-preflight"
 
 
 def check_nodes(image: str, policy: str, timeout: float) -> float:
-    """Run the check; return its duration in seconds. InfraError naming each node that failed."""
+    """Run the check; return its duration in seconds. InputError naming each node that cannot run `image`."""
     t0 = time.monotonic()
     usable = {node["ID"]: node for node in cluster.nodes() if cluster.usable(node)}
     if not usable:
@@ -55,8 +58,8 @@ def check_nodes(image: str, policy: str, timeout: float) -> float:
         bad = [f"{cluster.node_name(usable[node_id])}: {tasks.describe(task)}"
                for node_id, task in done.items() if tasks.state(task) != "complete"]
         if bad:
-            raise InfraError(f"swarm preflight: {len(bad)} of {len(usable)} node(s) cannot run sandboxes of {image} "
-                             "(each node needs the image, e.g. docker save IMAGE | docker -H NODE load, and the "
+            raise InputError(f"swarm preflight: {len(bad)} of {len(usable)} node(s) cannot run sandboxes of {image} "
+                             f"(each node needs the image, e.g. docker save {image} | docker -H NODE load, and the "
                              f"network config {networks.CONFIG}):\n  " + "\n  ".join(bad))
     finally:
         # The node removes a removed service's containers a few seconds later; on our own node

@@ -17,7 +17,9 @@ What swarm cannot do that the docker provider does is listed in spec.py (no-new-
 storage quota, swap limit, loopback-only port) and networks.py (network policies). Not
 supported: HARNESS_PORT_RANGE and `--website` (an InputError at preflight / before any
 instance). Images: each node needs the sandbox image locally (no registry here); `preflight`
-builds it on the manager and checks every usable node (nodecheck.py) before any instance.
+builds it on the manager and checks every usable node (nodecheck.py) before any instance. A
+benchmark's or task's own image (`Instance.image`: gaia2, a Harbor task's) is built on the manager
+by the docker provider's code (task_images.py) and checked on every node the same way.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from harness.sandbox.contract import (
     SandboxProvider,
     SandboxSpec,
 )
-from harness.sandbox.docker import engine, images, naming
+from harness.sandbox.docker import engine, images, naming, task_images
 from harness.sandbox.service import ServiceSandbox
 from harness.sandbox.swarm import cleanup, cluster, networks, nodecheck, tasks, volumes
 from harness.sandbox.swarm import spec as service_spec
@@ -78,6 +80,7 @@ class SwarmProvider(SandboxProvider):
     # attach(): every agent process speaks to sandboxd through the service client and its HTTP library (imported
     # lazily there, so a run that starts no sandbox never loads it; a forked agent importing it paid ~18 ms)
     preload = ("harness.sandbox.service", "urllib3")
+    _network = "none"  # the run's network policy, set by preflight
 
     def image_ref(self) -> str:
         return images.sandbox_tag()  # the one preflight builds on the manager
@@ -89,6 +92,7 @@ class SwarmProvider(SandboxProvider):
             raise InputError("HARNESS_PORT_RANGE is not supported by the swarm provider (each node's engine picks "
                              "the published port); unset it")
         networks.check_policy(network)
+        self._network = network  # image_of checks a named image on the network the sandboxes get
         image = images.build(log=log)  # on the manager; other nodes must have it (nodecheck)
         spent = nodecheck.check_nodes(image, network, settings().swarm_task_timeout)
         log(f"swarm: {image} runs on every usable node (checked in {spent:.1f}s)")
@@ -98,6 +102,16 @@ class SwarmProvider(SandboxProvider):
                 log(f"warning: network 'none' on swarm is not sealed against the host: no firewall rules for "
                     f"bridge {networks.BRIDGE} ({problem}); sandboxes can reach services of their node listening "
                     f"on all addresses via the gateway")
+        return image
+
+    def check_image(self, name: str) -> None:
+        task_images.check_image(name)  # on the manager, as the docker provider does
+
+    def image_of(self, name: str, *, log=print) -> str:
+        """Built on the manager as the docker provider builds it; every usable node must have it (nodecheck)."""
+        image = task_images.image_of(name, log=log)
+        spent = nodecheck.check_nodes(image, self._network, settings().swarm_task_timeout)
+        log(f"swarm: {image} runs on every usable node (checked in {spent:.1f}s)")
         return image
 
     def capacity(self) -> Capacity:

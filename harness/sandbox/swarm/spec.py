@@ -51,7 +51,7 @@ def service_kwargs(spec: SandboxSpec, name: str, token: str) -> dict:
         image=spec.image,
         env={**spec.env, "HARNESS_SANDBOX_TOKEN": token},
         labels=tagged,
-        mounts=volumes.tmpfs_mounts(parse_size(spec.disk), tagged),
+        mounts=volumes.tmpfs_mounts(spec.image, parse_size(spec.disk), tagged),
         read_only=True,
         cap_drop=["ALL"],
         stop_signal="SIGKILL",

@@ -3,8 +3,8 @@
 A service's own tmpfs mounts take no options on API 1.41 (always noexec, owned by root, and
 the mode is dropped when a size is given: measured), so agent code could not run what it
 writes. Instead each writable place is an anonymous `local` volume of type tmpfs with the
-docker provider's options (size, exec, owner `agent`), made on the task's node and removed
-with its container.
+docker provider's options (size, exec, owner `agent`; a task's own image: its own places, open to
+any user: docker/storage.py), made on the task's node and removed with its container.
 
 Trap (dockerd 20.10): the swarm executor creates each such volume once while preparing the
 task, and the container create makes another: the executor's copies are never mounted and
@@ -28,12 +28,11 @@ _lock = threading.Lock()
 _local: list[str] = []
 
 
-def tmpfs_mounts(disk: int, tagged: dict[str, str]) -> list[docker.types.Mount]:
-    owned = f"uid={storage.AGENT_UID},gid={storage.AGENT_UID},mode=0755"
-    modes = {"/workspace": owned, "/tmp": "mode=1777", "/home/agent": owned}
+def tmpfs_mounts(image: str, disk: int, tagged: dict[str, str]) -> list[docker.types.Mount]:
+    """The docker provider's tmpfs places for `image` (a task's own image has its own: storage.tmpfs_places)."""
     return [docker.types.Mount(target, None, type="volume", labels=tagged, driver_config=docker.types.DriverConfig(
-                "local", {"type": "tmpfs", "device": "tmpfs", "o": f"size={size},exec,nosuid,nodev,{modes[target]}"}))
-            for target, size in storage.tmpfs_sizes(disk).items()]
+                "local", {"type": "tmpfs", "device": "tmpfs", "o": f"size={size},exec,nosuid,nodev,{mode}"}))
+            for target, (size, mode) in storage.tmpfs_places(image, disk).items()]
 
 
 def local_node_id() -> str:
