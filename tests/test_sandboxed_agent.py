@@ -17,13 +17,16 @@ import pytest
 from harness.agents.registry import load_runner
 from harness.agents.sandboxed.proxy import ModelProxy
 from harness.agents.sandboxed.runner import SandboxedRunner
-from harness.errors import InputError, LimitExceeded
+from harness.agents.sandboxed.tools import ToolServer
+from harness.errors import InfraError, InputError, LimitExceeded
 from harness.models.chat import ReplayChat
 from harness.models.config import ModelSection
 from harness.models.meter import Meter
-from harness.traces import Tracer
+from harness.traces import ToolCall, Tracer
 from tests.fakes.openai_server import FakeOpenAI, text, tool_calls
 from tests.helpers.e2e import DATA, FAKE_KEY, REPO, SUM, explain, fake_config, harness, one_instance, rows, trace
+
+GAIA2_SMOKE = REPO / "datasets" / "gaia2-smoke"
 
 AGENT = DATA / "sandboxed" / "agent.py"
 # The smoke recording's two wrong answers: the ferry timetable's 17:05 (15:40 is right) and a final
@@ -53,6 +56,61 @@ def test_the_agent_program_solves_an_instance_against_the_replay_model(tmp_path,
     # The program ran the recorded pandas call itself, in the sandbox: its output went back to the model.
     assert any(m["role"] == "tool" and m["content"].startswith("6") for m in calls[1]["messages"]), calls[1]
     assert [e["content"].strip() for e in events if e["type"] == "message"] == ["Done.\n<SOLUTION>\n6\n</Solution>"]
+
+
+def _listed(events: list[dict]) -> list[str]:
+    """The tools the program was given over MCP, as its answer (the last `message`) names them."""
+    answer = [e["content"] for e in events if e["type"] == "message"][-1]
+    return answer.rsplit("tools: ", 1)[1].strip().split(", ")
+
+
+@pytest.mark.docker
+def test_the_program_runs_the_harness_tools_over_mcp_and_the_trace_records_each_call_once(tmp_path, image, out):
+    """`--mcp`: the program's tools are the plain runner's (listed from $HARNESS_MCP_URL), and the model's
+    run_python runs there: in the sandbox, through the harness's tool function, traced as the model's call."""
+    data, config = one_instance(tmp_path, SUM)
+    proc = _run(tmp_path, data, config, "rec", out, f"{SANDBOXED} --mcp")
+    assert proc.returncode == 0, explain(proc)
+    (row,) = rows(out)
+    assert row["status"] == "ok" and row["correct"] is True and row["answer"] == "6", row
+    assert row["tool_calls"] == ["run_python"]  # the model's call, not counted again when it ran over MCP
+    events = trace(out, row)
+    (called,) = [e for e in events if e["type"] == "tool_call"]
+    (result,) = [e for e in events if e["type"] == "tool_result"]
+    assert (result["name"], result["call_id"], result["is_error"]) == ("run_python", called["call_id"], False)
+    assert result["content"] == "exit code: 0\nstdout:\n6\n", result  # the harness's run_python, in the sandbox
+    listed = _listed(events)
+    assert {"run_python", "run_shell", "list_files", "read_file"} <= set(listed), listed
+    assert not any("__" in name for name in listed), listed  # no Gaia2 app on a plain instance
+
+
+@pytest.mark.docker
+def test_an_in_sandbox_agent_plays_a_gaia2_scenario_through_its_apps_over_mcp(tmp_path):
+    """proto_find_image_file: the program gets the scenario's apps alone (ARE's App__function names, no code
+    tool) and the model's send_message_to_user runs in ARE through the harness's Gaia2 tools: ARE passes it."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "proto_find_image_file.json").write_text((GAIA2_SMOKE / "proto_find_image_file.json").read_text())
+    say = {"name": "AgentUserInterface__send_message_to_user",
+           "arguments": {"content": "The image file is `llama.jpg`"}}
+    (data / "replay.jsonl").write_text(json.dumps({"instance_id": "proto_find_image_file", "turns": [
+        {"tool_calls": [say]}, {"content": "Done."}]}) + "\n")
+    out = tmp_path / "run"
+    proc = harness("run", "--dataset", data, "--agent", f"{SANDBOXED} --mcp", "--model", "replay", "--scorer", "gaia2",
+                   "--epochs", "1", "--max-retries", "0", "--output-dir", out)
+    assert proc.returncode == 0, explain(proc)
+    (row,) = rows(out)
+    verdict = row["verdicts"]["gaia2"]
+    assert row["status"] == "ok" and row["correct"] is True and verdict["verdict"] == "pass", (row, verdict)
+    assert all(action["matched"] for action in verdict["oracle_actions"]), verdict
+    assert row["tool_calls"] == [say["name"]]
+    events = trace(out, row)
+    (result,) = [e for e in events if e["type"] == "tool_result"]
+    assert result["name"] == say["name"] and not result["is_error"], result
+    assert [e["type"] for e in events].count("env") == 1  # ARE's own record of the action, as for any runner
+    listed = _listed(events)
+    assert {say["name"], "SandboxLocalFileSystem__ls", "SystemApp__get_current_time"} <= set(listed), listed
+    assert all("__" in name for name in listed), listed  # its apps alone: no code, file or browser tool
 
 
 @pytest.mark.docker
@@ -279,6 +337,65 @@ def test_a_budget_reached_ends_the_proxy_with_the_limit_and_is_not_retried(tmp_p
     _, proxy, meter = _proxied(tmp_path, CALL_THEN_TEXT, calls, max_steps=1)
     assert isinstance(proxy.stopped, LimitExceeded) and proxy.stopped.limit == "max_steps"
     assert meter.calls == 1 and proxy.calls == 2  # the refused request was one attempt, not retried
+
+
+async def _add(a: int, b: int) -> str:
+    """Add two whole numbers."""
+    return str(a + b)
+
+
+async def _gone() -> str:
+    """A tool whose sandbox has died."""
+    raise InfraError("the sandbox is gone")
+
+
+def test_the_tool_server_lists_and_runs_the_tools_and_traces_each_call_once(tmp_path):
+    """ToolServer on the host, spoken to as the relay hands it requests: the instance's token only; a call
+    the model asked for answers that call (one tool_result under its id), any other is traced as the
+    program's own; a bad call is an error result; a dead sandbox stops the instance."""
+    tracer = Tracer(tmp_path / "trace.jsonl")
+    asked = [ToolCall(source="sandbox", name="_add", arguments={"a": 1, "b": 2}, call_id="c1")]
+
+    async def session():
+        server = ToolServer([_add, _gone], "tok", tracer, asked)
+        await server.start()
+        ids = iter(range(1, 100))
+
+        async def post(method, params, token="tok"):
+            body = {"jsonrpc": "2.0", "id": next(ids), "method": method, "params": params}
+            headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token}",
+                       "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
+            answer = await server.answer({"method": "POST", "path": "/mcp", "body": json.dumps(body).encode(),
+                                          "headers": headers})
+            return answer["status"], json.loads(answer["body"])
+
+        try:
+            refused = await post("tools/list", {}, token="other")
+            await post("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                      "clientInfo": {"name": "t", "version": "1"}})
+            listed = await post("tools/list", {})
+            calls = [await post("tools/call", {"name": "_add", "arguments": arguments})
+                     for arguments in ({"a": 1, "b": 2}, {"a": 1, "b": 2}, {"a": "x", "b": 2})]
+            gone = await post("tools/call", {"name": "_gone", "arguments": {}})
+            return refused, listed, calls, gone, server.stopped
+        finally:
+            await server.close()
+
+    refused, listed, calls, gone, stopped = asyncio.run(session())
+    assert refused[0] == 401
+    tools = {t["name"]: t for t in listed[1]["result"]["tools"]}
+    assert sorted(tools) == ["_add", "_gone"] and tools["_add"]["description"] == "Add two whole numbers."
+    assert tools["_add"]["inputSchema"]["properties"] == {"a": {"type": "integer"}, "b": {"type": "integer"}}
+    results = [c[1]["result"] for c in calls]
+    assert [(r["content"][0]["text"], r["isError"]) for r in results[:2]] == [("3", False), ("3", False)]
+    assert results[2]["isError"] and "bad arguments for _add" in results[2]["content"][0]["text"]
+    assert gone[1]["result"]["isError"] and isinstance(stopped, InfraError)
+    events = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines()]
+    assert asked == []  # the model's call was run
+    assert [(e["type"], e.get("call_id")) for e in events] == [
+        ("tool_result", "c1"), ("tool_call", "mcp-1"), ("tool_result", "mcp-1"), ("tool_call", "mcp-2"),
+        ("tool_result", "mcp-2"), ("tool_call", "mcp-3"), ("tool_result", "mcp-3")]
+    assert tracer.tool_calls == ["_add", "_add", "_gone"]  # the program's own (the proxy traced the model's)
 
 
 def test_sandbox_agents_are_checked_at_load():

@@ -13,12 +13,13 @@ import inspect
 import typing
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, create_model, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model, model_validator
 
 from harness.datasets.model import Instance
 from harness.environments import Environments
 from harness.environments.families import tools as family_tools
 from harness.environments.family import SchemaTool, Tool
+from harness.errors import InfraError
 
 
 class _SchemaArguments(BaseModel):
@@ -47,6 +48,38 @@ def sandbox_tools(envs: Environments, instance: Instance | None = None) -> list[
 def web_tools(envs: Environments) -> list[Tool]:
     """The browser's tools (none without a browser); the browser runs inside the sandbox and starts on first use."""
     return family_tools(envs, kit="browser")
+
+
+def offered(envs: Environments, instance: Instance | None = None) -> list[Tool]:
+    """Every tool an agent without a framework gets for this instance: the sandbox tools, then the browser's
+    (the plain runner's; an in-sandbox agent's over MCP)."""
+    return sandbox_tools(envs, instance) + web_tools(envs)
+
+
+class Toolbox:
+    """Tools by name, called as a model calls them (the plain runner; the in-sandbox agent's MCP server)."""
+
+    def __init__(self, tools: list[Tool]):
+        self.tools = {fn.__name__: fn for fn in tools}
+        self.arguments = {name: arguments_model(fn) for name, fn in self.tools.items()}
+
+    async def run(self, name: str, arguments: Any) -> tuple[str, bool]:
+        """One call: its result and whether it is an error. Arguments are validated (and coerced, "2" -> 2)
+        against the tool's; a wrong call or a tool that raises is an error result for the caller to read
+        (as AutoGen's FunctionTool does), but a dead sandbox (InfraError) stops the instance: raised."""
+        fn = self.tools.get(name)
+        if fn is None:
+            return f"Error: no tool named {name!r}; the tools are {', '.join(self.tools)}", True
+        try:
+            checked = self.arguments[name].model_validate(arguments).model_dump()
+        except ValidationError as exc:  # wrong, missing or mistyped arguments: the caller's mistake, told to it
+            return f"Error: bad arguments for {name}: {exc}", True
+        try:
+            return await fn(**checked), False
+        except InfraError:
+            raise  # the sandbox is gone (Environments.on_fatal has recorded it): the instance stops
+        except Exception as exc:  # noqa: BLE001 - the tool failed on this call: the caller is told
+            return f"Error: {name} failed: {type(exc).__name__}: {exc}", True
 
 
 def description(fn: Tool) -> str:

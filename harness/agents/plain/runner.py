@@ -22,13 +22,10 @@ from __future__ import annotations
 
 import json
 
-from pydantic import ValidationError
-
 from harness.agents.contract import AgentContext, AgentRunner
 from harness.environments.families.images import Images
 from harness.environments.images import SHOWN_BELOW, latest, openai_parts, task_text
-from harness.environments.tools import arguments_model, sandbox_tools, schema, web_tools
-from harness.errors import InfraError
+from harness.environments.tools import Toolbox, offered, schema
 from harness.models.factory import chat_model
 from harness.traces import Message, SystemPrompt, ToolCall, ToolResult
 
@@ -51,15 +48,14 @@ class PlainRunner(AgentRunner):
         from harness.models.probe import chat_request
 
         envs = dry_environments(limits, model, search, instance)
-        schemas = [schema(fn) for fn in sandbox_tools(envs, instance) + web_tools(envs)]
+        schemas = [schema(fn) for fn in offered(envs, instance)]
         return lambda: chat_request(model, tools=schemas, system=SYSTEM)
 
     async def setup(self, ctx: AgentContext) -> None:
         self.ctx = ctx
         self.model = chat_model(ctx.model, ctx.meter, ctx.replay_turns)
-        self.tools = {fn.__name__: fn for fn in sandbox_tools(ctx.envs, ctx.instance) + web_tools(ctx.envs)}
-        self.arguments = {name: arguments_model(fn) for name, fn in self.tools.items()}
-        self.schemas = [schema(fn) for fn in self.tools.values()]
+        self.toolbox = Toolbox(offered(ctx.envs, ctx.instance))
+        self.schemas = [schema(fn) for fn in self.toolbox.tools.values()]
         self.messages: list[dict] = [{"role": "system", "content": SYSTEM}]
         self.asked = False  # the task (the first turn's message) carries the instance's pictures
         ctx.tracer.emit(SystemPrompt(source=SOURCE, content=SYSTEM))
@@ -111,22 +107,7 @@ class PlainRunner(AgentRunner):
     async def _run_tool(self, call: dict) -> str:
         tracer = self.ctx.tracer
         tracer.emit(ToolCall(source=SOURCE, name=call["name"], arguments=call["arguments"], call_id=call["id"]))
-        fn = self.tools.get(call["name"])
-        is_error = True
-        if fn is None:
-            content = f"Error: no tool named {call['name']!r}; the tools are {', '.join(self.tools)}"
-        else:
-            try:
-                arguments = self.arguments[call["name"]].model_validate(call["arguments"]).model_dump()
-            except ValidationError as exc:  # wrong, missing or mistyped arguments: the model's mistake, told to it
-                content = f"Error: bad arguments for {call['name']}: {exc}"
-            else:
-                try:
-                    content, is_error = await fn(**arguments), False
-                except InfraError:
-                    raise  # the sandbox is gone (Environments.on_fatal has recorded it): the instance stops
-                except Exception as exc:  # noqa: BLE001 - the tool failed on this call: the model is told
-                    content = f"Error: {call['name']} failed: {type(exc).__name__}: {exc}"
+        content, is_error = await self.toolbox.run(call["name"], call["arguments"])
         tracer.emit(ToolResult(name=call["name"], call_id=call["id"], content=content, is_error=is_error))
         return content
 

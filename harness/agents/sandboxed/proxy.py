@@ -9,9 +9,9 @@ replay model replays, a `--record` run records. A request must carry the instanc
 for any other instance and for the provider.
 
 A reply's tool calls are traced as `tool_call` events (source `sandbox`), so they are the row's
-`tool_calls` as for the built-in agents: what the model asked the program to run. Whether and how the
-program ran them is its own business (no `tool_result` is traced, so replay divergences are not
-checked for them).
+`tool_calls` as for the built-in agents: what the model asked the program to run; they wait in `asked`
+for the program to run them through the harness's tools (tools.py, whose `tool_result` answers the
+call's id). A call the program runs on its own is its own business (no `tool_result` is traced).
 
 A budget reached or a failed model call ends the instance: the proxy keeps the error (`stopped`),
 answers the agent 400 with `x-should-retry: false` (clients do not retry it), and the runner stops
@@ -61,6 +61,7 @@ class ModelProxy:
         self.chat, self.token, self.model = chat, token, model
         self.stopped: HarnessError | None = None  # the limit or model failure that ends the instance
         self.calls = 0
+        self.asked: list[ToolCall] = []  # the replies' tool calls not yet run through the harness's tools
         self._server: ThreadingHTTPServer | None = None
         self._pending: set[Future[Answer]] = set()  # the requests being answered
 
@@ -98,7 +99,7 @@ class ModelProxy:
 
     async def answer(self, method: str, path: str, headers: dict[str, str], body: bytes) -> Answer:
         """The answer to one HTTP request of the agent (headers: lower-case names)."""
-        if not self._authorized(headers):
+        if not authorized(headers, self.token):
             return _error(401, "this proxy takes the instance's token only", "authentication_error")
         route = path.split("?", 1)[0].rstrip("/")
         if method == "GET" and route.endswith("/models"):
@@ -129,13 +130,17 @@ class ModelProxy:
 
     def _trace_calls(self, reply: Reply) -> None:
         tracer = self.chat.meter.tracer
-        if tracer is not None:
-            for call in reply.tool_calls:
-                tracer.emit(ToolCall(source=SOURCE, name=call["name"], arguments=call["arguments"], call_id=call["id"]))
+        for call in reply.tool_calls:
+            event = ToolCall(source=SOURCE, name=call["name"], arguments=call["arguments"], call_id=call["id"])
+            self.asked.append(event)
+            if tracer is not None:
+                tracer.emit(event)
 
-    def _authorized(self, headers: dict[str, str]) -> bool:
-        given = headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ").strip()
-        return hmac.compare_digest(given.encode(), self.token.encode())
+
+def authorized(headers: dict[str, str], token: str) -> bool:
+    """Whether a request (headers: lower-case names) carries the instance's token."""
+    given = headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ").strip()
+    return hmac.compare_digest(given.encode(), token.encode())
 
 
 def _handler(proxy: ModelProxy, loop: asyncio.AbstractEventLoop) -> type[BaseHTTPRequestHandler]:

@@ -6,12 +6,13 @@ this, no firewall rule changed, so the guard against host services holds as it i
 provider's sandbox works. Instead:
 
 - `run` (one long exec, the agent's lifetime) starts RELAY inside the sandbox: an HTTP server on
-  127.0.0.1 (a free port) and the agent's command under it, with OPENAI_BASE_URL and
-  ANTHROPIC_BASE_URL naming that port. Each request the agent makes is written to the spool folder:
-  its body, whole, as `body-N`, then its method, path and headers as `req-N.json`; the server answers
-  it once `res-N` appears (a line of JSON, status and headers, then the body's bytes). A body over
-  MAX_REQUEST_BYTES is read and dropped, and answered 413 saying the limit. The agent's exit code ends
-  the exec (its stdout and stderr are the exec's); `done` marks the end for the other execs.
+  127.0.0.1 (a free port) and the agent's command under it, with OPENAI_BASE_URL,
+  ANTHROPIC_BASE_URL and HARNESS_MCP_URL (the tools' MCP server, tools.py) naming that port. Each
+  request the agent makes is written to the spool folder: its body, whole, as `body-N`, then its
+  method, path and headers as `req-N.json`; the server answers it once `res-N` appears (a line of
+  JSON, status and headers, then the body's bytes). A body over MAX_REQUEST_BYTES is read and dropped,
+  and answered 413 saying the limit. The agent's exit code ends the exec (its stdout and stderr are
+  the exec's); `done` marks the end for the other execs.
 - `exchange` (one short exec per request) delivers the previous answer (its stdin), then waits up to
   EXCHANGE_WAIT_S for the next request (or the end) and prints its `req-N.json`: one exec per model
   call. The body is read with `Sandbox.read_file`, never through the exec's output (capped at
@@ -147,7 +148,7 @@ if mode == "run":
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = "http://127.0.0.1:%d" % server.server_address[1]
-    env = dict(os.environ, OPENAI_BASE_URL=base + "/v1", ANTHROPIC_BASE_URL=base)
+    env = dict(os.environ, OPENAI_BASE_URL=base + "/v1", ANTHROPIC_BASE_URL=base, HARNESS_MCP_URL=base + "/mcp")
     with open(os.path.join(spool, "task.txt"), "rb") as task:
         child = subprocess.Popen(sys.argv[4:], stdin=task, env=env, start_new_session=True)
 

@@ -32,7 +32,9 @@ from typing import Any
 from harness.agents.contract import AgentContext, AgentRunner
 from harness.agents.sandboxed.proxy import SOURCE, ModelProxy
 from harness.agents.sandboxed.relay import ROOT, Relay, relayed
-from harness.errors import AgentError, InputError, SandboxFileNotFound
+from harness.agents.sandboxed.tools import ToolServer, served
+from harness.environments.tools import offered
+from harness.errors import AgentError, HarnessError, InputError, SandboxFileNotFound
 from harness.models.factory import chat_model
 from harness.traces import Message
 
@@ -70,6 +72,8 @@ class SandboxedRunner(AgentRunner):
         self.chat = chat_model(ctx.model, ctx.meter, ctx.replay_turns)
         self.proxy = ModelProxy(self.chat, secrets.token_urlsafe(24), ctx.model.model)
         self.proxy.start()
+        self.tools = ToolServer(offered(ctx.envs, ctx.instance), self.proxy.token, ctx.tracer, self.proxy.asked)
+        await self.tools.start()
         self.argv = ["bash", "-c", await ctx.envs.call(self._install)]
         self.task = ""
         self.last = ""
@@ -95,10 +99,10 @@ class SandboxedRunner(AgentRunner):
                "HARNESS_MODEL": self.ctx.model.model, "HARNESS_TASK_FILE": f"{spool}/task.txt",
                "HARNESS_ANSWER_FILE": f"{spool}/answer.txt"}
         done = await relayed(Relay(self.sandbox, spool), self.argv, task, env, self.ctx.limits.instance_timeout,
-                             self._forward, lambda: self.proxy.stopped is not None, self.ctx.envs.guard,
+                             self._forward, lambda: self._stopped() is not None, self.ctx.envs.guard,
                              abandon=self.proxy.cancel)
-        if self.proxy.stopped is not None:
-            raise self.proxy.stopped
+        if (stopped := self._stopped()) is not None:
+            raise stopped
         if not done.ok:
             raise AgentError(f"the agent program exited with code {done.exit_code}"
                              f"{' (timed out)' if done.timed_out else ''}: {done.stderr.strip()[-STDERR_SHOWN:]}")
@@ -113,7 +117,13 @@ class SandboxedRunner(AgentRunner):
             return None
         return data.decode(errors="replace")
 
+    def _stopped(self) -> HarnessError | None:
+        """What ends the instance: a budget or failed model call (the proxy's), or a dead sandbox (a tool's)."""
+        return self.proxy.stopped or self.tools.stopped
+
     async def _forward(self, request: dict[str, Any]) -> dict[str, Any]:
+        if served(request["path"]):
+            return await self.tools.answer(request)
         return await asyncio.to_thread(forward, self.proxy.url, request)
 
     async def close(self) -> None:
@@ -121,6 +131,9 @@ class SandboxedRunner(AgentRunner):
         if proxy is not None:
             proxy.close()
             await self.chat.close()
+        tools = getattr(self, "tools", None)
+        if tools is not None:
+            await tools.close()
 
 
 def forward(url: str, request: dict[str, Any]) -> dict[str, Any]:

@@ -4,7 +4,10 @@ It speaks the OpenAI chat completions wire format with urllib to $OPENAI_BASE_UR
 relay), offers four tools it runs itself (run_python, run_shell, list_files, read_file; any other
 tool a recording asks for is answered as unknown) and prints the model's last text. Flags:
 `--answer-file` writes that text to $HARNESS_ANSWER_FILE instead and prints "see the file";
-`--env-dump` first prints whether each variable it was given holds the host's key (tests).
+`--env-dump` first prints whether each variable it was given holds the host's key (tests);
+`--mcp` takes the harness's tools instead of its own: it lists them from $HARNESS_MCP_URL (MCP over
+streamable HTTP: initialize, tools/list), offers them to the model, runs each call there (tools/call),
+and ends its answer with a line naming the tools it was given.
 """
 
 import json
@@ -42,9 +45,44 @@ def run_tool(name, args):
     return f"Error: no tool named {name!r}"
 
 
-def complete(messages):
-    body = json.dumps({"model": os.environ["HARNESS_MODEL"], "messages": messages,
-                       "tools": [schema(n, p) for n, p in TOOLS.items()]}).encode()
+class Mcp:
+    """The harness's tools over MCP's streamable HTTP, with urllib: one JSON-RPC message a POST."""
+
+    def __init__(self):
+        self.ids = 0
+        self.post("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                 "clientInfo": {"name": "agent.py", "version": "1"}})
+        self.post("notifications/initialized", None)
+        self.tools = self.post("tools/list", {})["tools"]
+
+    def post(self, method, params):
+        message = {"jsonrpc": "2.0", "method": method, **({"params": params} if params is not None else {})}
+        if not method.startswith("notifications/"):
+            self.ids += 1
+            message["id"] = self.ids
+        request = urllib.request.Request(os.environ["HARNESS_MCP_URL"], data=json.dumps(message).encode(), headers={
+            "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2025-06-18", "Authorization": "Bearer " + os.environ["OPENAI_API_KEY"]})
+        with urllib.request.urlopen(request, timeout=600) as response:
+            text = response.read().decode()
+        if "id" not in message:
+            return None
+        answer = json.loads(text)
+        if "error" in answer:
+            raise RuntimeError(f"{method}: {answer['error']}")
+        return answer["result"]
+
+    def schemas(self):
+        return [{"type": "function", "function": {"name": t["name"], "description": t.get("description", ""),
+                                                  "parameters": t["inputSchema"]}} for t in self.tools]
+
+    def call(self, name, args):
+        result = self.post("tools/call", {"name": name, "arguments": args})
+        return "\n".join(c.get("text", "") for c in result["content"])
+
+
+def complete(messages, tools):
+    body = json.dumps({"model": os.environ["HARNESS_MODEL"], "messages": messages, "tools": tools}).encode()
     request = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", data=body, headers={
         "Content-Type": "application/json", "Authorization": "Bearer " + os.environ["OPENAI_API_KEY"]})
     try:
@@ -60,8 +98,10 @@ def main():
         print(json.dumps({k: v for k, v in os.environ.items() if k.startswith(("OPENAI", "ANTHROPIC", "HARNESS"))}))
     messages = [{"role": "system", "content": "Solve the task with the tools; answer in <solution></solution>."},
                 {"role": "user", "content": sys.stdin.read()}]
+    mcp = Mcp() if "--mcp" in sys.argv else None
+    tools = mcp.schemas() if mcp else [schema(n, p) for n, p in TOOLS.items()]
     for _ in range(50):
-        message = complete(messages)
+        message = complete(messages, tools)
         calls = message.get("tool_calls") or []
         messages.append({"role": "assistant", "content": message.get("content"),
                          **({"tool_calls": calls} if calls else {})})
@@ -69,11 +109,14 @@ def main():
             break
         for call in calls:
             try:
-                result = run_tool(call["function"]["name"], json.loads(call["function"]["arguments"] or "{}"))
+                name, args = call["function"]["name"], json.loads(call["function"]["arguments"] or "{}")
+                result = mcp.call(name, args) if mcp else run_tool(name, args)
             except Exception as exc:  # noqa: BLE001 - told to the model, as any agent does
                 result = f"Error: {type(exc).__name__}: {exc}"
             messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
     answer = message.get("content") or ""
+    if mcp:
+        answer += "\ntools: " + ", ".join(t["name"] for t in mcp.tools)
     if "--answer-file" in sys.argv:
         with open(os.environ["HARNESS_ANSWER_FILE"], "w") as fh:
             fh.write(answer)
