@@ -10,7 +10,11 @@ The agent gets the task on its stdin and in the file $HARNESS_TASK_FILE, the mod
 OPENAI_BASE_URL / ANTHROPIC_BASE_URL (a loopback port inside the sandbox, relay.py, carried to the
 per-instance proxy on the host, proxy.py) with OPENAI_API_KEY / ANTHROPIC_API_KEY set to the
 instance's token (the real key never enters the sandbox) and HARNESS_MODEL the configured model's
-id. Whatever model the agent asks for, the run's model answers with its own settings. The answer is
+id. Whatever model the agent asks for, the run's model answers with its own settings. The instance's
+tools (those the plain runner would get: for a Gaia2 instance its scenario's apps alone) are an MCP
+server at $HARNESS_MCP_URL (streamable HTTP, `http://127.0.0.1:PORT/mcp` on the same relay, the same
+token as a bearer; tools.py): each call runs the harness's own tool function, traced and guarded as
+for any runner. The answer is
 the file $HARNESS_ANSWER_FILE when the agent writes one, else its stdout; `<solution>` inside it is
 read as for any agent. An exit code other than 0 is an agent error (with its stderr's end).
 
