@@ -377,12 +377,14 @@ def test_the_tool_server_lists_and_runs_the_tools_and_traces_each_call_once(tmp_
             calls = [await post("tools/call", {"name": "_add", "arguments": arguments})
                      for arguments in ({"a": 1, "b": 2}, {"a": 1, "b": 2}, {"a": "x", "b": 2})]
             gone = await post("tools/call", {"name": "_gone", "arguments": {}})
-            return refused, listed, calls, gone, server.stopped
+            stream = await asyncio.wait_for(server.answer({"method": "GET", "path": "/mcp", "body": b"", "headers": {
+                "Authorization": "Bearer tok", "Accept": "text/event-stream"}}), 30)  # no stream: refused at once
+            return refused, listed, calls, gone, server.stopped, stream
         finally:
             await server.close()
 
-    refused, listed, calls, gone, stopped = asyncio.run(session())
-    assert refused[0] == 401
+    refused, listed, calls, gone, stopped, stream = asyncio.run(session())
+    assert refused[0] == 401 and stream["status"] == 405
     tools = {t["name"]: t for t in listed[1]["result"]["tools"]}
     assert sorted(tools) == ["_add", "_gone"] and tools["_add"]["description"] == "Add two whole numbers."
     assert tools["_add"]["inputSchema"]["properties"] == {"a": {"type": "integer"}, "b": {"type": "integer"}}

@@ -3,7 +3,8 @@
 The tools are those the plain runner offers the same instance (environments/tools.py `offered`: for a
 Gaia2 instance its scenario's apps alone), with their names, descriptions and schemas. The server is
 the `mcp` package's low-level one, stateless and answering in JSON (one request, one answer: what the
-relay carries), called in the agent's event loop, where the tools live: the runner hands it each
+relay carries; a GET, which would open a stream the relay cannot carry, is answered 405 as MCP
+allows), called in the agent's event loop, where the tools live: the runner hands it each
 relayed request whose path is under MCP_PATH (the others go to the model proxy), after checking the
 instance's token as the proxy does. No port is opened for it.
 
@@ -67,8 +68,9 @@ class ToolServer:
                 ready.set()
                 await self._end.wait()
 
-        self._running = asyncio.ensure_future(hold())
-        await asyncio.wait({self._running, asyncio.ensure_future(ready.wait())}, return_when=asyncio.FIRST_COMPLETED)
+        self._running, started = asyncio.ensure_future(hold()), asyncio.ensure_future(ready.wait())
+        await asyncio.wait({self._running, started}, return_when=asyncio.FIRST_COMPLETED)
+        started.cancel()
         if self._running.done():
             self._running.result()  # it failed to start: raised here
 
@@ -85,6 +87,9 @@ class ToolServer:
         if not authorized(headers, self.token):
             return {"status": 401, "headers": {"content-type": "application/json"},
                     "body": b'{"error": {"message": "this server takes the instance\'s token only"}}'}
+        if request["method"] != "POST":  # no stream to open (GET), no session to end (DELETE)
+            return {"status": 405, "headers": {"content-type": "application/json", "allow": "POST"},
+                    "body": b'{"error": {"message": "POST only: this server answers each request in JSON"}}'}
         response = await self._client.request(request["method"], request["path"], content=request["body"],
                                               headers={k: v for k, v in headers.items() if k in PASSED})
         return {"status": response.status_code, "headers": {k: v for k, v in response.headers.items() if k in KEPT},
