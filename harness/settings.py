@@ -126,6 +126,8 @@ ELSEWHERE = {
     "HARNESS_TASK_FILE": "inside the sandbox: an --agent sandbox:COMMAND program's task file (set by its runner)",
     "HARNESS_ANSWER_FILE": "inside the sandbox: where an --agent sandbox:COMMAND program may write its answer",
     "HARNESS_MODEL": "inside the sandbox: the model an --agent sandbox:COMMAND program is to name",
+    "HARNESS_MCP_URL": "inside the sandbox: the instance's tools as an MCP server (streamable HTTP) for an --agent "
+                       "sandbox:COMMAND program (set by its relay)",
     "HARNESS_COMMAND_TAG": "inside the sandbox: set by sandboxd in each command's environment; on timeout it also "
                            "kills every process carrying the command's value",
     "HARNESS_DOCKERD_WAIT": "scripts/ensure-docker.sh: seconds to wait for a dockerd it started",
@@ -134,6 +136,8 @@ ELSEWHERE = {
                              "(default: the one apt already uses)",
     "HARNESS_DEBIAN_SUITE": "images/base/build.sh: Debian suite of the offline base (bookworm)",
     "HARNESS_TEST_WORKERS": "scripts/test.sh: pytest-xdist workers of the suite (4; 2 with --fast)",
+    "HARNESS_BENCH_ARE_VENV": "bench/gaia2.py: the host virtual environment with ARE it builds once and reuses "
+                              "(default ~/.cache/harness-bench/are-venv)",
 }
 
 

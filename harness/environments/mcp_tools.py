@@ -199,8 +199,9 @@ def object_schema(schema: dict[str, Any] | None) -> dict[str, Any]:
 
 def caller(server: McpServer, session: ClientSession, tool: str, name: str, tracer: Tracer, show: Shower | None):
     """A server's tool as the agent calls it, traced. What the server answers, an error included, and a call it
-    could not answer in time are the model's to read (McpToolError); a server whose connection closed (its
-    process ended) is the instance's infrastructure (McpServerGone)."""
+    could not answer in time are the model's to read (McpToolError); a command server whose connection closed
+    (its process in the sandbox ended) is the instance's infrastructure (McpServerGone). A URL server's closed
+    stream stays the model's to read: the harness's own bound on an answer's size closes it too."""
     from mcp import types as mcp_types
     from mcp.shared.exceptions import MCPError
 
@@ -225,7 +226,7 @@ def caller(server: McpServer, session: ClientSession, tool: str, name: str, trac
         extra: dict[str, Any] = {"result": text[:4000], **({"error": error[:1000]} if error else {})}
         tracer.emit(EnvAction(env="mcp", action=name, args=args, outcome=outcome, seconds=seconds, **extra))
         if outcome != "ok":
-            if isinstance(exc, MCPError) and exc.code == mcp_types.CONNECTION_CLOSED:
+            if server.command is not None and isinstance(exc, MCPError) and exc.code == mcp_types.CONNECTION_CLOSED:
                 raise McpServerGone(f"{server.where()} ended while the instance ran: {error}")
             raise McpToolError(text)
         return text

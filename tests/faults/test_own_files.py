@@ -302,12 +302,19 @@ def _fork_server_of(harness_pid: int) -> int | None:
 
 
 def _agents_of(server: int) -> list[int]:
+    """The server's live children (a zombie, such as the preflight's finished dry agent, is none)."""
     found = []
     for entry in Path("/proc").iterdir():
         with contextlib.suppress(OSError, IndexError, ValueError):
-            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == server:
+            state, ppid = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:2]
+            if entry.name.isdigit() and int(ppid) == server and state != "Z":
                 found.append(int(entry.name))
     return found
+
+
+def _agents_began(out: Path, ids: list[str]) -> bool:
+    """Each instance's agent has begun: its first attempt's trace is there."""
+    return all(any((out / "traces").glob(f"{i}-*-a1.jsonl")) for i in ids)
 
 
 @pytest.mark.docker
@@ -319,8 +326,10 @@ def test_killing_the_fork_server_is_infra_retried_not_the_agents_fault(tmp_path,
     out = out_dir(tmp_path)
     proc = start("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out, "--workers", 2)
     try:
-        wait_for(lambda: (s := _fork_server_of(proc.pid)) is not None and len(_agents_of(s)) >= 2, 90,
-                  "two agents forked by the fork server")
+        # Both instances' agents, not one of them and the preflight's dry agent (a fresh-clone run under load:
+        # k1's agent had not begun, so it started fresh after the kill and passed at attempt 1).
+        wait_for(lambda: (s := _fork_server_of(proc.pid)) is not None and len(_agents_of(s)) >= 2
+                 and _agents_began(out, ids), 90, "two agents forked by the fork server")
         t0 = time.monotonic()
         os.kill(_fork_server_of(proc.pid), signal.SIGKILL)
         stdout, stderr = proc.communicate(timeout=180)
