@@ -17,12 +17,13 @@ from typing import Any
 import pytest
 
 from tests.fakes.openai_server import FakeOpenAI, text
-from tests.helpers.e2e import explain, fake_config, harness, rows, trace
+from tests.helpers.e2e import FAKE_KEY_ENV, explain, fake_config, harness, rows, trace
 
 SMOKE = Path(__file__).resolve().parents[1] / "datasets" / "gaia2-smoke"
 NAME = "proto_forward_email"
 USAGE = (200, 30)
 PRICES = (0.01, 0.02)  # per 1k tokens, in and out
+SOFT_PASS = "Reasoning: the same.\nEvaluation: [[Success]] [[True]]\n<subtask>Tell the user it is done</subtask>"
 
 
 def action(thought: str, name: str, arguments: dict) -> str:
@@ -64,17 +65,26 @@ def _dataset(tmp_path: Path) -> Path:
     return data
 
 
-@pytest.mark.docker
-def test_the_app_agents_run_on_the_agents_model_through_the_host_and_ares_judges_their_actions(tmp_path):
+def _run(tmp_path: Path, *flags: str, judge: FakeOpenAI | None = None) -> tuple[dict, list[dict], Path]:
+    """The scenario in the agent2agent phase, the scripted agent handing the forward to the Emails app agent."""
     data, out = _dataset(tmp_path), tmp_path / "run"
     with EmailAgentModel() as model:
+        config = fake_config(tmp_path / "models.toml", model.base_url, prices=PRICES)
+        if judge is not None:
+            config.write_text(config.read_text() + f'[llm.judge]\nmodel = "judge-model"\nbase_url = "{judge.base_url}"'
+                              f'\napi_key_env = "{FAKE_KEY_ENV}"\nmax_retries = 0\n')
         proc = harness("run", "--dataset", data, "--agent", "tests.helpers.gaia2_agents:AppAgentForwarder",
-                       "--model", "fake", "--config", fake_config(tmp_path / "models.toml", model.base_url,
-                                                                  prices=PRICES), "--scorer", "gaia2",
-                       "--epochs", "1", "--max-retries", "0", "--output-dir", out)
+                       "--model", "fake", "--config", config, "--scorer", "gaia2", "--epochs", "1",
+                       "--max-retries", "0", "--output-dir", out, *flags)
         asked = [r["json"] for r in model.chat_requests]
     assert proc.returncode == 0, explain(proc)
     (row,) = rows(out)
+    return row, asked, out
+
+
+@pytest.mark.docker
+def test_the_app_agents_run_on_the_agents_model_through_the_host_and_ares_judges_their_actions(tmp_path):
+    row, asked, out = _run(tmp_path)
     verdict = row["verdicts"]["gaia2"]
     assert row["correct"] is True and verdict["verdict"] == "pass", (verdict, asked)
     assert [a["matched"] for a in verdict["oracle_actions"]] == [True, True], verdict
@@ -105,3 +115,17 @@ def test_a_replay_model_cannot_be_an_app_agents_model(tmp_path):
     assert proc.returncode == 2, explain(proc)
     assert f"{NAME}: Gaia2's agent2agent phase runs ARE's app agents" in proc.stderr, explain(proc)
     assert not (tmp_path / "run" / "output.jsonl").exists()
+
+
+@pytest.mark.docker
+def test_the_llm_judge_and_the_app_agents_each_ask_their_own_model(tmp_path):
+    """Both ask through the host in one run: the judge's calls reach the judge model and count as the judge's,
+    the app agent's reach the agent's model and count as the agent's."""
+    with FakeOpenAI([], default=text(SOFT_PASS, usage=(120, 8))) as judge:
+        row, asked, _ = _run(tmp_path, "--judge-model", "judge", judge=judge)
+        judged = [r["json"] for r in judge.chat_requests]
+    verdict = row["verdicts"]["gaia2"]
+    assert row["correct"] is True and verdict["judge"] == "llm", verdict
+    assert len(asked) == 3 and row["usage"]["llm_calls"] == 3, row["usage"]
+    assert judged and all(request["model"] == "judge-model" for request in judged)  # the user's message compared
+    assert row["judge_usage"]["llm_calls"] == len(judged) and row["judge_usage"]["prompt_tokens"] == 120 * len(judged)
