@@ -374,6 +374,7 @@ class Scenario:
 
 def serve(scenario: Scenario) -> None:
     server: Server = Server("gaia2")
+    one_at_a_time = asyncio.Lock()  # ARE's apps take one call at a time, as when the calls ran in the loop itself
     hidden = [types.Tool(name="harness__task", description="The first user message.",
                          inputSchema={"type": "object", "properties": {}}),
               types.Tool(name="harness__event", description="A completed event's time and return value.",
@@ -412,7 +413,8 @@ def serve(scenario: Scenario) -> None:
         elif name not in scenario.tools:
             raise ValueError(f"no tool named {name!r}")
         else:
-            text, failed = await asyncio.to_thread(scenario.call, name, arguments)  # an app agent asks the host
+            async with one_at_a_time:  # in a thread: an app agent's model is asked through this loop meanwhile
+                text, failed = await asyncio.to_thread(scenario.call, name, arguments)
             if failed:
                 raise ValueError(text)
             texts = [text] + scenario.take_notifications()
