@@ -150,10 +150,11 @@ def test_a_run_of_a_hub_config_pins_its_commit_and_refuses_a_moved_main(tmp_path
     assert moved.returncode == 2 and f"dataset_revision changed ({SHA} -> {'4' * 40})" in moved.stderr, explain(moved)
 
 
-def test_a_configs_phase_is_named_as_ares_names_it_and_agent2agent_is_refused_before_any_container(tmp_path):
+def test_a_configs_phase_is_named_as_ares_names_it_and_agent2agent_on_a_replay_model_is_refused(tmp_path):
     """`--subset mini_noise` is the mini config in Gaia2's noise phase (ARE's gaia2-submit names it so; the Hub has
     only `mini`): every scenario's variant is noise, which the driver runs with ARE's noise (--noise). The
-    agent2agent phase is not run yet: exit 2 naming the scenarios, never a standard run labelled agent2agent."""
+    agent2agent phase runs ARE's app agents on the agent's model, which a replay model (the oracle's default)
+    cannot be: exit 2 before any container, naming the scenarios (tests/test_gaia2_a2a.py runs the phase)."""
     hub_cache(tmp_path / "hub", REPO_ID, SHA, configs())
     noise = load(tmp_path, f"hf://{REPO_ID}@{SHA}", "mini_noise")
     assert [(i["id"], i["variant"]) for i in noise["instances"]] == [("mini_1", "noise"), ("mini_2", "noise")]
@@ -161,5 +162,6 @@ def test_a_configs_phase_is_named_as_ares_names_it_and_agent2agent_is_refused_be
                    "--scorer", "gaia2", "--output-dir", out_dir(tmp_path), env=hub_env(tmp_path))
     assert proc.returncode == 2, explain(proc)
     assert "mini_1: Gaia2's agent2agent phase" in proc.stderr and "mini_2:" in proc.stderr, explain(proc)
+    assert "a replay model (replay) cannot serve" in proc.stderr, explain(proc)
     assert not (out_dir(tmp_path) / "output.jsonl").exists()
     no_traceback(proc)

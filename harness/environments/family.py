@@ -43,7 +43,7 @@ from harness.traces import Tracer
 
 if TYPE_CHECKING:
     from harness.models.config import ModelSection
-    from harness.models.meter import Clock
+    from harness.models.meter import Clock, Meter
 
 Tool = Callable[..., Awaitable[str]]
 E = TypeVar("E")
@@ -142,10 +142,14 @@ class ToolFamily(Generic[E]):
         verdict), kept in the result for the scorers (ScoreContext.verdicts, by family); None: nothing."""
         return None
 
-    def refusal(self, instance: Instance) -> str | None:
-        """Why this family cannot serve `instance`, said before any container (preflight: exit 2 naming the
-        instances); None: it can."""
+    def refusal(self, instance: Instance, model: ModelSection | None = None) -> str | None:
+        """Why this family cannot serve `instance` for an agent of `model` (the run's --model section; None: not
+        known), said before any container (preflight: exit 2 naming the instances); None: it can."""
         return None
+
+    def metered(self, env: E, meter: Meter) -> None:
+        """Hands the environment the agent's meter, for a family whose environment makes model calls of the
+        agent's own (Gaia2's app agents): they are then the agent's calls, counted and capped as its own."""
 
     def clock(self, env: E) -> Clock | None:
         """A simulated clock of this family's environment that stands still while the model generates (Gaia2's,

@@ -13,6 +13,13 @@ runs ARE's LLM judge and asks each of its calls through this MCP session (MCP's 
 client), answered here on the host by that model's section (models/completion.py). So the judge's key never
 enters the sandbox, which has no network anyway; the calls' usage is kept with the verdict (`judge_usage`) and
 the row counts it as the judge's. Without a judge model, ARE's scripted checks alone judge (`judge: hard`).
+
+Gaia2's agent2agent phase (`a2a`: the driver's --a2a) makes each app an app agent of ARE's whose model calls come
+the same way, their request's metadata saying {"harness": "a2a"}: they are answered with the agent's own model
+section (Setup.model) through the agent's own meter (ChatModel, models/meter.py), so they are the agent's calls:
+its usage, trace, --max-tokens, --max-steps, --max-instance-cost and the run's --max-cost, as ARE counts an app
+agent's model as the agent's. They do not hold ARE's clock (they run inside a tool call; ARE's app agents do not
+pause it either).
 """
 
 from __future__ import annotations
@@ -27,18 +34,21 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from harness.environments import Environments
 from harness.environments.family import SchemaTool, Tool
 from harness.environments.mcp_config import McpServer
-from harness.errors import ModelError
+from harness.errors import HarnessError, ModelError
 from harness.usage import Usage
 
 if TYPE_CHECKING:
     from mcp import types
 
+    from harness.models.chat import ChatModel
     from harness.models.config import ModelSection
+    from harness.models.meter import Meter
 
 T = TypeVar("T")
 DRIVER = ("/opt/are/bin/python", "/opt/harness/gaia2_driver.py")
 HIDDEN = "harness__"
 TIMEOUT_S = 180.0  # one call; a message to the user waits for the user's next turn (the driver's TURN_WAIT_S)
+A2A_TIMEOUT_S = 1800.0  # one call in the agent2agent phase: an app agent's whole run, its model calls included
 
 
 @dataclass
@@ -46,17 +56,21 @@ class Gaia2Env:
     scenario: str  # the scenario file's path in the sandbox
     judge: ModelSection | None = None  # --judge-model: ARE's soft checks through it; None: scripted checks alone
     noise: bool = False  # Gaia2's noise phase: ARE's tool failures and extra environment events (the driver's --noise)
+    a2a: bool = False  # Gaia2's agent2agent phase: ARE's app agents, on the agent's model (the driver's --a2a)
+    agent: ModelSection | None = None  # the agent's own model section: the app agents' model
+    meter: Meter | None = None  # the agent's meter (Gaia2.metered): the app agents' calls are the agent's
     tools: list[Tool] = field(default_factory=list)  # filled once the driver runs (`serving`)
     verdict: dict[str, Any] | None = None  # ARE's, once the agent's turns are over
     judge_usage: Usage = field(default_factory=Usage)  # what ARE's judge calls cost (`sample`)
     _hidden: Callable[[str, dict], Awaitable[str]] | None = None
     _chat: Callable[[list[dict[str, Any]]], Any] | None = None  # the judge's completion function, made once
+    _agent_chat: ChatModel | None = None  # the app agents' model, made at their first call
 
     def server(self) -> McpServer:
         judge = ("--judge", "hard") if self.judge is None else ("--judge", "llm", "--judge-model", self.judge.model)
-        noise = ("--noise",) if self.noise else ()
-        return McpServer(name="gaia2", command=DRIVER[0], args=(DRIVER[1], self.scenario, *judge, *noise),
-                         timeout=TIMEOUT_S)
+        phase = ("--noise",) * self.noise + ("--a2a",) * self.a2a
+        return McpServer(name="gaia2", command=DRIVER[0], args=(DRIVER[1], self.scenario, *judge, *phase),
+                         timeout=A2A_TIMEOUT_S if self.a2a else TIMEOUT_S)
 
     async def pause(self) -> None:
         """ARE's clock stands still while the model generates (models/meter.py `Clock`), as ARE's agents hold it."""
@@ -70,18 +84,22 @@ class Gaia2Env:
 
     async def sample(self, context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult | \
             types.ErrorData:
-        """One call of ARE's judge (MCP sampling), made by the judge model's section on the host."""
+        """One call of ARE's judge (MCP sampling), made by the judge model's section on the host, or of an app
+        agent's (its metadata says {"harness": "a2a"}), made by the agent's model through its meter."""
         from mcp import types
 
         from harness.models.completion import chat_completer
 
-        assert self.judge is not None, "the driver asked for a judge it was not given"
         messages = [{"role": "system", "content": params.system_prompt}] if params.system_prompt else []
         for message in params.messages:
             parts = message.content if isinstance(message.content, list) else [message.content]
             messages.append({"role": message.role, "content": "\n".join(
                 part.text if isinstance(part, types.TextContent) else json.dumps(part.model_dump(mode="json"))
                 for part in parts)})
+        if (params.metadata or {}).get("harness") == "a2a":
+            return await self._app_agent(messages)
+        if self.judge is None:
+            return types.ErrorData(code=types.INVALID_REQUEST, message="this run has no judge model")
         try:
             self._chat = self._chat or chat_completer(self.judge)
             reply = await asyncio.to_thread(self._chat, messages)
@@ -90,6 +108,23 @@ class Gaia2Env:
         self.judge_usage = self.judge_usage + reply.usage
         return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text=str(reply)),
                                          model=self.judge.model, stop_reason="endTurn")
+
+    async def _app_agent(self, messages: list[dict[str, Any]]) -> types.CreateMessageResult | types.ErrorData:
+        """One call of an app agent's model: the agent's own, through its meter; a failure goes back to ARE's
+        app agent as an error (a budget spent stops the agent at its own next call)."""
+        from mcp import types
+
+        from harness.models.factory import chat_model
+
+        if self.agent is None or self.meter is None:
+            return types.ErrorData(code=types.INVALID_REQUEST, message="the agent has no model for ARE's app agents")
+        try:
+            self._agent_chat = self._agent_chat or chat_model(self.agent, self.meter, None)
+            reply = await self._agent_chat.complete(messages, [], hold=False)
+        except HarnessError as exc:
+            return types.ErrorData(code=types.INTERNAL_ERROR, message=str(exc))
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text=reply.content),
+                                         model=self.agent.model, stop_reason="endTurn")
 
     async def event(self, event_id: str) -> dict | None:
         """A happened event's time and return value (None: not yet)."""
@@ -106,7 +141,7 @@ async def serving(env: Gaia2Env, envs: Environments, work: Callable[[], Awaitabl
     try:
         async with AsyncExitStack() as stack:
             session = await connect(stack, server, envs.code.sandbox, envs.on_fatal,
-                                    sampling=env.sample if env.judge is not None else None)
+                                    sampling=env.sample if env.judge is not None or env.a2a else None)
 
             async def hidden(name: str, arguments: dict) -> str:
                 return result_text(await session.call_tool(name, arguments, read_timeout_seconds=TIMEOUT_S))
@@ -124,3 +159,6 @@ async def serving(env: Gaia2Env, envs: Environments, work: Callable[[], Awaitabl
             return result
     except BaseExceptionGroup as group:  # the transport's task group wraps what the agent raised
         raise sole(group) from None
+    finally:
+        if env._agent_chat is not None:
+            await env._agent_chat.close()

@@ -60,12 +60,13 @@ class ChatModel:
         self.section, self.meter = section, meter
         self.slots = section.slots()  # the run's cap on this model's calls in flight (None: replay, no cap)
 
-    async def complete(self, messages: list[dict], tools: list[dict]) -> Reply:
-        """One reply; of its tool calls, those that run (Meter.cap_tool_calls: the rest are traced as dropped)."""
+    async def complete(self, messages: list[dict], tools: list[dict], hold: bool = True) -> Reply:
+        """One reply; of its tool calls, those that run (Meter.cap_tool_calls: the rest are traced as dropped);
+        `hold`: the simulated clocks stand still meanwhile (Meter.call)."""
         reply = await self.meter.call(self.section.name, lambda: _scrubbed(self._complete(messages, tools)), Reply.turn,
                                       [_plain(m) for m in messages], slots=self.slots,
                                       retries=self.section.max_retries, cached=self._cached(messages, tools),
-                                      offered=offered_names(tools))
+                                      offered=offered_names(tools), hold=hold)
         reply.tool_calls = self.meter.cap_tool_calls(self.section.name, reply.tool_calls)
         return reply
 

@@ -159,13 +159,15 @@ class Meter:
     async def call(self, model: str, request: Callable[[], Awaitable[T]], turn: Callable[[T], dict[str, Any]],
                    messages: list[dict[str, Any]] | None = None, slots: Slots | None = None,
                    retries: int = 0, cached: CachedCall[T] | None = None,
-                   offered: Collection[str] = ()) -> T:
+                   offered: Collection[str] = (), hold: bool = True) -> T:
         """One metered call: `request()` makes it, `turn(reply)` gives the reply in replay form;
         `messages` (role/content dicts) is what it sent, traced as far as the trace lacks it;
         `slots`, the model's cap on calls in flight (models/slots.py): the call waits for one first;
         `retries`: how many 429/503 answers it waits out (models/pacing.py), within its deadline;
         `cached`: its entry in the --cache (models/cache.py): a hit answers it, a miss keeps its reply;
-        `offered`: the names of the tools the request offered (a reply calling one in its text is marked)."""
+        `offered`: the names of the tools the request offered (a reply calling one in its text is marked);
+        `hold`: the simulated clocks stand still meanwhile (False: a call made while a tool runs, as Gaia2's app
+        agents' are, which ARE's clock does not wait for)."""
         self.before_call()
         if cached is not None and (kept := cached.hit()) is not None:
             self.after_call(kept, 0.0, model, messages, cached=True, offered=offered)
@@ -177,7 +179,7 @@ class Meter:
             self.started(model)
             started = time.monotonic()
             ends = None if self.call_deadline is None else started + self.call_deadline - waited
-            async with self.generating() as took:
+            async with self.generating(hold) as took:
                 reply, done = await self._attempts(model, request, turn, retries, ends, slots, started, took)
         finally:
             if slot is not None:
@@ -192,16 +194,18 @@ class Meter:
         return reply
 
     @contextlib.asynccontextmanager
-    async def generating(self) -> AsyncIterator[list[float]]:
-        """Around one call's requests: the simulated clocks stand still, then move on by the seconds the caller
-        puts in the list it is given (the successful request's), else by all the seconds it took."""
-        for clock in self.clocks:
+    async def generating(self, hold: bool = True) -> AsyncIterator[list[float]]:
+        """Around one call's requests: the simulated clocks stand still (unless not `hold`), then move on by the
+        seconds the caller puts in the list it is given (the successful request's), else by all the seconds it
+        took."""
+        clocks = self.clocks if hold else []
+        for clock in clocks:
             await clock.pause()
         started, took = time.monotonic(), list[float]()
         try:
             yield took
         finally:
-            for clock in self.clocks:
+            for clock in clocks:
                 await clock.resume(took[-1] if took else time.monotonic() - started)
 
     async def _attempts(self, model: str, request: Callable[[], Awaitable[T]], turn: Callable[[T], dict[str, Any]],

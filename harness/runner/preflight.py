@@ -101,7 +101,7 @@ def prepare(cfg: RunConfiguration) -> Prepared:
         if missing:
             raise InputError(f"replay file {section.path} has no turns for: {', '.join(missing[:10])}")
     check_output_outside(selected, cfg.output.dir, cfg.sandbox.website)  # never packed into a container
-    check_tool_families(selected)
+    check_tool_families(selected, section)
     _check_output_dir(cfg.output.dir)
     return Prepared(dataset, selected, section, scorers, replay, models, prompt, cfg)
 

@@ -2,7 +2,7 @@
 
 Runs inside the Gaia2 sandbox with ARE's own interpreter, `/opt/are/bin/python`, never in the harness:
 
-    gaia2_driver.py SCENARIO_JSON [--judge hard|llm] [--judge-model NAME] [--noise]
+    gaia2_driver.py SCENARIO_JSON [--judge hard|llm] [--judge-model NAME] [--noise] [--a2a]
 
 It imports the scenario as ARE's benchmark runner does (JsonScenarioImporter, then preprocess_scenario: the
 oracle run and the judge), starts ARE's Environment (its event loop and simulated clock, in a thread of this
@@ -27,6 +27,13 @@ process) and serves, to one MCP client:
 augmentation (each app tool fails with ARE's probability; tool names and descriptions replaced where the
 scenario's augmentation data maps them) and 10 extra environment events a minute (seed 0) from the scenario's
 augmentation data.
+
+`--a2a` runs Gaia2's agent2agent phase as ARE's runner does (`ScenarioRunnerConfig(a2a_app_prop=1.0)`, its
+`_apply_a2a_config` between the Environment's creation and its run): every app but AgentUserInterface, SystemApp
+and InternalContacts becomes an app agent of ARE's (its default JSON ReAct app agent over the app's tools), and
+the tools served are theirs (`Emails__expert_agent`). Each of an app agent's model calls is an MCP sampling
+request whose metadata says {"harness": "a2a"}, answered on the host with the agent's own model; ARE judges the
+run as any other (the app agents' write actions are the agent's events).
 
 Judges: `hard` (ARE's scripted checks only: no LLM; the arguments ARE compares with an LLM, such as a message's
 text, are then not compared at all) or `llm` (ARE's GraphPerEventJudge, its soft checks asked of the MCP client:
@@ -55,6 +62,7 @@ from typing import Any
 
 import mcp.types as types
 from are.simulation.agents.llm.llm_engine import LLMEngine, LLMEngineException
+from are.simulation.agents.llm.llm_engine_builder import LLMEngineBuilder
 from are.simulation.apps.agent_user_interface import AgentUserInterface
 from are.simulation.apps.mcp.server.are_simulation_mcp_server import ARESimulationToolManager
 from are.simulation.data_handler.importer import JsonScenarioImporter
@@ -73,8 +81,9 @@ HIDDEN = {"AgentUserInterface__get_last_message_from_user", "AgentUserInterface_
           "AgentUserInterface__get_last_unread_messages", "AgentUserInterface__get_all_messages"}
 SEND_TO_USER = "AgentUserInterface__send_message_to_user"
 TURN_WAIT_S = 60.0
-JUDGE_CALL_S = 300.0  # one judge call through the host, its retries included
-JUDGE_MAX_TOKENS = 4096
+LLM_CALL_S = 300.0  # one call of the judge or an app agent through the host, its retries included
+LLM_MAX_TOKENS = 4096
+ROLES = {"tool-response": "user", "tool-call": "assistant"}  # ARE's agents' own roles, as its LiteLLM engine sends them
 
 
 class _NoLLM:
@@ -86,31 +95,57 @@ class _NoLLM:
         raise RuntimeError("the hard judge calls no LLM")
 
 
-class HostJudge(LLMEngine):
-    """ARE's judge engine, answered by the MCP client (the harness) through sampling requests on this server's
-    session, from whichever thread ARE judges in (its event loop's for a turn, a worker's for the last)."""
+class HostLLM(LLMEngine):
+    """An LLM engine of ARE's answered by the MCP client (the harness) through sampling requests on this server's
+    session, from whichever thread ARE calls it in (its event loop's for a turn's judge, a worker's for the last
+    turn's and for an app agent's). `purpose` goes in each request's metadata ({"harness": "judge"} or
+    {"harness": "a2a"}): the harness answers the judge's with the run's judge model, an app agent's with the
+    agent's own. A failed judge call is kept (`errors`): the verdict is then an error, never a fail."""
 
     session: Any = None  # the server's session and its event loop, kept at the first tool call (`serve`)
     loop: asyncio.AbstractEventLoop | None = None
     errors: list[str] = []
 
+    def __init__(self, model_name: str, purpose: str = "judge"):
+        super().__init__(model_name)
+        self.purpose = purpose
+
     def chat_completion(self, messages, stop_sequences=[], **kwargs):  # noqa: B006 - ARE's own signature
         system = "\n\n".join(str(m["content"]) for m in messages if m["role"] == "system")
-        asked = [types.SamplingMessage(role=m["role"], content=types.TextContent(type="text", text=_text(m["content"])))
-                 for m in messages if m["role"] in ("user", "assistant")]
+        roles = [(_role(m["role"]), m["content"]) for m in messages]
+        asked = [types.SamplingMessage(role=role, content=types.TextContent(type="text", text=_text(content)))
+                 for role, content in roles if role in ("user", "assistant")]
         if self.session is None or self.loop is None:
             raise LLMEngineException("no MCP client to ask")
+        judging = self.purpose == "judge"
         try:
             future = asyncio.run_coroutine_threadsafe(self.session.create_message(
-                asked, max_tokens=JUDGE_MAX_TOKENS, system_prompt=system or None, temperature=0.0), self.loop)
-            result = future.result(JUDGE_CALL_S)
+                asked, max_tokens=LLM_MAX_TOKENS, system_prompt=system or None, temperature=0.0 if judging else None,
+                stop_sequences=list(stop_sequences or ()) or None, metadata={"harness": self.purpose}), self.loop)
+            result = future.result(LLM_CALL_S)
         except Exception as exc:  # noqa: BLE001 - kept: the verdict is then an error, not a fail
-            HostJudge.errors.append(f"a judge call through the harness failed: {type(exc).__name__}: {exc}")
-            raise LLMEngineException(HostJudge.errors[-1]) from exc
+            error = f"{'a judge' if judging else 'an app agent'}'s call through the harness failed: " \
+                    f"{type(exc).__name__}: {exc}"
+            if judging:
+                HostLLM.errors.append(error)
+            raise LLMEngineException(error) from exc
         text = result.content.text if isinstance(result.content, types.TextContent) else ""
         for stop in stop_sequences or ():
             text = text.split(stop)[0]
         return text, {"model": result.model}
+
+
+class HostEngines(LLMEngineBuilder):
+    """ARE's engine builder for its app agents (agent2agent): each engine asks the harness (`HostLLM`, "a2a")."""
+
+    def create_engine(self, engine_config, mock_responses=None):
+        return HostLLM(engine_config.model_name or "agent", "a2a")
+
+
+def _role(role: Any) -> str:
+    """A message's role as the chat API names it (ARE's are a str enum, its tool roles its own)."""
+    role = str(getattr(role, "value", role))
+    return ROLES.get(role, role)
 
 
 def _text(content: Any) -> str:
@@ -122,7 +157,20 @@ def _judge_config(judge: str, model: str | None):
         return ScriptedGraphPerEventJudgeConfig(event_id_to_checker_params={}, engine=_NoLLM())
     from are.simulation.validation.configs import GraphPerEventJudgeConfig
 
-    return GraphPerEventJudgeConfig(engine=HostJudge(model or "judge"))
+    return GraphPerEventJudgeConfig(engine=HostLLM(model or "judge"))
+
+
+def _agent2agent(scenario, env):
+    """Gaia2's agent2agent phase as ARE's runner makes it (`a2a_app_prop` 1.0): every app but the user's
+    interface, SystemApp and InternalContacts becomes an AppAgent of ARE's default app agent, its one tool
+    (`expert_agent`) handing a task to a ReAct agent over the app's tools, whose model is asked of the harness."""
+    from are.simulation.agents.agent_builder import AppAgentBuilder
+    from are.simulation.agents.agent_config_builder import AppAgentConfigBuilder
+    from are.simulation.scenario_runner import _apply_a2a_config
+    from are.simulation.scenarios.config import ScenarioRunnerConfig
+
+    config = ScenarioRunnerConfig(a2a_app_prop=1.0, model="agent", model_provider="harness")
+    return _apply_a2a_config(config, scenario, env, AppAgentConfigBuilder(), AppAgentBuilder(HostEngines()))
 
 
 def _speed_up_judge_init() -> None:
@@ -164,7 +212,7 @@ def _guard_turn_judge() -> None:
 class Scenario:
     """One scenario running in ARE: its tools, notifications, turns and verdict."""
 
-    def __init__(self, path: str, judge: str, model: str | None, noise: bool = False):
+    def __init__(self, path: str, judge: str, model: str | None, noise: bool = False, a2a: bool = False):
         _speed_up_judge_init()
         _guard_turn_judge()
         with open(path) as fh:
@@ -183,6 +231,8 @@ class Scenario:
                                                  time_increment_in_seconds=scenario.time_increment_in_seconds,
                                                  start_time=scenario.start_time),
                                notification_system=VerboseNotificationSystem(verbosity_level=VerbosityLevel.MEDIUM))
+        if a2a:
+            scenario = _agent2agent(scenario, self.env)
         self.env.run(scenario, wait_for_end=False)
         self.scenario, self.judge_mode = scenario, judge
         apps = [app for app in scenario.apps if app.name in scenario.get_tools_by_app()]
@@ -288,7 +338,7 @@ class Scenario:
             env.pause()
         result = scenario.validate(env)
         judge = getattr(scenario, "judge", None)
-        error = getattr(judge, "harness_error", None) or (HostJudge.errors[0] if HostJudge.errors else None)
+        error = getattr(judge, "harness_error", None) or (HostLLM.errors[0] if HostLLM.errors else None)
         if error is None and result.exception is not None:
             error = f"the judge raised {type(result.exception).__name__}: {result.exception}"
         if error is None and not self.loop_alive() and env.state not in (EnvironmentState.STOPPED,
@@ -324,6 +374,7 @@ class Scenario:
 
 def serve(scenario: Scenario) -> None:
     server: Server = Server("gaia2")
+    one_at_a_time = asyncio.Lock()  # ARE's apps take one call at a time, as when the calls ran in the loop itself
     hidden = [types.Tool(name="harness__task", description="The first user message.",
                          inputSchema={"type": "object", "properties": {}}),
               types.Tool(name="harness__event", description="A completed event's time and return value.",
@@ -345,8 +396,8 @@ def serve(scenario: Scenario) -> None:
 
     @server.call_tool()
     async def call_tool(name: str, arguments: dict) -> list[types.TextContent]:
-        if HostJudge.session is None:
-            HostJudge.session, HostJudge.loop = server.request_context.session, asyncio.get_running_loop()
+        if HostLLM.session is None:
+            HostLLM.session, HostLLM.loop = server.request_context.session, asyncio.get_running_loop()
         if name == "harness__task":
             texts = [await asyncio.to_thread(scenario.task)]
         elif name == "harness__event":
@@ -362,7 +413,8 @@ def serve(scenario: Scenario) -> None:
         elif name not in scenario.tools:
             raise ValueError(f"no tool named {name!r}")
         else:
-            text, failed = scenario.call(name, arguments)
+            async with one_at_a_time:  # in a thread: an app agent's model is asked through this loop meanwhile
+                text, failed = await asyncio.to_thread(scenario.call, name, arguments)
             if failed:
                 raise ValueError(text)
             texts = [text] + scenario.take_notifications()
@@ -383,11 +435,12 @@ def main() -> None:
     parser.add_argument("--judge", choices=["hard", "llm"], default="hard")
     parser.add_argument("--judge-model")
     parser.add_argument("--noise", action="store_true", help="Gaia2's noise phase")
+    parser.add_argument("--a2a", action="store_true", help="Gaia2's agent2agent phase")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, force=True)  # ARE's modules log every tick
     for name in ("are", "LiteLLM", "litellm", "httpx"):
         logging.getLogger(name).setLevel(logging.WARNING)
-    serve(Scenario(args.scenario, args.judge, args.judge_model, args.noise))
+    serve(Scenario(args.scenario, args.judge, args.judge_model, args.noise, args.a2a))
 
 
 if __name__ == "__main__":

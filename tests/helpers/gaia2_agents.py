@@ -74,3 +74,24 @@ def _times(text: str) -> list[float]:
         if line.startswith("{") and "current_timestamp" in line:
             found.append(float(json.loads(line)["current_timestamp"]))
     return found
+
+
+class AppAgentForwarder(Forwarder):
+    """The same task in Gaia2's agent2agent phase (tests/test_gaia2_a2a.py): the Emails app is an app agent of
+    ARE's, so the agent hands the forwarding to `Emails__expert_agent` once Greg's email is there."""
+
+    async def turn(self, message: str) -> str:
+        env = self.ctx.envs.of(Gaia2)
+        assert env is not None, "not a Gaia2 instance"
+        offered = {tool.__name__: getattr(tool, "parameters", {}) for tool in env.tools}
+        expert = offered.get("Emails__expert_agent", {})
+        if "Emails__forward_email" in offered or expert.get("required") != ["task"] or "Contacts__expert_agent" \
+                not in offered:  # ARE's AppAgent tool: `task`, a string
+            raise AgentError(f"not the agent2agent phase's tools: {offered}")
+        waited = await self.call("SystemApp__wait_for_notification", timeout=30)
+        await self.until(lambda text: "[notification]" in text and "gregb@example.com" in text, "Greg's email",
+                         waited)
+        answer = await self.call("Emails__expert_agent", task="Forward Greg Barty's email (gregb@example.com) in "
+                                                              "the INBOX to johndoe@example.com.")
+        await self.call("AgentUserInterface__send_message_to_user", content=f"Done: {answer.splitlines()[0]}")
+        return "<solution>done</solution>"

@@ -21,7 +21,8 @@ from harness.environments.family import _REGISTERED, Kit, RunSetup, Setup, Tool,
 from harness.errors import InputError
 
 if TYPE_CHECKING:
-    from harness.models.meter import Clock
+    from harness.models.config import ModelSection
+    from harness.models.meter import Meter
 
 T = TypeVar("T")
 for _module in pkgutil.iter_modules(__path__):
@@ -39,9 +40,13 @@ def verdicts(envs: Environments) -> dict[str, dict]:
             and (found := f.verdict(envs.built[f.name])) is not None}
 
 
-def clocks(envs: Environments) -> list[Clock]:
-    """The simulated clocks of the built families (`ToolFamily.clock`), for the meter to pause."""
-    return [found for f in families() if f.name in envs.built and (found := f.clock(envs.built[f.name])) is not None]
+def metering(envs: Environments, meter: Meter) -> None:
+    """The agent's meter and the built families: it pauses their simulated clocks (`ToolFamily.clock`), they
+    get it for model calls of the agent's own (`ToolFamily.metered`)."""
+    built = [(f, envs.built[f.name]) for f in families() if f.name in envs.built]
+    meter.clocks = [found for f, env in built if (found := f.clock(env)) is not None]
+    for family, env in built:
+        family.metered(env, meter)
 
 
 def check_run(run: RunSetup) -> list[str]:
@@ -66,7 +71,7 @@ def allowed(instance: Instance | None) -> set[str] | None:
     return set(only) if isinstance(only, list) else None
 
 
-def check_tool_families(instances: list[Instance]) -> None:
+def check_tool_families(instances: list[Instance], model: ModelSection | None = None) -> None:
     """InputError naming each instance whose `tool_families` is not a list of known family names."""
     known, bad = {f.name for f in families()}, []
     for instance in instances:
@@ -77,7 +82,7 @@ def check_tool_families(instances: list[Instance]) -> None:
         raise InputError(f"tool_families must be a list of tool families ({', '.join(sorted(known))}); "
                          f"not so for {'; '.join(bad[:10])}" + (f" and {len(bad) - 10} more" if len(bad) > 10 else ""))
     refused = [f"{instance.instance_id}: {why}" for instance in instances for family in families()
-               if (why := family.refusal(instance)) is not None]
+               if (why := family.refusal(instance, model)) is not None]
     if refused:
         raise InputError("instances no tool family can serve: " + "; ".join(refused[:10])
                          + (f" and {len(refused) - 10} more" if len(refused) > 10 else ""))

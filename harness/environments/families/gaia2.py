@@ -5,12 +5,16 @@ instances of the gaia2 dataset adapter (harness/datasets/gaia2.py) and served by
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from harness.datasets.model import Instance
 from harness.environments import Environments
 from harness.environments.family import Setup, Tool, ToolFamily
 from harness.environments.gaia2 import Gaia2Env
+
+if TYPE_CHECKING:
+    from harness.models.config import ModelSection
+    from harness.models.meter import Meter
 
 T = TypeVar("T")
 
@@ -25,14 +29,23 @@ class Gaia2(ToolFamily[Gaia2Env]):
         scenario = setup.instance.metadata.get("scenario_file") if setup.instance is not None else None
         if not scenario or setup.instance is None:
             return None
-        return Gaia2Env(f"/workspace/{scenario}", judge=setup.judge,
-                        noise=setup.instance.metadata.get("variant") == "noise")
+        variant = setup.instance.metadata.get("variant")
+        return Gaia2Env(f"/workspace/{scenario}", judge=setup.judge, noise=variant == "noise",
+                        a2a=variant == "agent2agent", agent=setup.model)
 
-    def refusal(self, instance: Instance) -> str | None:
-        if instance.metadata.get("benchmark") == "gaia2" and instance.metadata.get("variant") == "agent2agent":
-            return ("Gaia2's agent2agent phase (ARE's app agents, each with its own model) is not run by the harness "
-                    "yet; run the scenario's standard or noise phase")
+    def refusal(self, instance: Instance, model: ModelSection | None = None) -> str | None:
+        """Gaia2's agent2agent phase runs ARE's app agents on the agent's own model: a model that answers any
+        request. A replay model answers its recorded turns in order, which the app agents' calls (asked
+        in ARE's sandbox, in an order no recording fixes) cannot share."""
+        if instance.metadata.get("benchmark") != "gaia2" or instance.metadata.get("variant") != "agent2agent":
+            return None
+        if model is not None and model.kind != "openai":
+            return (f"Gaia2's agent2agent phase runs ARE's app agents on the agent's model, which a {model.kind} "
+                    f"model ({model.name}) cannot serve: give --model a provider's section")
         return None
+
+    def metered(self, env: Gaia2Env, meter: Meter) -> None:
+        env.meter = meter  # ARE's app agents' calls are the agent's
 
     async def serve(self, setup: Setup, env: Gaia2Env, envs: Environments, work: Callable[[], Awaitable[T]]) -> T:
         from harness.environments.gaia2 import serving

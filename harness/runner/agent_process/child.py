@@ -30,7 +30,7 @@ from pathlib import Path
 from harness.agents.contract import AgentContext, AgentRequest, AgentResult, AgentRunner
 
 # every built-in family, preloaded with this module
-from harness.environments.families import clocks, environments, serving, verdicts
+from harness.environments.families import environments, metering, serving, verdicts
 from harness.errors import ErrorKind, HarnessError, LimitExceeded
 from harness.fsutil import write_atomic
 from harness.text import model_json
@@ -105,7 +105,7 @@ def run(request: AgentRequest, result_path: Path) -> int:
         runner_class = resolve(request.agent)  # first: a plug-in agent's module may define a tool family
         envs = environments(setup, on_fatal=sandbox_died)
         envs.publish()
-        meter.clocks = clocks(envs)
+        metering(envs, meter)
         context = AgentContext(task=request.task, instance=request.instance, limits=limits, model=section,
                                meter=meter, tracer=tracer, envs=envs, replay_turns=request.replay_turns,
                                trace_dir=trace_path.parent)
