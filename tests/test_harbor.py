@@ -323,3 +323,88 @@ def test_limits_and_the_network_policy_hold_inside_a_tasks_own_image(tmp_path, p
             else:
                 with pytest.raises(ValueError, match=expected):
                     reward(sandbox)
+
+
+# ---------------------------------------------------------------- the task's working directory
+
+
+def test_a_handle_carries_the_sandboxs_working_directory():
+    from harness.sandbox.contract import SandboxHandle
+
+    spec = SandboxSpec(image="i", run_id="r", instance_id="x")
+    handle = SandboxHandle(provider="docker", name="s", host="h", port=1, token="t", spec=spec, workdir="/app")
+    assert SandboxHandle.model_validate_json(handle.model_dump_json()).workdir == "/app"
+    older = json.loads(handle.model_dump_json())
+    del older["workdir"]  # a handle written before it carried one: the workspace
+    assert SandboxHandle.model_validate(older).workdir == "/workspace"
+
+
+def test_the_code_tools_name_the_sandboxs_working_directory(tmp_path):
+    from harness.agents.dry import DrySandbox
+    from harness.environments.families import environments
+    from harness.environments.family import Setup
+    from harness.environments.tools import offered
+    from harness.traces import Tracer
+
+    class AtApp(DrySandbox):
+        workdir = "/app"
+
+    folder = write_task(tmp_path / "set", "hello", app_dockerfile("some-base:1"))
+    task = load_dataset(f"harbor:{folder}").instances[0]
+    for sandbox, where, instance in ((DrySandbox(), "/workspace", None), (AtApp(), "/app", task)):
+        envs = environments(Setup(sandbox, Tracer(None), command_timeout=10, page_size=100, instance=instance))
+        tools = {fn.__name__: fn.__doc__ for fn in offered(envs, instance)}
+        assert f"working directory {where}" in tools["run_shell"] and f"working directory {where}" in tools[
+            "run_python"], tools
+        assert ("pandas" in tools["run_python"]) is (instance is None)  # a task's own image has no toolbox of ours
+
+
+@pytest.mark.docker
+def test_a_sandbox_starts_in_its_images_working_directory(tmp_path, provider, run_id, image, python_base):
+    """A task's own image: its WORKDIR (/app), through a handle too; the sandbox image: /workspace."""
+    context = write_task(tmp_path, "at-app", app_dockerfile(python_base[0])) / "environment"
+    python_base[2].append(context)
+    tag = provider.image_of(str(context), log=lambda m: None)
+    for img, where in ((tag, "/app"), (image, "/workspace")):
+        with provider.open(SandboxSpec(image=img, run_id=run_id, instance_id="wd")) as sandbox:
+            attached = provider.attach(sandbox.handle())
+            try:
+                assert sandbox.workdir == attached.workdir == where
+                for box in (sandbox, attached):
+                    ran = box.shell("pwd && echo x > rel.txt")
+                    assert ran.ok and ran.stdout == where + "\n", ran
+                    assert box.python("import os; print(os.getcwd())").stdout == where + "\n"
+                assert sandbox.read_file(f"{where}/rel.txt") == b"x\n"
+                assert sandbox.shell("pwd", cwd="/tmp").stdout == "/tmp\n"  # a cwd given still wins
+            finally:
+                attached.close()
+
+
+@pytest.mark.docker
+def test_an_agent_works_in_the_tasks_working_directory(tmp_path, python_base):
+    """A replayed agent's `pwd` prints /app and its relative write lands there (the verifier finds it), for the plain
+    runner and for a command run inside the sandbox."""
+    tasks = tmp_path / "tasks"
+    python_base[2].append(write_task(tasks, "hello", app_dockerfile(python_base[0])) / "environment")
+    turns = [{"tool_calls": [{"name": "run_shell", "arguments": {"command": "pwd; echo hello > answer.txt"}}]},
+             {"content": "<solution>done</solution>"}]
+    (tasks / "replay.jsonl").write_text(json.dumps({"instance_id": "hello", "turns": turns}) + "\n")
+    for agent in ("plain", "sandbox:echo hello > answer.txt && echo \"<solution>$(pwd)</solution>\""):
+        out = out_dir(tmp_path)
+        try:
+            run = harness("run", "--dataset", f"harbor:{tasks}", "--agent", agent, "--model", "replay",
+                          "--scorer", "harbor", "--output-dir", out)
+            assert run.returncode == 0, explain(run)
+            [row] = rows(out)
+            assert row["status"] == "ok" and row["correct"] is True, row  # the verifier read /app/answer.txt
+            if agent == "plain":
+                events = trace(out, row)
+                shown = next(e["content"] for e in events if e["type"] == "tool_result")
+                assert shown.split("stdout:\n", 1)[1].startswith("/app\n"), shown
+                system = next(e["content"] for e in events if e["type"] == "system_prompt")
+                assert "/app" in system and "/workspace" not in system, system
+                assert "/workspace" not in next(e["task"] for e in events if e["type"] == "task"), events
+            else:
+                assert row["answer"] == "/app", row
+        finally:
+            assert remove_leftovers(out) == [], "containers left behind"

@@ -131,6 +131,7 @@ class SandboxHandle(BaseModel):
     port: int
     token: str
     socket: str | None = None  # sandboxd's Unix socket on this machine, when it listens on one (host and port name it)
+    workdir: str = WORKSPACE  # the sandbox's working directory (`Sandbox.workdir`)
     spec: SandboxSpec
     ref: dict[str, Any] = Field(default_factory=dict)
 
@@ -172,16 +173,21 @@ class ExecResult:
 
 
 class Sandbox(abc.ABC):
-    """An open sandbox. Raises SandboxDied (an InfraError) when it is gone."""
+    """An open sandbox. Raises SandboxDied (an InfraError) when it is gone.
+
+    `workdir` is its working directory, decided by its provider when it starts (and carried by its handle):
+    where a command starts unless given a `cwd`, so where the agent's code tools work. /workspace, or the
+    working directory of a task's own image (a Harbor task's WORKDIR, e.g. /app)."""
 
     name: str
+    workdir: str = WORKSPACE
 
     @abc.abstractmethod
     def exec(self, argv: Sequence[str], *, timeout: float | None = 60, stdin: str | bytes | None = None,
-             cwd: str = WORKSPACE, env: Mapping[str, str] | None = None,
+             cwd: str | None = None, env: Mapping[str, str] | None = None,
              max_output: int = DEFAULT_MAX_OUTPUT, user: str | None = None) -> ExecResult:
-        """Run argv. On timeout the whole process tree is killed and timed_out is set;
-        timeout=None waits for the command however long it takes. `user` other than the
+        """Run argv in `cwd` (None: the sandbox's `workdir`). On timeout the whole process tree is killed and
+        timed_out is set; timeout=None waits for the command however long it takes. `user` other than the
         sandbox's own raises SandboxUnsupported where the provider cannot switch users."""
 
     def shell(self, command: str, **kwargs: Any) -> ExecResult:

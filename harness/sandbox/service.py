@@ -253,8 +253,9 @@ class ServiceSandbox(Sandbox):
 
     provider: str
 
-    def __init__(self, spec: SandboxSpec, name: str, host: str, port: int, token: str, socket: str | None = None):
-        self.spec, self.name = spec, name
+    def __init__(self, spec: SandboxSpec, name: str, host: str, port: int, token: str, socket: str | None = None,
+                 workdir: str = WORKSPACE):
+        self.spec, self.name, self.workdir = spec, name, workdir
         self._service = ServiceClient(host, port, token, socket=socket)
 
     def ref(self) -> dict:
@@ -269,7 +270,7 @@ class ServiceSandbox(Sandbox):
     def handle(self) -> SandboxHandle:
         return SandboxHandle(provider=self.provider, name=self.name, host=self._service.host,
                              port=self._service.port, socket=self._service.socket, token=self._service.token,
-                             spec=self.spec, ref=self.ref())
+                             workdir=self.workdir, spec=self.spec, ref=self.ref())
 
     def _service_call(self, fn, *args):
         try:
@@ -281,11 +282,11 @@ class ServiceSandbox(Sandbox):
             raise
 
     def exec(self, argv: Sequence[str], *, timeout: float | None = 60, stdin: str | bytes | None = None,
-             cwd: str = WORKSPACE, env: Mapping[str, str] | None = None,
+             cwd: str | None = None, env: Mapping[str, str] | None = None,
              max_output: int = DEFAULT_MAX_OUTPUT, user: str | None = None) -> ExecResult:
         if user is not None and user != "agent":
             raise SandboxUnsupported(f"the {self.provider} provider runs commands as 'agent' only, not {user!r}")
-        payload = {"argv": list(argv), "timeout": timeout, "stdin": stdin, "cwd": cwd,
+        payload = {"argv": list(argv), "timeout": timeout, "stdin": stdin, "cwd": cwd or self.workdir,
                    "env": dict(env or {}), "max_output": max_output}
         started = time.monotonic()
         try:

@@ -29,8 +29,8 @@ from harness.environments.tools import Toolbox, offered, schema
 from harness.models.factory import chat_model
 from harness.traces import Message, SystemPrompt, ToolCall, ToolResult
 
-SYSTEM = (
-    "You solve tasks with tools that run inside a sandbox holding the task's files in /workspace. "
+SYSTEM = (  # {workdir}: the sandbox's working directory (Sandbox.workdir: /workspace, or a task image's own)
+    "You solve tasks with tools that run inside a sandbox holding the task's files in {workdir}. "
     "Inspect files and compute answers with the tools instead of guessing. When you are done, reply "
     "with a short explanation and the final answer inside <solution></solution>."
 )
@@ -49,16 +49,17 @@ class PlainRunner(AgentRunner):
 
         envs = dry_environments(limits, model, search, instance)
         schemas = [schema(fn) for fn in offered(envs, instance)]
-        return lambda: chat_request(model, tools=schemas, system=SYSTEM)
+        return lambda: chat_request(model, tools=schemas, system=SYSTEM.format(workdir=envs.code.sandbox.workdir))
 
     async def setup(self, ctx: AgentContext) -> None:
         self.ctx = ctx
         self.model = chat_model(ctx.model, ctx.meter, ctx.replay_turns)
         self.toolbox = Toolbox(offered(ctx.envs, ctx.instance))
         self.schemas = [schema(fn) for fn in self.toolbox.tools.values()]
-        self.messages: list[dict] = [{"role": "system", "content": SYSTEM}]
+        system = SYSTEM.format(workdir=ctx.envs.code.sandbox.workdir)
+        self.messages: list[dict] = [{"role": "system", "content": system}]
         self.asked = False  # the task (the first turn's message) carries the instance's pictures
-        ctx.tracer.emit(SystemPrompt(source=SOURCE, content=SYSTEM))
+        ctx.tracer.emit(SystemPrompt(source=SOURCE, content=system))
 
     async def turn(self, message: str) -> str:
         content = message if self.asked else await self._task(message)

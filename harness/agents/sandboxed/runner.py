@@ -1,6 +1,7 @@
 """`--agent sandbox:COMMAND`: an agent that is a program of its own, run inside the sandbox.
 
-COMMAND is a shell command (run by bash in /workspace, as the sandbox's user): a program in the
+COMMAND is a shell command (run by bash in the sandbox's working directory, as the sandbox's user: /workspace,
+or a task image's own, e.g. a Harbor task's /app): a program in the
 sandbox image (or one built from a copy of images/ with it added, HARNESS_IMAGES_DIR), one among the task's files
 (`python3 /workspace/agent.py`), or a file of the host's named `@PATH` (relative to the harness's
 working directory), which is copied into the sandbox before the agent starts and replaced by its path

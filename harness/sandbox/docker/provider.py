@@ -15,6 +15,7 @@ from pathlib import Path
 
 from harness.errors import InfraError, MountSourceUnseen, PortTaken
 from harness.sandbox.contract import (
+    WORKSPACE,
     Capabilities,
     Capacity,
     ImageInfo,
@@ -47,8 +48,8 @@ class DockerSandbox(ServiceSandbox):
     provider = NAME
 
     def __init__(self, spec: SandboxSpec, container_id: str, name: str, host: str, port: int, token: str,
-                 socket: str | None = None):
-        super().__init__(spec, name, host, port, token, socket)
+                 socket: str | None = None, workdir: str = WORKSPACE):
+        super().__init__(spec, name, host, port, token, socket, workdir)
         self.id = container_id
 
     def ref(self) -> dict:
@@ -216,7 +217,8 @@ class DockerProvider(SandboxProvider):
             engine.remove_container(cid)
             sockets.remove(name)
             raise
-        sandbox = DockerSandbox(spec, cid, name, engine.sandbox_host(), port, token, socket)
+        sandbox = DockerSandbox(spec, cid, name, engine.sandbox_host(), port, token, socket,
+                                storage.workdir(spec.image))
         try:
             webproxy.register(spec, attrs)  # the proxy's records name this instance and attempt
             sandbox._service.wait_ready(settings().sandbox_ready_timeout, still_starting)
@@ -229,7 +231,7 @@ class DockerProvider(SandboxProvider):
         if handle.provider != NAME:
             raise ValueError(f"a {handle.provider} handle cannot be attached by the docker provider")
         return DockerSandbox(handle.spec, handle.ref["container_id"], handle.name, handle.host, handle.port,
-                             handle.token, handle.socket)
+                             handle.token, handle.socket, handle.workdir)
 
     def teardown(self, sandbox: Sandbox) -> None:
         assert isinstance(sandbox, DockerSandbox)

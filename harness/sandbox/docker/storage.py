@@ -28,7 +28,7 @@ import threading
 from dataclasses import dataclass
 
 from harness.errors import EngineNotFound, InfraError
-from harness.sandbox.contract import SandboxSpec, parse_size
+from harness.sandbox.contract import WORKSPACE, SandboxSpec, parse_size
 from harness.sandbox.docker import engine, naming
 
 log = logging.getLogger(__name__)
@@ -121,6 +121,13 @@ def task_places(image: str) -> tuple[str, ...] | None:
         written = (config.get("Labels") or {}).get(TASK_LABEL)
         _labels[image] = None if written is None else tuple(written.split())
     return _labels[image]
+
+
+def workdir(image: str) -> str:
+    """The working directory of a sandbox of `image` (`Sandbox.workdir`): a task's own image's (its WORKDIR, or
+    /workspace when it sets none: the first of its places), else /workspace."""
+    places = task_places(image)
+    return places[0] if places else WORKSPACE
 
 
 def tmpfs_places(image: str, disk: int) -> dict[str, tuple[int, str]]:

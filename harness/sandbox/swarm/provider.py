@@ -28,6 +28,7 @@ import secrets
 
 from harness.errors import InputError
 from harness.sandbox.contract import (
+    WORKSPACE,
     Capabilities,
     Capacity,
     ImageInfo,
@@ -37,7 +38,7 @@ from harness.sandbox.contract import (
     SandboxProvider,
     SandboxSpec,
 )
-from harness.sandbox.docker import engine, images, naming, task_images
+from harness.sandbox.docker import engine, images, naming, storage, task_images
 from harness.sandbox.service import ServiceSandbox
 from harness.sandbox.swarm import cleanup, cluster, networks, nodecheck, tasks, volumes
 from harness.sandbox.swarm import spec as service_spec
@@ -50,8 +51,8 @@ class SwarmSandbox(ServiceSandbox):
     provider = NAME
 
     def __init__(self, spec: SandboxSpec, service_id: str, name: str, host: str, port: int, token: str,
-                 node_id: str = ""):
-        super().__init__(spec, name, host, port, token)
+                 node_id: str = "", workdir: str = WORKSPACE):
+        super().__init__(spec, name, host, port, token, workdir=workdir)
         self.id, self.node_id = service_id, node_id
 
     def ref(self) -> dict:
@@ -131,7 +132,8 @@ class SwarmProvider(SandboxProvider):
                 raise
         try:
             node_id, port = tasks.wait_running(service_id, name, settings().swarm_task_timeout)
-            sandbox = SwarmSandbox(spec, service_id, name, cluster.node_addr(node_id), port, token, node_id)
+            sandbox = SwarmSandbox(spec, service_id, name, cluster.node_addr(node_id), port, token, node_id,
+                                   storage.workdir(spec.image))
             volumes.after_start(node_id, name)
         except BaseException:
             cleanup.remove(service_id)
@@ -148,7 +150,7 @@ class SwarmProvider(SandboxProvider):
         if handle.provider != NAME:
             raise ValueError(f"a {handle.provider} handle cannot be attached by the swarm provider")
         return SwarmSandbox(handle.spec, handle.ref["service_id"], handle.name, handle.host, handle.port,
-                            handle.token, handle.ref.get("node_id", ""))
+                            handle.token, handle.ref.get("node_id", ""), handle.workdir)
 
     def teardown(self, sandbox: Sandbox) -> None:
         assert isinstance(sandbox, SwarmSandbox)
