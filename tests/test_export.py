@@ -246,6 +246,13 @@ def test_atif_trajectories_of_a_smoke_run_validate_and_hold_the_trace(run_dir, t
         assert (outcome["answer"], outcome["correct"], outcome["status"]) == (row["answer"], row["correct"], "ok")
         assert outcome["scores"]["gaia"]["correct"] is row["correct"]
         assert doc["agent"]["model_name"] == "replay" and doc["extra"]["trial"]["epoch"] == 1
+        offered, = [e for e in events if e["type"] == "tools"]  # once per attempt, as the model was sent them
+        assert doc["agent"]["tool_definitions"] == offered["tools"]
+        names = [d["function"]["name"] for d in offered["tools"]]
+        assert all(d["type"] == "function" and d["function"]["description"]
+                   and d["function"]["parameters"]["type"] == "object" for d in offered["tools"])
+        assert {"run_python", "read_file"} <= set(names) and len(names) == len(set(names))
+        assert calls and {c["function_name"] for c in calls} <= set(names)
     assert [docs[f"{rows[i]['trace'][7:-6]}/agent/trajectory.json"]["extra"]["outcome"]["correct"]
             for i in IDS] == [True, True, False]
 
@@ -299,6 +306,8 @@ def test_atif_carries_every_trace_event_and_names_what_it_could_not_write(tmp_pa
     assert name == "q-1/agent/trajectory.json"
     assert "q (epoch 2): no trace" in proc.stderr and "'sparkle'" in proc.stderr
     assert "differ from the row's" in proc.stderr and "differ from the row's" in doc["notes"]
+    assert "does not record the tools the agent was offered" in proc.stderr  # a trace from before the event
+    assert "tool_definitions" not in doc["agent"]
     steps = doc["steps"]
     assert [(s["source"], s["message"]) for s in steps] == [
         ("system", "You code."), ("user", "What is 3+4?"), ("agent", "Let me add."), ("agent", "Looks right."),
@@ -323,6 +332,23 @@ def test_atif_carries_every_trace_event_and_names_what_it_could_not_write(tmp_pa
             metrics["total_cost_usd"]) == (150, 25, 40, 0.5)
     outcome = doc["extra"]["outcome"]
     assert (outcome["status"], outcome["error_kind"], outcome["error"]) == ("error", "model", "timed out")
+
+
+def test_atif_tool_definitions_are_the_traced_tools_a_team_member_by_member(tmp_path):
+    run = _hand_run(tmp_path, ["7"])
+    add = {"type": "function", "function": {"name": "add", "description": "Add two numbers.", "parameters": {
+        "type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a"]}}}
+    _traced(run, [
+        {"t": 0.01, "type": "task", "task": "What is 3+4?"},
+        {"t": 0.02, "type": "tools", "tools": [add], "agents": {"coder": ["add"]}},
+        {"t": 1.5, "type": "model_call", "model": "m", "seconds": 1.4, "content": "<solution>7</solution>",
+         "usage": {"prompt_tokens": 150, "completion_tokens": 30, "cached_prompt_tokens": 40}},
+    ])
+    proc = harness("export", run, "--format", "atif", "--out", tmp_path / "atif")
+    assert proc.returncode == 0 and "record the tools" not in proc.stderr, explain(proc)
+    (_, doc), = _atif_files(tmp_path / "atif").items()
+    assert doc["agent"]["tool_definitions"] == [add] and doc["agent"]["extra"]["tools_by_agent"] == {"coder": ["add"]}
+    assert [s["source"] for s in doc["steps"]] == ["user", "agent"] and not doc["extra"]["events"]
 
 
 def test_atif_bad_out_is_exit_2_with_nothing_written(tmp_path):

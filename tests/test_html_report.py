@@ -75,6 +75,8 @@ def make_run_dir(root: Path, n: int, *, flip: frozenset[int] = frozenset(), big_
         events = [
             {"t": 0.0, "type": "task", "task": f"Question {i}: what is the answer?"},
             {"t": 0.01, "type": "system_prompt", "source": "assistant", "content": f"SYSTEM PROMPT of {iid}"},
+            {"t": 0.01, "type": "tools", "tools": [{"type": "function", "function": {
+                "name": "run_python", "description": "Run Python.", "parameters": {"type": "object"}}}]},
             {"t": 0.02, "type": "model_call", "model": "fake-model", "seconds": 0.5,
              "usage": {"prompt_tokens": 10, "completion_tokens": 5},
              "content": None, "tool_calls": [{"name": "run_python", "arguments": {"code": "print(1)"}}],
@@ -218,6 +220,8 @@ def test_html_report_table_filters_and_trace(tmp_path, page):
     assert page.locator("#chart-scorers svg").count() == 1
     assert page.locator("#env-outcomes").count() == 1
     assert page.locator("#trace .ev-model_call details").count() == 1  # the messages sent
+    assert "1 offered" in page.inner_text("#trace .ev-tools") and "run_python" in page.inner_text(
+        "#trace .ev-tools summary")  # the tools the model was offered, named
     page.screenshot(path=str(tmp_path / "report.png"), full_page=True)  # a test artifact
 
     assert not page.errors

@@ -66,6 +66,10 @@ def test_magentic_team_orchestrates_a_coder_whose_code_runs_in_the_sandbox(tmp_p
     assert "exit code: 0" in executed["content"] and "6" in executed["content"]
     assert sources.index("coder") < sources.index("executor")
     assert "<solution>6</solution>" in messages[-1]["content"]
+    (offered,) = [e for e in events if e["type"] == "tools"]  # the members' tools, traced once
+    assert set(offered["agents"]) == {"web_surfer", "file_surfer"} and "read_file" in offered["agents"]["file_surfer"]
+    assert [d["function"]["name"] for d in offered["tools"]] == list(dict.fromkeys(
+        name for names in offered["agents"].values() for name in names))
     assert containers_of(out) == []
 
 
@@ -195,3 +199,34 @@ def test_the_websurfer_teams_assistant_holds_web_search_and_the_mcp_tools():
     envs.built["browser"].playwright = playwright
     tools = _team_tools(asyncio.run(websurfer(_replay_client(), envs, None, Limits())))
     assert {"web_search", "calc__add", "run_python"} <= set(tools["assistant"])
+
+
+def _sent(team) -> dict[str, dict]:
+    """Every member's tools as AutoGen's OpenAI client converts them for the request, by name."""
+    from autogen_ext.models.openai._openai_client import convert_tools
+
+    async def listed():
+        return [t for m in team._participants for bench in getattr(m, "_workbench", None) or []
+                for t in await bench.list_tools()]
+    return {d["function"]["name"]: dict(d, function=dict(d["function"])) for d in convert_tools(asyncio.run(listed()))}
+
+
+def test_a_teams_traced_tools_are_what_its_members_models_are_sent_member_by_member():
+    from harness.agents.autogen.builtin import magentic, websurfer
+    from harness.agents.autogen.tools import offered_by
+    from harness.agents.contract import Limits
+
+    team = magentic(_replay_client(), _dry(True, True), None, Limits())
+    offered = offered_by(team)
+    assert offered.agents == {m: names for m, names in _team_tools(team).items() if names}
+    assert {d["function"]["name"]: d for d in offered.tools} == _sent(team)
+
+    envs = _dry(True, True)
+
+    async def playwright():
+        return None, None
+
+    envs.built["browser"].playwright = playwright
+    surfing = offered_by(asyncio.run(websurfer(_replay_client(), envs, None, Limits())))
+    assert {"visit_url", "click"} <= set(surfing.agents["web_surfer"])  # MultimodalWebSurfer's own (default_tools)
+    assert {"web_search", "calc__add", "run_python"} <= set(surfing.agents["assistant"])

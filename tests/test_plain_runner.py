@@ -99,8 +99,10 @@ def test_plain_runner_with_replay_writes_harness_trace_events(image, out):
     raw = (out / row["trace"]).read_text()
     events = trace(out, row)
     kinds = [e["type"] for e in events if e["type"] in
-             ("system_prompt", "model_call", "tool_call", "tool_result", "message")]
-    assert kinds == ["system_prompt", "model_call", "tool_call", "tool_result", "model_call", "message"], kinds
+             ("system_prompt", "tools", "model_call", "tool_call", "tool_result", "message")]
+    assert kinds == ["system_prompt", "tools", "model_call", "tool_call", "tool_result", "model_call", "message"], kinds
+    (offered,) = [e for e in events if e["type"] == "tools"]  # the schemas the model is sent, once
+    assert "run_python" in [d["function"]["name"] for d in offered["tools"]] and offered["agents"] is None
     assert events[0]["type"] == "task" and "canary.txt" in events[0]["task"]
     system = next(e for e in events if e["type"] == "system_prompt")
     assert system["source"] == "plain" and "<solution>" in system["content"]
@@ -118,7 +120,7 @@ def test_plain_runner_with_replay_writes_harness_trace_events(image, out):
     assert message["source"] == "plain" and message["content"].endswith("<solution>B9E1D5-YRANAC</solution>")
 
     # Only the harness's own event types, no framework dumps.
-    harness_types = {"task", "system_prompt", "message", "tool_call", "tool_result", "model_call_started",
+    harness_types = {"task", "system_prompt", "tools", "message", "tool_call", "tool_result", "model_call_started",
                      "model_call", "env", "user_reply", "limit", "error", "verdict"}
     assert {e["type"] for e in events} <= harness_types
     for needle in FRAMEWORK_DUMPS:

@@ -188,8 +188,12 @@ def test_answer_tags_any_case_multiline_and_team_agent(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     (row,) = rows(out)
     assert row["status"] == "ok" and row["correct"] is True and row["answer"] == "6"
-    sources = {e["source"] for e in trace(out, row) if e["type"] == "message"}
+    events = trace(out, row)
+    sources = {e["source"] for e in events if e["type"] == "message"}
     assert {"solver", "reviewer"} <= sources
+    (offered,) = [e for e in events if e["type"] == "tools"]  # the solver's tools; the reviewer holds none
+    assert list(offered["agents"]) == ["solver"] and "run_python" in offered["agents"]["solver"]
+    assert {e["name"] for e in events if e["type"] == "tool_call"} <= {d["function"]["name"] for d in offered["tools"]}
 
 
 def test_dead_sandbox_is_an_infra_error_retried_on_a_fresh_sandbox(tmp_path):
@@ -233,4 +237,6 @@ def test_multimodal_web_surfer_drives_the_sandbox_browser(tmp_path):
     assert row["status"] == "ok" and row["correct"] is True, row
     surfer = [e["content"] for e in trace(out, row) if e["type"] == "message" and e["source"] == "web_surfer"]
     assert any("About us" in m for m in surfer), surfer  # it saw the site's page, in the sandbox
+    (offered,) = [e for e in trace(out, row) if e["type"] == "tools"]
+    assert "visit_url" in offered["agents"]["web_surfer"]  # MultimodalWebSurfer's own tools, traced too
     assert containers_of(out) == []

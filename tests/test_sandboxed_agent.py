@@ -82,6 +82,8 @@ def test_the_program_runs_the_harness_tools_over_mcp_and_the_trace_records_each_
     listed = _listed(events)
     assert {"run_python", "run_shell", "list_files", "read_file"} <= set(listed), listed
     assert not any("__" in name for name in listed), listed  # no Gaia2 app on a plain instance
+    (offered,) = [e for e in events if e["type"] == "tools"]  # traced once: the tools the server lists
+    assert [d["function"]["name"] for d in offered["tools"]] == listed
 
 
 @pytest.mark.docker
@@ -111,6 +113,8 @@ def test_an_in_sandbox_agent_plays_a_gaia2_scenario_through_its_apps_over_mcp(tm
     listed = _listed(events)
     assert {say["name"], "SandboxLocalFileSystem__ls", "SystemApp__get_current_time"} <= set(listed), listed
     assert all("__" in name for name in listed), listed  # its apps alone: no code, file or browser tool
+    (offered,) = [e for e in events if e["type"] == "tools"]
+    assert [d["function"]["name"] for d in offered["tools"]] == listed
 
 
 @pytest.mark.docker
@@ -356,8 +360,9 @@ def test_the_tool_server_lists_and_runs_the_tools_and_traces_each_call_once(tmp_
     tracer = Tracer(tmp_path / "trace.jsonl")
     asked = [ToolCall(source="sandbox", name="_add", arguments={"a": 1, "b": 2}, call_id="c1")]
 
+    server = ToolServer([_add, _gone], "tok", tracer, asked)
+
     async def session():
-        server = ToolServer([_add, _gone], "tok", tracer, asked)
         await server.start()
         ids = iter(range(1, 100))
 
@@ -388,6 +393,8 @@ def test_the_tool_server_lists_and_runs_the_tools_and_traces_each_call_once(tmp_
     tools = {t["name"]: t for t in listed[1]["result"]["tools"]}
     assert sorted(tools) == ["_add", "_gone"] and tools["_add"]["description"] == "Add two whole numbers."
     assert tools["_add"]["inputSchema"]["properties"] == {"a": {"type": "integer"}, "b": {"type": "integer"}}
+    assert [(d["function"]["name"], d["function"]["description"], d["function"]["parameters"])
+            for d in server.definitions] == [(t["name"], t["description"], t["inputSchema"]) for t in tools.values()]
     results = [c[1]["result"] for c in calls]
     assert [(r["content"][0]["text"], r["isError"]) for r in results[:2]] == [("3", False), ("3", False)]
     assert results[2]["isError"] and "bad arguments for _add" in results[2]["content"][0]["text"]

@@ -26,7 +26,7 @@ from harness.errors import ErrorKind, kind_of
 from harness.models.budget import BudgetSpec
 from harness.models.config import ModelSection
 from harness.sandbox.contract import Sandbox, SandboxHandle
-from harness.traces import Tracer
+from harness.traces import ToolsOffered, Tracer
 from harness.usage import Usage
 
 if TYPE_CHECKING:  # the harness's own process never builds an AgentContext: not imported there
@@ -167,6 +167,11 @@ class AgentRunner(abc.ABC):
     @abc.abstractmethod
     async def turn(self, message: str) -> str:
         """Give the agent a user message (the task first) and run it until it ends its turn."""
+
+    def tools_offered(self) -> ToolsOffered | None:
+        """After `setup`: the tools its model(s) are offered, as the model is sent them (the agent's process traces
+        it once per attempt). None (the default): the runner offers none, or cannot say."""
+        return None
 
     async def close(self) -> None:  # noqa: B027 - a default, not abstract: a runner that made nothing keeps it
         """Release what setup made."""

@@ -14,6 +14,9 @@ A trace (harness/traces) becomes steps, in its order, the system prompts first (
 * the ``tool_call`` events after it -> that step's tool_calls (id, name, arguments), ``tool_result`` -> its
   observation (source_call_id, content; is_error in extra), ``env`` and ``tool_calls_dropped`` -> its extra;
 * an agent's ``message`` repeating the step's reply names the step's agent; any other is an agent step of its own.
+The ``tools`` event (the tools the agent's model was offered, OpenAI-style, as ATIF wants them) becomes the agent's
+tool_definitions (a team's member -> tool names in agent.extra.tools_by_agent); a trace from before that event has
+none, a warning when it made model calls.
 ``limit``, ``error``, ``divergence`` and ``verdict`` events, and event types this module does not know, are kept
 whole in the root's extra.events (unknown ones also counted in the warnings). Timestamps come from the trace's
 wall clock (model_call_started's `at`); a trace without one has none. final_metrics sums the steps' tokens (a
@@ -64,6 +67,7 @@ class _Walk:
         self.unknown: Counter[str] = Counter()
         self.prelude: list[dict[str, Any]] = []
         self.agent: Step | None = None  # the agent step the next tool events belong to
+        self.tools: dict[str, Any] | None = None  # the `tools` event (None: the trace has none)
         starts = [e for e in events if e.get("type") == "model_call_started" and e.get("at")]
         self.t0 = float(starts[0]["at"]) - float(starts[0].get("t") or 0) if starts else None
         for event in events:
@@ -94,6 +98,8 @@ class _Walk:
                 _extra(self.agent)["agent"] = e.get("source")
                 return
             self.said("agent", text, e.get("t"), agent=e.get("source"), event="message")
+        elif kind == "tools" and self.tools is None:
+            self.tools = e
         elif kind in PRELUDE:
             self.prelude.append(e)
         elif kind == "model_call":
@@ -180,6 +186,21 @@ def _final_metrics(steps: list[Step], row: ResultRow, priced: bool) -> tuple[dic
             "total_cost_usd": row.usage.cost if priced else None}, note
 
 
+def _agent(tools: dict[str, Any] | None, config: dict[str, Any], called: bool) -> tuple[dict[str, Any], list[str]]:
+    """ATIF's agent: the run's agent and model, the tools its trace says it was offered; a warning when the trace
+    of an agent that called a model does not say."""
+    extra: dict[str, Any] = {"framework": "harness"}
+    agent = {"name": str(config.get("agent") or "harness"), "version": __version__,
+             "model_name": config.get("model"), "extra": extra}
+    if tools is None:
+        return agent, (["its trace does not record the tools the agent was offered (written before the harness "
+                        "traced them): agent.tool_definitions left out"] if called else [])
+    agent["tool_definitions"] = list(tools.get("tools") or [])
+    if tools.get("agents"):
+        extra["tools_by_agent"] = tools["agents"]
+    return agent, []
+
+
 def trajectory(run: ExportRun, row: ResultRow) -> tuple[dict[str, Any] | None, list[str]]:
     """The trial's ATIF document, checked (None when it has none), and its warnings."""
     name = f"{row.instance_id} (epoch {row.epoch})"
@@ -197,10 +218,11 @@ def trajectory(run: ExportRun, row: ResultRow) -> tuple[dict[str, Any] | None, l
     final_metrics, note = _final_metrics(steps, row, run.figures.report.priced)
     if note:
         warnings.append(f"{name}: {note}")
+    agent, found = _agent(walk.tools, config, any("metrics" in s for s in steps))
+    warnings += [f"{name}: {w}" for w in found]
     fields = row.model_dump(mode="json")
     doc = {"schema_version": SCHEMA_VERSION, "session_id": f"{run.figures.root.name}/{Path(str(row.trace)).stem}",
-           "agent": {"name": str(config.get("agent") or "harness"), "version": __version__,
-                     "model_name": config.get("model"), "extra": {"framework": "harness"}},
+           "agent": agent,
            "steps": steps, "notes": note, "final_metrics": final_metrics,
            "extra": {"outcome": {k: fields.pop(k) for k in OUTCOME}, "trial": fields, "events": walk.aside,
                      "run": config}}

@@ -16,6 +16,7 @@ from harness.traces.events import (
     ToolCall,
     ToolCallsDropped,
     ToolResult,
+    ToolsOffered,
     Tracer,
     UserReply,
     VerdictEvent,
@@ -25,6 +26,5 @@ from harness.traces.events import (
 )
 
 __all__ = ["Divergence", "EnvAction", "ErrorEvent", "Event", "LimitEvent", "Message", "ModelAttempt", "ModelCall",
-           "ModelCallStarted",
-           "ModelWait", "SystemPrompt", "TaskEvent", "ToolCall", "ToolCallsDropped", "ToolResult", "Tracer",
-           "UserReply", "VerdictEvent", "append_event", "read_events", "read_trace"]
+           "ModelCallStarted", "ModelWait", "SystemPrompt", "TaskEvent", "ToolCall", "ToolCallsDropped", "ToolResult",
+           "ToolsOffered", "Tracer", "UserReply", "VerdictEvent", "append_event", "read_events", "read_trace"]

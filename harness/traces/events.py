@@ -6,6 +6,9 @@ flushed as it is written, so a killed agent still leaves its trace.
 
     task          the instruction the agent was given
     system_prompt an agent's system message
+    tools         the tools the agent's model(s) are offered, once, as the runner has set the agent up: each an
+                  OpenAI-style definition {type: function, function: {name, description, parameters}} as the
+                  model is sent it; `agents`, of a team: which member holds which (absent from older traces)
     message       text an agent (or the simulated user) said
     tool_call     an agent asked for a tool: name, arguments, call id
     tool_result   what the tool answered (is_error when it failed)
@@ -74,6 +77,12 @@ class SystemPrompt(_Event):
     type: Literal["system_prompt"] = "system_prompt"
     source: str
     content: str
+
+
+class ToolsOffered(_Event):
+    type: Literal["tools"] = "tools"
+    tools: list[dict[str, Any]] = Field(default_factory=list)  # OpenAI-style definitions, one per tool name
+    agents: dict[str, list[str]] | None = None  # of a team: member -> the names of the tools it holds
 
 
 class Message(_Event):
@@ -197,9 +206,9 @@ class ErrorEvent(_Event):
     traceback: str = ""
 
 
-Event = Annotated[TaskEvent | SystemPrompt | Message | ToolCall | ToolResult | ModelCallStarted | ModelCall
-                  | ModelAttempt | ModelWait | ToolCallsDropped | EnvAction | UserReply | LimitEvent | ErrorEvent
-                  | VerdictEvent | Divergence,
+Event = Annotated[TaskEvent | SystemPrompt | ToolsOffered | Message | ToolCall | ToolResult | ModelCallStarted
+                  | ModelCall | ModelAttempt | ModelWait | ToolCallsDropped | EnvAction | UserReply | LimitEvent
+                  | ErrorEvent | VerdictEvent | Divergence,
                   Field(discriminator="type")]
 _EVENT: TypeAdapter[Event] = TypeAdapter(Event, config=ConfigDict(defer_build=True))
 

@@ -19,11 +19,12 @@ from autogen_agentchat.base import TaskResult
 from autogen_agentchat.messages import BaseChatMessage, MultiModalMessage, ToolCallExecutionEvent, ToolCallRequestEvent
 
 from harness.agents.autogen.models import build_client, image_parts
+from harness.agents.autogen.tools import offered_by
 from harness.agents.contract import AgentContext, AgentRunner
 from harness.environments.families.images import Images
 from harness.environments.images import task_text
 from harness.errors import ErrorKind, kind_of
-from harness.traces import Message, SystemPrompt, ToolCall, ToolResult
+from harness.traces import Message, SystemPrompt, ToolCall, ToolResult, ToolsOffered
 
 
 def _arguments(raw: str) -> dict:
@@ -64,6 +65,9 @@ class AutoGenRunner(AgentRunner):
         self.agent = await agent if inspect.isawaitable(agent) else agent
         for source, content in _system_prompts(self.agent):
             ctx.tracer.emit(SystemPrompt(source=source, content=content))
+
+    def tools_offered(self) -> ToolsOffered:
+        return offered_by(self.agent)
 
     async def turn(self, message: str) -> str:
         tracer, last_text = self.ctx.tracer, ""

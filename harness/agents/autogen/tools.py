@@ -1,5 +1,6 @@
 """The environments' tools (harness/environments/tools.py) as AutoGen tools: a FunctionTool of each
-tool function, a `SchemaFunctionTool` of each tool that brings its own JSON schema (an MCP server's)."""
+tool function, a `SchemaFunctionTool` of each tool that brings its own JSON schema (an MCP server's);
+`offered_by` reads back the tools an agent or team holds, as its model client sends them."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pydantic import BaseModel
 from harness.datasets.model import Instance
 from harness.environments import Environments
 from harness.environments import tools as env_tools
+from harness.traces import ToolsOffered
 
 
 class SchemaFunctionTool(BaseTool[BaseModel, Any]):
@@ -45,3 +47,26 @@ def sandbox_tools(envs: Environments, instance: Instance | None = None) -> list[
 
 def web_tools(envs: Environments) -> list[BaseTool]:
     return [autogen_tool(f) for f in env_tools.web_tools(envs)]
+
+
+def definition(tool: BaseTool | ToolSchema) -> dict[str, Any]:
+    """A tool as AutoGen's OpenAI client sends it: {type: function, function: {name, description, parameters,
+    strict}}."""
+    found: ToolSchema = tool.schema if isinstance(tool, BaseTool) else tool
+    return {"type": "function", "function": {"name": found["name"], "description": found.get("description", ""),
+                                             "parameters": found.get("parameters", {}),
+                                             "strict": found.get("strict", False)}}
+
+
+def offered_by(agent: Any) -> ToolsOffered:
+    """The tools an agent, or each member of a team, holds (best effort: AutoGen keeps them private; a
+    MultimodalWebSurfer's are its `default_tools`), each name once, and which member holds which."""
+    members = getattr(agent, "_participants", None) or [agent]
+    tools: dict[str, dict[str, Any]] = {}
+    held: dict[str, list[str]] = {}
+    for member in members:
+        own = getattr(member, "_tools", None) or getattr(member, "default_tools", None) or []
+        for found in map(definition, own):
+            tools.setdefault(found["function"]["name"], found)
+            held.setdefault(getattr(member, "name", "agent"), []).append(found["function"]["name"])
+    return ToolsOffered(tools=list(tools.values()), agents=held if len(members) > 1 else None)

@@ -27,7 +27,7 @@ from harness.environments.families.images import Images
 from harness.environments.images import SHOWN_BELOW, latest, openai_parts, task_text
 from harness.environments.tools import Toolbox, offered, schema
 from harness.models.factory import chat_model
-from harness.traces import Message, SystemPrompt, ToolCall, ToolResult
+from harness.traces import Message, SystemPrompt, ToolCall, ToolResult, ToolsOffered
 
 SYSTEM = (  # {workdir}: the sandbox's working directory (Sandbox.workdir: /workspace, or a task image's own)
     "You solve tasks with tools that run inside a sandbox holding the task's files in {workdir}. "
@@ -60,6 +60,9 @@ class PlainRunner(AgentRunner):
         self.messages: list[dict] = [{"role": "system", "content": system}]
         self.asked = False  # the task (the first turn's message) carries the instance's pictures
         ctx.tracer.emit(SystemPrompt(source=SOURCE, content=system))
+
+    def tools_offered(self) -> ToolsOffered:
+        return ToolsOffered(tools=self.schemas)
 
     async def turn(self, message: str) -> str:
         content = message if self.asked else await self._task(message)

@@ -41,7 +41,7 @@ from harness.agents.sandboxed.tools import ToolServer, served
 from harness.environments.tools import offered
 from harness.errors import AgentError, HarnessError, InputError, SandboxFileNotFound
 from harness.models.factory import chat_model
-from harness.traces import Message
+from harness.traces import Message, ToolsOffered
 
 HOST_FILE = re.compile(r"(?<!\S)@(\S+)")
 FILES = f"{ROOT}/files"
@@ -83,6 +83,10 @@ class SandboxedRunner(AgentRunner):
         self.task = ""
         self.last = ""
         self.runs = 0
+
+    def tools_offered(self) -> ToolsOffered:
+        """The tool server's tools (the in-sandbox program's own, if it has any, are not the harness's to know)."""
+        return ToolsOffered(tools=self.tools.definitions)
 
     def _install(self) -> str:
         """Copy the command's host files in; the command with their paths inside the sandbox."""

@@ -27,7 +27,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from harness.agents.sandboxed.proxy import SOURCE, authorized
 from harness.environments.family import Tool
-from harness.environments.tools import Toolbox, description, schema
+from harness.environments.tools import Toolbox, schema
 from harness.errors import HarnessError, InfraError
 from harness.traces import ToolCall, ToolResult, Tracer
 
@@ -48,9 +48,9 @@ class ToolServer:
     def __init__(self, tools: list[Tool], token: str, tracer: Tracer | None, asked: list[ToolCall]):
         self.toolbox, self.token, self.tracer, self.asked = Toolbox(tools), token, tracer, asked
         self.stopped: HarnessError | None = None  # a dead sandbox met by a call: the instance ends
-        self._listed = [types.Tool(name=name, description=description(fn),
-                                   input_schema=schema(fn)["function"]["parameters"])
-                        for name, fn in self.toolbox.tools.items()]
+        self.definitions = [schema(fn) for fn in self.toolbox.tools.values()]  # OpenAI-style, as the trace has them
+        self._listed = [types.Tool(name=d["function"]["name"], description=d["function"]["description"],
+                                   input_schema=d["function"]["parameters"]) for d in self.definitions]
         manager = StreamableHTTPSessionManager(Server("harness", on_list_tools=self._list, on_call_tool=self._call),
                                                json_response=True, stateless=True)
         self._manager = manager

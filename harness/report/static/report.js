@@ -377,6 +377,11 @@
     switch (ev.type) {
       case "task": body = head() + pre(ev.task); break;
       case "system_prompt": body = head("from " + esc(ev.source)) + pre(ev.content); break;
+      case "tools": {
+        const names = (ev.tools || []).map((d) => (d.function || {}).name);
+        body = head(`${names.length} offered`) + `<details><summary>${esc(names.join(", "))}</summary>${json(ev)}</details>`;
+        break;
+      }
       case "message": body = head("from " + esc(ev.source)) + pre(ev.content); break;
       case "model_call_started": body = head(`${esc(ev.model)} timeout ${esc(ev.timeout)}s`); break;
       case "model_call": {

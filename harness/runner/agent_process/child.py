@@ -143,6 +143,8 @@ async def _drive(runner: AgentRunner, ctx: AgentContext, request: AgentRequest, 
 
     try:
         await runner.setup(ctx)
+        if (offered := runner.tools_offered()) is not None:
+            ctx.tracer.emit(offered)
         result.final_message = await runner.turn(request.task)
         while wants_reply(result.final_message) and result.user_replies < request.user.max_replies:
             if ctx.model.kind == "replay" and ctx.meter.calls >= len(ctx.replay_turns or []):
