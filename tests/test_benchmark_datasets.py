@@ -17,7 +17,7 @@ from harness.environments import Environments
 from harness.environments.search import SearchEnv
 from harness.environments.tools import sandbox_tools, schema
 from harness.errors import InputError
-from harness.sandbox.contract import ExecResult
+from harness.sandbox.contract import WORKSPACE, ExecResult
 from harness.traces import Tracer
 from tests.helpers.e2e import REPO, harness
 
@@ -127,6 +127,8 @@ def test_bad_benchmark_rows_exit_2_before_any_sandbox(tmp_path):
 
 class CannedSandbox:
     """Answers every exec with one canned stdout, and keeps the argv it was given."""
+
+    workdir = WORKSPACE  # as every Sandbox has one (the code tools name it)
 
     def __init__(self, stdout: str):
         self.stdout, self.calls = stdout, []
