@@ -23,7 +23,7 @@ IDS = ["proto_find_image_file", "proto_forward_email", "proto_multi_turn"]
 @pytest.mark.docker
 def test_the_oracle_passes_every_smoke_scenario_and_an_idle_agent_fails_each_with_ares_reason(tmp_path):
     oracle = harness("run", "--dataset", SMOKE, "--agent", "oracle", "--model", "replay", "--scorer", "gaia2",
-                     "--output-dir", tmp_path / "oracle")  # no --epochs: Gaia2's three
+                     "--workers", "3", "--output-dir", tmp_path / "oracle")  # no --epochs: Gaia2's three
     assert oracle.returncode == 0, explain(oracle)
     assert "gaia2: each instance runs 3 times" in oracle.stderr, explain(oracle)
     run = json.loads((tmp_path / "oracle" / "run.json").read_text())
