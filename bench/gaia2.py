@@ -113,7 +113,7 @@ async def host_side(venv: Path, scenario: str, files: Path) -> tuple[float, floa
 
 async def sandbox_side(provider, image: str, run_id: str, scenario: str, round_: int) -> tuple[float, float, str]:
     """Seconds from the sandbox's start and from the driver's (the sandbox up, the scenario in) to the answer."""
-    from harness.environments.gaia2 import Gaia2Env
+    from harness.benchmarks.gaia2.environment import Gaia2Env
     from harness.environments.mcp_tools import connect
     from harness.sandbox.contract import SandboxSpec
 

@@ -162,6 +162,20 @@ def cleanup(
 
 
 @app.command()
+def benchmarks() -> None:
+    """List the benchmarks the harness knows (built-in and registered by installed packages: harness/benchmark.py)."""
+    from harness.benchmark import registered
+
+    try:
+        known = registered()
+    except HarnessError as exc:
+        fail(exc)
+    for b in known:
+        exports = f"; exports: {', '.join(b.exports)}" if b.exports else ""
+        print(f"{b.name}: {b.title} (scorers: {', '.join(b.default_scorers)}; epochs: {b.epochs}{exports})")
+
+
+@app.command()
 def smoke(
     sandboxes: int = typer.Option(4, "--sandboxes", "-n", min=1, help="Sandboxes to start in parallel."),
     sandbox: str = typer.Option("docker", help=SANDBOX_HELP),
@@ -190,9 +204,10 @@ def run_cmd(
                                                            "holding the key (default: OPENAI_API_KEY if set)."),
     output_dir: Path | None = typer.Option(None, help="Results go to DIR/output.jsonl; re-running resumes. "
                                                          "Default: runs/<dataset>-<YYYYmmdd-HHMMSS>."),
-    split: str | None = typer.Option(None, help="With a GAIA root: use 2023/SPLIT/ (Gaia2's Hub: SPLIT-*.parquet)."),
-    subset: str | None = typer.Option(None, help="A folder of the dataset: a Hub config, e.g. Gaia2's execution, "
-                                                 "search, adaptability, time, ambiguity or mini."),
+    split: str | None = typer.Option(None, help="With a GAIA root: use 2023/SPLIT/ (a Hub parquet "
+                                                                "dataset: SPLIT-*.parquet)."),
+    subset: str | None = typer.Option(None, help="A folder of the dataset: a Hub config (e.g. execution, search, "
+                                                 "adaptability, time, ambiguity or mini)."),
     agent: str = typer.Option("assistant", help="Built-in agent name, module:function, or sandbox:COMMAND "
                                                 "(a program run inside the sandbox)."),
     workers: int = typer.Option(2, help="Instances run in parallel."),
@@ -226,8 +241,8 @@ def run_cmd(
     disk: str = typer.Option("2g", help="Writable space per sandbox (files anywhere; beyond it: no space left). "
                                         "Without a storage quota it is RAM, added to --memory."),
     force: bool = typer.Option(False, help="Resume even though the configuration changed."),
-    epochs: int | None = typer.Option(None, help="Run each instance K times, each in a fresh sandbox (default 1; "
-                                                 "Gaia2: 3, as its leaderboard)."),
+    epochs: int | None = typer.Option(None, help="Run each instance K times, each in a fresh sandbox (default: the "
+                                                 "benchmark's, 1 but for a benchmark that says otherwise)."),
     warm_pool: int = typer.Option(0, help="Keep N sandboxes started ahead of the instances (each used once)."),
     reducer: list[str] = typer.Option([], help="With --epochs: mean (default), majority, pass@K, pass^K, at_least_N; "
                                                "repeat for several, the first is the headline."),
@@ -425,12 +440,13 @@ def report_cmd(
 @app.command("export")
 def export_cmd(
     output_dir: Path = typer.Argument(..., help="A run's output directory."),
-    fmt: str = typer.Option(..., "--format", help="gaia (the leaderboard's JSON Lines submission), gaia2 (ARE's "
-                                                  "leaderboard folder), inspect (an Inspect AI eval log, .json), "
-                                                  "jsonl (the rows flattened) or atif (one ATIF trajectory per "
-                                                  "trial, into a folder)."),
-    out: Path = typer.Option(..., "--out", help="The file to write (replaced atomically); for gaia2 and atif a new "
-                                                "or empty folder (atif: TRIAL/agent/trajectory.json in it)."),
+    fmt: str = typer.Option(..., "--format", help="A benchmark's own (a leaderboard's submission: gaia, a JSON Lines "
+                                                  "file, and the others `harness benchmarks` lists), inspect (an "
+                                                  "Inspect AI eval log, .json), jsonl (the rows flattened) or atif "
+                                                  "(one ATIF trajectory per trial, into a folder)."),
+    out: Path = typer.Option(..., "--out", help="The file to write (replaced atomically); for a folder format (atif, "
+                                                "a benchmark's) a new or empty folder (atif: "
+                                                "TRIAL/agent/trajectory.json in it)."),
     allow_missing: bool = typer.Option(False, "--allow-missing", help="gaia: write the submission even though "
                                                                       "some selected tasks have no row."),
     allow_partial: bool = typer.Option(False, "--allow-partial", help="gaia: write the submission of a run of part "

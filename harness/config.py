@@ -82,7 +82,9 @@ class DatasetChoice(Section):
     @property
     def root(self) -> Path:
         """The folder the dataset lives in (its default replay.jsonl and website/ sit there)."""
-        path = Path(str(self.path).removeprefix("harbor:"))  # --dataset harbor:PATH (harness/datasets/harbor.py)
+        path = Path(str(self.path))  # a benchmark's NAME:PATH too (harness/benchmark.py `Benchmark.prefix`)
+        if not path.exists() and ":" in path.parts[0]:
+            path = Path(str(self.path).partition(":")[2])
         return path if path.is_dir() else path.parent
 
 
@@ -216,7 +218,7 @@ class Scoring(Section):
     """--scorer (the first decides `correct`) and the LLM judge's model: --judge-model, else the
     TOML's [scorer.llm_judge] model; its rubric from [scorer.llm_judge] rubric. Used by `score` too.
     A --judge-model given without llm_judge is the judge of the benchmarks that judge in their sandbox (Gaia2's
-    soft checks, asked through the host: environments/gaia2.py)."""
+    soft checks, asked through the host: benchmarks/gaia2/environment.py)."""
 
     names: tuple[str, ...] = ("gaia",)
     judge_model: str | None = None  # --judge-model as given (run.json lists it beside the scorers)

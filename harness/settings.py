@@ -136,7 +136,7 @@ ELSEWHERE = {
                              "(default: the one apt already uses)",
     "HARNESS_DEBIAN_SUITE": "images/base/build.sh: Debian suite of the offline base (bookworm)",
     "HARNESS_TEST_WORKERS": "scripts/test.sh: pytest-xdist workers of the suite (4; 2 with --fast)",
-    "HARNESS_BENCH_ARE_VENV": "bench/gaia2.py: the host virtual environment with ARE it builds once and reuses "
+    "HARNESS_BENCH_ARE_VENV": "bench/'s ARE script: the host virtual environment with ARE it builds once and reuses "
                               "(default ~/.cache/harness-bench/are-venv)",
 }
 

@@ -143,7 +143,7 @@ def article(key: str) -> dict:
 
 def main() -> None:
     sys.path.insert(0, str(REPO))
-    from harness.datasets.multihoprag import query_id
+    from harness.benchmarks.multihoprag.dataset import query_id
 
     OUT.mkdir(parents=True, exist_ok=True)
     corpus = [article(key) for key in ARTICLES]

@@ -1,4 +1,4 @@
-"""The MATH-500 and MultiHop-RAG adapters (harness/datasets/math500.py, multihoprag.py) and the
+"""The MATH-500 and MultiHop-RAG adapters (harness/benchmarks/math500/dataset.py, multihoprag.py) and the
 search_corpus tool's wiring (harness/environments/search.py, tools.py)."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.benchmarks.math500.dataset import parse_level
+from harness.benchmarks.multihoprag.dataset import query_id
 from harness.datasets import load_dataset
-from harness.datasets.math500 import parse_level
 from harness.datasets.model import Instance
-from harness.datasets.multihoprag import query_id
 from harness.environments import Environments
 from harness.environments.search import SearchEnv
 from harness.environments.tools import sandbox_tools, schema
@@ -187,7 +187,7 @@ def test_each_benchmark_gets_its_own_answer_conventions():
 
     def prompt(benchmark):
         return instruction(Instance(instance_id="a", question="Q?", root=Path("/tmp"),
-                                    metadata={"benchmark": benchmark} if benchmark else {}))
+                                    benchmark=benchmark or "gaia"))
 
     assert "LaTeX" in prompt("math500") and "GAIA" not in prompt("math500")
     assert "Insufficient information." in prompt("multihoprag") and "search_corpus" in prompt("multihoprag")

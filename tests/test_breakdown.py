@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from harness.benchmarks.multihoprag.scorer import MultiHopRagScorer
 from harness.report.breakdown import by_field, doc_key, evidence_recall, retrieval_recall, searched_docs
 from harness.report.stats import wilson_interval
 from harness.scoring.base import ScoreContext
-from harness.scoring.multihoprag import MultiHopRagScorer
 from harness.traces import EnvAction
 
 META = {

@@ -15,6 +15,7 @@ import typer
 from typer.testing import CliRunner
 
 from harness.agents.contract import Limits
+from harness.benchmark import get
 from harness.cli import app
 from harness.config import Scoring
 from harness.datasets import load_dataset
@@ -22,7 +23,7 @@ from harness.datasets.model import Instance
 from harness.errors import InputError
 from harness.models.config import load_config, model_section
 from harness.results.layout import default_run_dir
-from harness.runner.prompt import BENCHMARK_RULES, FORMAT_RULES, check_template, instruction, load_template
+from harness.runner.prompt import check_template, instruction, load_template
 from harness.runner.run_config import RunConfig, diff, load_run_config
 from harness.runner.scorers import build_scorers
 from harness.scoring.apply import context_for, score_one
@@ -42,6 +43,7 @@ from tests.helpers.e2e import (
 )
 
 QUESTION = "Sum column x of nums.csv."
+FORMAT_RULES = get("gaia").conventions  # a dataset of one's own is prompted as GAIA's
 
 
 def _instance(files=(), metadata=None, question="  Q?\n\nsecond line  ") -> Instance:
@@ -57,7 +59,7 @@ def test_the_default_template_gives_the_prompt_as_before():
     assert instruction(_instance(["a b.csv", "d/e.txt"])) == (
         "Q?\n\nsecond line\n\nThe file(s) for this task are in the sandbox at: /workspace/a b.csv, "
         "/workspace/d/e.txt\n\n" + FORMAT_RULES)
-    assert instruction(_instance(metadata={"benchmark": "math500"})).endswith(BENCHMARK_RULES["math500"])
+    assert instruction(_instance().model_copy(update={"benchmark": "math500"})).endswith(get("math500").conventions)
     assert load_template(None).fingerprint == "default"
 
 
@@ -411,5 +413,5 @@ def test_a_gaia2_scenario_is_told_its_apps_conventions_and_never_where_its_scena
     said = instruction(one, load_template(None))
     assert one.files and "proto_forward_email.json" not in said and "/workspace" not in said
     assert "AgentUserInterface__send_message_to_user" in said and FORMAT_RULES not in said
-    harbor = Instance(instance_id="t", question="Make /app/x.", root=tmp_path, metadata={"benchmark": "harbor"})
-    assert BENCHMARK_RULES["harbor"] in instruction(harbor, load_template(None))
+    harbor = Instance(instance_id="t", question="Make /app/x.", root=tmp_path, benchmark="harbor")
+    assert get("harbor").conventions in instruction(harbor, load_template(None))

@@ -10,7 +10,7 @@ import shutil
 import pandas as pd
 import pytest
 
-from harness.export.gaia import validate
+from harness.benchmarks.gaia.export import validate
 from tests.helpers.e2e import REPO, explain, harness
 
 SMOKE = REPO / "datasets" / "gaia-smoke"

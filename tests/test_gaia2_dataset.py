@@ -1,4 +1,4 @@
-"""The Gaia2 adapter (harness/datasets/gaia2.py): ARE scenario exports, a folder of them or a JSONL (the
+"""The Gaia2 adapter (harness/benchmarks/gaia2/dataset.py): ARE scenario exports, a folder of them or a JSONL (the
 scenarios themselves or Hugging Face rows), into instances; every bad scenario named. No Docker, no ARE."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.benchmarks.gaia2.dataset import detect
 from harness.datasets import load_dataset
-from harness.datasets.gaia2 import detect
 from harness.errors import InputError
 from harness.settings import settings
 from tests.helpers.e2e import REPO, harness
@@ -63,7 +63,7 @@ def test_the_smoke_folder_loads_one_instance_per_scenario():
         assert (instance.image, instance.answer, instance.files) == ("gaia2", "pass", [name])
         assert instance.root == SMOKE.resolve()
         assert instance.metadata["scenario_file"] == name and instance.metadata["variant"] == "standard"
-        assert instance.metadata["benchmark"] == "gaia2"
+        assert instance.benchmark == "gaia2"
 
 
 def test_a_jsonl_of_hub_rows_or_of_scenarios_loads_the_same(tmp_path, state):

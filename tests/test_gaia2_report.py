@@ -1,5 +1,5 @@
-"""Reporting as Gaia2 does (harness/report/gaia2.py): accuracy per capability and variant over the judged runs,
-the capabilities' equal-weight mean, pass@K and pass^K over the epochs, cost and time per scenario; and Gaia2's
+"""Reporting as Gaia2 does (harness/benchmarks/gaia2/report.py): accuracy per capability and variant over the judged
+runs, the capabilities' equal-weight mean, pass@K and pass^K over the epochs, cost and time per scenario; and Gaia2's
 default of three epochs when --epochs is not given (runner/preflight.py default_epochs). Pure logic: rows made
 here, and a run directory written by hand for `harness export --format gaia2`."""
 
@@ -13,9 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 
+from harness.benchmarks.gaia2.export import SCHEMA
 from harness.config import RunConfiguration
 from harness.datasets import load_dataset
-from harness.export.gaia2 import SCHEMA
 from harness.report import render
 from harness.report.build import build_report
 from harness.results.model import ResultRow
@@ -47,7 +47,7 @@ def rows() -> list[ResultRow]:
 
 def test_gaia2s_figures_per_capability_variant_and_their_equal_weight_mean():
     report = build_report(rows(), ["e1", "e2", "s1"], leaked_containers=0, epochs=3, tasks=TASKS)
-    found = report.gaia2
+    found = report.figures["gaia2"]
     assert found is not None and found["k"] == 3
     execution, search = found["capabilities"]["execution"], found["capabilities"]["search"]
     assert (execution["runs"], execution["judged_runs"], execution["passed_runs"], execution["errored_runs"]) == \
@@ -71,15 +71,15 @@ def test_gaia2s_figures_per_capability_variant_and_their_equal_weight_mean():
     assert "Gaia2 (equal-weight mean)" in shown and "33.3%: the mean of 2 capabilities' accuracies" in shown
     assert "capability search" in shown and "1 NOT JUDGED (left out)" in shown and "pass^3 50.0%" in shown
     unpriced = build_report(rows(), ["e1", "e2", "s1"], leaked_containers=0, epochs=3, tasks=TASKS, priced=False)
-    assert unpriced.gaia2 is not None and unpriced.gaia2["capabilities"]["execution"]["cost_per_scenario"] is None
+    assert unpriced.figures["gaia2"]["capabilities"]["execution"]["cost_per_scenario"] is None
 
 
 def test_a_capability_with_nothing_judged_is_named_and_left_out_of_the_mean():
     report = build_report([row("e1", 1, True), row("s1", 1, None)], ["e1", "s1"], leaked_containers=0, tasks=TASKS)
-    assert report.gaia2 is not None
-    head = report.gaia2["headline"]
+    assert report.figures["gaia2"] is not None
+    head = report.figures["gaia2"]["headline"]
     assert head["accuracy"] == 1.0 and head["not_judged"] == ["search"] and head["std_over_epochs"] is None
-    assert build_report([row("e1", 1, True)], ["e1"], leaked_containers=0, tasks={"e1": {"level": 1}}).gaia2 is None
+    assert build_report([row("e1", 1, True)], ["e1"], leaked_containers=0, tasks={"e1": {"level": 1}}).figures == {}
 
 
 def configuration(tmp_path: Path, epochs: int | None) -> RunConfiguration:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.benchmarks.gaia2.scorer import Gaia2Scorer
 from harness.scoring.apply import score_row
 from harness.scoring.base import ScoreContext
-from harness.scoring.gaia2 import Gaia2Scorer
 from tests.helpers.e2e import explain, harness, rows
 
 SMOKE = Path(__file__).resolve().parents[1] / "datasets" / "gaia2-smoke"
@@ -36,7 +36,7 @@ def test_the_oracle_passes_every_smoke_scenario_and_an_idle_agent_fails_each_wit
     assert got["proto_multi_turn"]["verdicts"]["gaia2"]["turns_done"] == 2
     report = json.loads((tmp_path / "oracle" / "report.json").read_text())  # accuracy per Gaia2 capability
     assert sorted(report["breakdowns"]["capability"]) == ["adaptability", "execution", "search"], report["breakdowns"]
-    figures = report["gaia2"]  # as Gaia2 reports: the capabilities' equal-weight mean, pass@3 and pass^3
+    figures = report["figures"]["gaia2"]  # as Gaia2 reports: the capabilities' equal-weight mean, pass@3 and pass^3
     assert figures["k"] == 3 and figures["headline"]["accuracy"] == 1.0
     assert all((c["accuracy"], c["pass_at_k"], c["pass_hat_k"], c["runs"]) == (1.0, 1.0, 1.0, 3)
                for c in figures["capabilities"].values()), figures

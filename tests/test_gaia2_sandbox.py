@@ -1,6 +1,6 @@
 """Gaia2 in a real sandbox: ARE (in the gaia2 image's own virtual environment) runs a scenario and serves its apps
 over MCP (images/gaia2/gaia2_driver.py), reached through the harness's own MCP bridge; the oracle's actions,
-played through those tools (harness/agents/oracle/gaia2.py), pass ARE's judge, and wrong ones fail it."""
+played through those tools (harness/benchmarks/gaia2/oracle.py), pass ARE's judge, and wrong ones fail it."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.agents.oracle import gaia2 as oracle
+from harness.benchmarks.gaia2 import oracle
 from harness.environments.mcp_config import McpServer
 from harness.sandbox.contract import SandboxSpec
 

@@ -1,6 +1,6 @@
-"""Harbor tasks in: `--dataset harbor:PATH` (harness/datasets/harbor.py), each task's own image built from its
+"""Harbor tasks in: `--dataset harbor:PATH` (harness/benchmarks/harbor/dataset.py), each task's own image built from its
 environment/ with sandboxd injected (harness/sandbox/docker/task_images.py), its verifier run after the agent
-(harness/environments/harbor.py) and read by the harbor scorer, its solution/ as `--agent oracle`.
+(harness/benchmarks/harbor/environment.py) and read by the harbor scorer, its solution/ as `--agent oracle`.
 
 The Docker tests build real images from small Dockerfiles on the harness's offline base (found the way the
 harness finds it), run a task set written here (the oracle passes each task, a replayed wrong agent fails each),
@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 
 from harness.agents.contract import Limits
+from harness.benchmarks.harbor.scorer import HarborScorer
 from harness.datasets import load_dataset
 from harness.errors import InputError, ScorerError
 from harness.fsutil import tree_hash
 from harness.sandbox.contract import SandboxSpec
 from harness.scoring.base import ScoreContext
-from harness.scoring.harbor import HarborScorer
 from tests.helpers.e2e import containers_of, explain, harness, out_dir, remove_leftovers, rows, trace
 
 TOML = """version = "1.0"
@@ -279,7 +279,7 @@ def test_a_task_whose_base_is_missing_is_refused_before_any_container(tmp_path, 
 
 @pytest.mark.docker
 def test_limits_and_the_network_policy_hold_inside_a_tasks_own_image(tmp_path, provider, run_id, python_base):
-    from harness.environments.harbor import reward
+    from harness.benchmarks.harbor.environment import reward
     from harness.sandbox.docker import storage
 
     context = write_task(tmp_path, "limits", app_dockerfile(python_base[0])) / "environment"

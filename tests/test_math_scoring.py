@@ -1,4 +1,4 @@
-"""The `math` scorer (harness/scoring/math.py): its rules, as a table of equivalent and different pairs."""
+"""The `math` scorer (harness/benchmarks/math500/scorer.py): its rules, as a table of equivalent and different pairs."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import time
 
 import pytest
 
+from harness.benchmarks.math500 import scorer as math_scoring
+from harness.benchmarks.math500.scorer import MathScorer, extract_answer, is_prose, text_key
 from harness.scoring import get_scorer
-from harness.scoring import math as math_scoring
 from harness.scoring.base import ScoreContext
-from harness.scoring.math import MathScorer, extract_answer, is_prose, text_key
 
 CTX = ScoreContext()
 

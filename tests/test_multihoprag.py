@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.benchmarks.multihoprag.dataset import query_id
 from harness.datasets import load_dataset
-from harness.datasets.multihoprag import query_id
 from harness.report.breakdown import by_field, retrieval_recall
 from tests.helpers.e2e import REPO, explain, harness, rows, trace
 

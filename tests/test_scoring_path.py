@@ -17,7 +17,7 @@ from harness.runner.instance import RunSettings, _finish
 from harness.scoring import get_scorer
 from harness.scoring.apply import context_for, score_row
 from harness.scoring.base import ScoreContext
-from harness.scoring.registry import SCORERS
+from harness.scoring.registry import scorers
 from harness.usage import Usage
 from tests.helpers.e2e import REPO, containers_of, explain, harness, rows
 
@@ -119,7 +119,7 @@ def test_harness_score_reproduces_harness_run(tmp_path, image, out):
 def every_scorer():
     """Each built-in scorer of answers, set up so that it would pass anything it is asked about (gaia2's judges the
     run's actions, not its answer: tests/test_gaia2_run.py; harbor's, the task's verifier: tests/test_harbor.py)."""
-    for name in sorted(SCORERS):
+    for name in sorted(scorers()):
         if name in ("gaia2", "harbor"):
             continue
         if name == "tool_calls":
@@ -136,7 +136,7 @@ GENEROUS = ScoreContext(tool_calls=["run_python"], total_tokens=10, max_tokens=1
 
 @pytest.mark.parametrize("scorer", list(every_scorer()), ids=lambda s: s.name)
 def test_a_missing_answer_is_never_correct(scorer):
-    assert set(SCORERS) == {"gaia", "gaia2", "harbor", "exact", "tool_calls", "budget", "llm_judge", "math",
+    assert set(scorers()) == {"gaia", "gaia2", "harbor", "exact", "tool_calls", "budget", "llm_judge", "math",
                             "multihoprag"}  # covered here, gaia2 and harbor by their own tests
     scores, correct = score_row(None, "None", [scorer], GENEROUS)
     assert correct is False, scores

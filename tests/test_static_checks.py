@@ -129,13 +129,15 @@ def test_every_import_contract_catches_a_planted_violation(tmp_path):
         "harness/traces/planted_upward.py": "import harness.models.meter\n",  # a layer imports one above it
         "harness/sandbox/docker/planted_swarm.py": "import harness.sandbox.swarm.provider\n",
         "harness/agents/sandboxed/planted_plain.py": "import harness.agents.plain.runner\n",
+        "harness/runner/planted_benchmark.py": "import harness.benchmarks.gaia2\n",  # not through the registry
     }
     for path, text in planted.items():
         (tmp_path / path).write_text(text)
     appended = {
         # The fork server once imported the Docker provider under an ignore entry: no such entry is left.
         "harness/runner/agent_process/forkserver.py": "harness.sandbox.docker.provider",
-        "harness/scoring/math.py": "harness.scoring.gaia",  # one scorer on another
+        "harness/scoring/judge.py": "harness.scoring.gaia",  # one scorer on another
+        "harness/benchmarks/math500/scorer.py": "harness.benchmarks.gaia2.scorer",  # one benchmark on another
         "harness/environments/code.py": "harness.environments.audio",  # one environment on another
         "harness/environments/families/code.py": "harness.environments.families.audio",  # one family on another
     }

@@ -23,7 +23,8 @@ from harness.settings import state_dir
 
 def _version() -> str:
     """The loader's version: a hash of every module of this package (any change loads afresh)."""
-    sources = sorted(Path(__file__).parent.glob("*.py"))
+    here = Path(__file__).parent  # and the dataset adapters that cache (every benchmark's, whichever reads rows)
+    sources = sorted(here.glob("*.py")) + sorted(here.parent.glob("benchmarks/*/dataset.py"))
     return hashlib.sha256(b"".join(p.name.encode() + b"\0" + p.read_bytes() for p in sources)).hexdigest()[:16]
 
 
@@ -53,7 +54,8 @@ def _attachments(instances: list[Instance]) -> dict[str, tuple | None]:
 
 
 FIELDS = ("instance_id", "question", "answer", "files", "level", "metadata", "expected_tool_calls", "max_steps",
-          "max_tokens", "image", "timeout", "cpus", "memory", "network")
+          "max_tokens", "image", "timeout", "cpus", "memory", "network",
+          "benchmark")
 _ORDER = tuple(Instance.model_fields)  # FIELDS with "root" after "files": the order validation fills them in
 
 

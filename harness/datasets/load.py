@@ -3,48 +3,53 @@
 An adapter is a module with ``detect(path) -> Path | None`` (what it would read at `path`, or None
 when the path is not in its format) and ``load(found, split) -> list[Instance]`` (every row
 validated before anything is returned; InputError listing every problem: harness/datasets/
-problems.py). They are asked in `ADAPTERS` order, the specific layouts before the general ones:
+problems.py). Each benchmark declares its own (harness/benchmark.py `Benchmark.adapters`); they are
+asked in the benchmarks' `order`, the specific layouts before the general ones (GAIA's: any folder; a
+dataset of one's own: any other file). ``NAME:PATH`` names a benchmark's dataset outright (its `prefix`).
 
-- MATH-500 (math500.py): a ``.jsonl`` whose first row has ``problem``, ``answer``, ``unique_id``,
-  or a folder holding such a ``test.jsonl``;
-- MultiHop-RAG (multihoprag.py): ``MultiHopRAG.json`` with ``corpus.json`` beside it;
-- Harbor (harbor.py): a folder holding ``task.toml`` (one task) or sub-folders holding one; ``harbor:PATH``
-  names such a folder outright;
-- Gaia2 (gaia2.py): a folder of ARE scenario ``*.json`` files, or a ``.jsonl`` of scenarios (or of
-  Hub rows holding one in ``data``);
-- GAIA (gaia.py): a ``metadata.jsonl``/``metadata.parquet`` file, or any other folder (a split
-  folder or a root with ``2023/<split>/``);
-- plain (plain.py): any other file, ``.jsonl``, ``.csv`` or ``.parquet``.
-
-``--subset C`` reads the folder ``C/`` of the dataset (a Hub config laid out one folder per config, as
-Gaia2's; a local copy of such a repository too). A Hub reference, ``hf://OWNER/NAME[@REVISION]`` (hub.py),
+``--subset C`` reads the folder ``C/`` of the dataset (a Hub config laid out one folder per config; a local
+copy of such a repository too); a benchmark whose configs run in phases (`Benchmark.phases`) may read a
+subset that is no folder as a config in a phase. A Hub reference, ``hf://OWNER/NAME[@REVISION]`` (hub.py),
 is downloaded first (with a subset, that folder alone) and its local folder read by the same adapters,
-and the `Dataset` (model.py) carries the commit sha as its `revision`. Only GAIA and plain files are
-cached between runs (cache.py; a Gaia2 scenario of a JSONL or parquet row is written to a file once, to be
-sent to the sandbox); reading CSV and parquet is the only use of pandas (tabular.py; Gaia2's parquet rows are
-read with pyarrow, a batch at a time).
+and the `Dataset` (model.py) carries the commit sha as its `revision`. Tabular files are cached between
+runs (rows.py, cache.py); reading CSV and parquet is the only use of pandas (tabular.py).
 """
 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Protocol
 
 from harness.bulk import collector_paused
-from harness.datasets import gaia, gaia2, harbor, hub, math500, multihoprag, plain
+from harness.benchmark import Adapter, registered
+from harness.datasets import hub
 from harness.datasets.model import Dataset
 from harness.errors import InputError
 
 
-class Adapter(Protocol):
-    def detect(self, path: Path) -> Path | None: ...
+def adapters() -> list[Adapter]:
+    """Every benchmark's dataset adapters, in the benchmarks' order."""
+    return [adapter for benchmark in registered() for adapter in benchmark.adapters]
 
-    def load(self, found: Path, split: str | None) -> Dataset: ...
+
+def _prefixed(path: str | Path) -> tuple[Adapter, Path] | None:
+    """(the adapter, the path) of a ``NAME:PATH`` naming a benchmark's dataset outright, else None."""
+    for benchmark in registered():
+        if benchmark.prefix and str(path).startswith(f"{benchmark.prefix}:") and benchmark.adapters:
+            return benchmark.adapters[0], Path(str(path).removeprefix(f"{benchmark.prefix}:")).expanduser()
+    return None
 
 
-ADAPTERS: tuple[Adapter, ...] = (math500, multihoprag, harbor, gaia2, gaia, plain)
+def _phase(subset: str | None) -> tuple[str | None, Callable[[Dataset], Dataset]]:
+    """(the folder of `subset`, what puts the dataset in the phase it names) from the first benchmark that reads
+    it as a config in a phase; (subset, as it is) otherwise."""
+    for benchmark in registered():
+        if benchmark.phases is not None and (found := benchmark.phases.phase(subset))[1] is not None:
+            phases, (folder, phase) = benchmark.phases, found
+            return folder, lambda dataset: phases.in_phase(dataset, phase)
+    return subset, lambda dataset: dataset
 
 
 def load_dataset(path: str | Path, split: str | None = None, subset: str | None = None) -> Dataset:
@@ -52,15 +57,16 @@ def load_dataset(path: str | Path, split: str | None = None, subset: str | None 
     and their fingerprint; raises InputError listing every problem found."""
     if subset is not None and (not subset.strip() or any(c in subset for c in "/\\*?[") or subset in (".", "..")):
         raise InputError(f"--subset {subset!r}: a subset is the name of one folder of the dataset (a config)")
-    if str(path).startswith(harbor.PREFIX):  # harbor:PATH, a Harbor task folder or a folder of them
-        return harbor.load(Path(str(path).removeprefix(harbor.PREFIX)).expanduser(), split)
+    if (prefixed := _prefixed(path)) is not None:
+        adapter, found = prefixed
+        return adapter.load(found, split)
     if (ref := hub.parse(path)) is not None:
-        subset, variant = gaia2.phase(subset)  # mini_noise: Gaia2's mini config in its noise phase
+        subset, in_phase = _phase(subset)
         folder, sha = hub.fetch(ref, split, subset)
-        return gaia2.in_phase(replace(_load_local(_subset(folder, subset, str(ref)), split), revision=sha), variant)
+        return in_phase(replace(_load_local(_subset(folder, subset, str(ref)), split), revision=sha))
     root = Path(path).expanduser()
-    subset, variant = (subset, None) if subset is None or (root / subset).is_dir() else gaia2.phase(subset)
-    return gaia2.in_phase(_load_local(_subset(root, subset, str(path)), split), variant)
+    subset, in_phase = (subset, lambda d: d) if subset is None or (root / subset).is_dir() else _phase(subset)
+    return in_phase(_load_local(_subset(root, subset, str(path)), split))
 
 
 def _subset(root: Path, subset: str | None, shown: str) -> Path:
@@ -76,7 +82,7 @@ def _subset(root: Path, subset: str | None, shown: str) -> Path:
 
 def _load_local(path: Path, split: str | None) -> Dataset:
     path = path.expanduser()
-    for adapter in ADAPTERS:
+    for adapter in adapters():
         if (found := adapter.detect(path)) is not None:
             with collector_paused():  # harness/bulk.py
                 return adapter.load(found, split)

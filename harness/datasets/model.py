@@ -9,6 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from harness.benchmark import CUSTOM
+
 
 class Instance(BaseModel):
     instance_id: str
@@ -35,6 +37,9 @@ class Instance(BaseModel):
     # "none": this task's sandbox has no network whatever the run's --network (a task may narrow the policy, never
     # widen it: a Harbor task's network_mode "no-network"); None: the run's.
     network: Literal["none"] | None = None
+    # The benchmark it is an instance of (harness/benchmark.py: its prompt conventions, scorers, oracle...), set by
+    # its dataset adapter; "custom": a dataset of one's own.
+    benchmark: str = CUSTOM
 
     def limited(self, limits):
         """The run's Limits with this task's own max_steps/max_tokens where they are stricter, its own timeout."""

@@ -1,6 +1,6 @@
 """Rows of a tabular dataset into `Instance`s, through a `Form` naming its columns.
 
-GAIA (harness/datasets/gaia.py) and the plain form (harness/datasets/plain.py) differ only in
+GAIA (harness/benchmarks/gaia/dataset.py) and the plain form (harness/benchmarks/custom/dataset.py) differ only in
 their column names; both are read here. A row needs an id (unique in the file) and a question;
 the level, when set, is an integer; the files cell names attachments (harness/datasets/
 attachments.py checks them); per-task expectations (``expected_tool_calls``: tool names,
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.benchmark import CUSTOM
 from harness.datasets import cache, cells, tabular
 from harness.datasets.attachments import Checks
 from harness.datasets.model import Dataset, Instance
@@ -38,6 +39,7 @@ class Form:
     files: str
     required: tuple[str, ...]
     aliases: tuple[tuple[str, str], ...] = ()
+    benchmark: str = CUSTOM  # Instance.benchmark of its rows
 
     @functools.cached_property
     def mapped(self) -> frozenset[str]:
@@ -124,7 +126,7 @@ def instance(record: dict[str, Any], form: Form, checks: Checks, label: str, see
         instance_id=instance_id, question=question,
         answer=answer,
         files=files, root=root, level=level,
-        metadata={str(k): cells.jsonable(v) for k, v in record.items() if k not in mapped},
+        metadata={str(k): cells.jsonable(v) for k, v in record.items() if k not in mapped}, benchmark=form.benchmark,
         **expectations,
     )
 

@@ -17,10 +17,12 @@ A family says, in its own module:
   once), and `start(run, stack)` before the first instance (a service the run's agents share, on `stack`: the
   site search crawls and indexes the offline site), returning the run setup with what the agents get of it.
 
-Defining a subclass with a `name` registers it. The built-in families are the modules of
-harness/environments/families/, the package that is also the registry (it imports them with itself); a
-plug-in agent's module may define its own (the agent's process imports the agent before it builds the
-environments). `order` places a family's tools among the others' (model-visible: the order of the tools
+What a benchmark judges of a run, and the hooks of its environment on the agent's meter, are the benchmark's
+(harness/benchmark.py), not a family's. Defining a subclass with a `name` registers it. The built-in families are
+the modules of harness/environments/families/, the package that is also the registry (it imports them with
+itself); a benchmark's own are modules of its package (`Benchmark.families`, imported by the registry before
+it is first asked); a plug-in agent's module may define its own (the agent's process imports the agent before
+it builds the environments). `order` places a family's tools among the others' (model-visible: the order of the tools
 never changes by accident), and `kit` says who gets them: "sandbox" tools every agent with tools gets
 (`sandbox_tools`), "browser" ones the agents that browse (`web_tools`).
 """
@@ -43,7 +45,6 @@ from harness.traces import Tracer
 
 if TYPE_CHECKING:
     from harness.models.config import ModelSection
-    from harness.models.meter import Clock, Meter
 
 Tool = Callable[..., Awaitable[str]]
 E = TypeVar("E")
@@ -67,7 +68,7 @@ class Setup:
     replay_turns: list[dict[str, Any]] | None = None  # a replay model's recorded turns
     shots: Path | None = None  # where screenshots and shown pictures are kept (beside the trace); None: nowhere
     who: str = ""  # INSTANCE/ATTEMPT: the tag of this process's exchanges in a --web-record archive
-    judge: ModelSection | None = None  # --judge-model: a family's judge, called from the host (Gaia2's soft checks)
+    judge: ModelSection | None = None  # --judge-model: a family's judge, called from the host (a benchmark's)
 
 
 @dataclass(frozen=True)
@@ -136,25 +137,6 @@ class ToolFamily(Generic[E]):
 
     async def serve(self, setup: Setup, env: E, envs: Environments, work: Callable[[], Awaitable[T]]) -> T:
         return await work()
-
-    def verdict(self, env: E) -> dict[str, Any] | None:
-        """What this family's environment judged of the instance once the agent's turns are over (Gaia2: ARE's
-        verdict), kept in the result for the scorers (ScoreContext.verdicts, by family); None: nothing."""
-        return None
-
-    def refusal(self, instance: Instance, model: ModelSection | None = None) -> str | None:
-        """Why this family cannot serve `instance` for an agent of `model` (the run's --model section; None: not
-        known), said before any container (preflight: exit 2 naming the instances); None: it can."""
-        return None
-
-    def metered(self, env: E, meter: Meter) -> None:
-        """Hands the environment the agent's meter, for a family whose environment makes model calls of the
-        agent's own (Gaia2's app agents): they are then the agent's calls, counted and capped as its own."""
-
-    def clock(self, env: E) -> Clock | None:
-        """A simulated clock of this family's environment that stands still while the model generates (Gaia2's,
-        as ARE's agents pause it): the agent's meter pauses it around each model call (models/meter.py)."""
-        return None
 
     def check(self, run: RunSetup) -> str | None:
         """The preflight, before anything is written: InputError when this family cannot work for any

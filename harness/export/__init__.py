@@ -1,11 +1,11 @@
 """`harness export RUN_DIR --format FORMAT --out FILE`: a run in the formats other tools read.
 
 One module per format, each `render(run) -> (text, warnings)` over export/source.py's reading of
-the run directory (harness/report/load.py's aggregation): `gaia` (the leaderboard's submission,
-export/gaia.py), `inspect` (an Inspect AI eval log, export/inspect_log.py), `jsonl` (the rows
-flattened, export/jsonl.py). The file is written atomically (harness/fsutil.py) and only when
-its format's checks pass (InputError otherwise: nothing is written). `atif` (export/atif.py,
-one ATIF trajectory per trial) and `gaia2` (export/gaia2.py, ARE's leaderboard folder) write a folder: `--out`
+the run directory (harness/report/load.py's aggregation): `inspect` (an Inspect AI eval log,
+export/inspect_log.py), `jsonl` (the rows flattened, export/jsonl.py); and each benchmark's own (a
+leaderboard's submission: `Benchmark.exports`, harness/benchmark.py). The file is written atomically
+(harness/fsutil.py) and only when its format's checks pass (InputError otherwise: nothing is written).
+`atif` (export/atif.py, one ATIF trajectory per trial) and a benchmark's folder formats write a folder: `--out`
 names one that does not exist yet or is empty; the files are written into a temporary folder beside it, renamed
 to `--out` when all are written (`_write_folder`).
 """
@@ -19,42 +19,53 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness.benchmark import exports
 from harness.errors import InputError
-from harness.export import atif, gaia, gaia2, inspect_log, jsonl
+from harness.export import atif, inspect_log, jsonl
 from harness.export.source import open_run
 from harness.fsutil import write_atomic
 from harness.results.layout import RunDir
 
-FORMATS = ("gaia", "gaia2", "inspect", "jsonl", "atif")
-FOLDERS = ("gaia2", "atif")  # the formats that write a folder
+GENERIC = ("inspect", "jsonl", "atif")
+FOLDERS = ("atif",)  # the generic formats that write a folder
+
+
+def formats() -> list[str]:
+    """Every format: the benchmarks' own, then the generic ones."""
+    return [*sorted(exports()), *GENERIC]
 
 
 def export(run_dir: Path, fmt: str, out: Path, *, allow_missing: bool = False,
            allow_partial: bool = False) -> list[str]:
     """Write `out` in format `fmt`; returns the warnings. InputError for a bad format, directory or file."""
-    if fmt not in FORMATS:
-        raise InputError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    declared = exports().get(fmt)
+    own = declared[1] if declared is not None else None  # a benchmark's format
+    if own is None and fmt not in GENERIC:
+        raise InputError(f"--format {fmt!r}: expected one of {', '.join(formats())}")
     if fmt == "inspect" and out.suffix != ".json":
         raise InputError(f"--out {out}: an Inspect log written here must end in .json "
                          "(Inspect reads a log by its suffix)")
-    for flag, given in (("--allow-missing", allow_missing), ("--allow-partial", allow_partial)):
-        if given and fmt != "gaia":
-            raise InputError(f"{flag} applies to --format gaia only")
-    if (own := _runs_own(Path(run_dir), out)) is not None:
-        raise InputError(f"--out {out}: that is the run's own {own}; name a file of the export's own")
-    if fmt in FOLDERS:
+    options = {"allow_missing": allow_missing, "allow_partial": allow_partial}
+    takes = own.options if own is not None else ()
+    for option, given in options.items():
+        if given and option not in takes:
+            users = [name for name, (_, export) in exports().items() if option in export.options]
+            raise InputError(f"--{option.replace('_', '-')} applies to --format {' or '.join(users) or 'none'} only")
+    if (runs := _runs_own(Path(run_dir), out)) is not None:
+        raise InputError(f"--out {out}: that is the run's own {runs}; name a file of the export's own")
+    if fmt in FOLDERS or (own is not None and own.folder):
         _check_folder(out, fmt)
     run = open_run(run_dir)
     if fmt == "atif":
         files, warnings = atif.render(run)
         _write_folder(out, lambda folder: _write_json(folder, files))
         return warnings
-    if fmt == "gaia2":
-        fill, warnings = gaia2.render(run)
-        _write_folder(out, fill)
-        return warnings
-    if fmt == "gaia":
-        text, warnings = gaia.render(run, allow_missing=allow_missing, allow_partial=allow_partial)
+    if own is not None:
+        made, warnings = own.render(run, **{k: v for k, v in options.items() if k in takes})
+        if own.folder:
+            _write_folder(out, made)
+            return warnings
+        text = made
     else:
         text, warnings = (inspect_log if fmt == "inspect" else jsonl).render(run)
     if not out.parent.is_dir():

@@ -31,9 +31,10 @@ bounds the call) but is not a model call: no `model_call_started`, not in the ca
 seconds, not counted.
 
 A simulated clock that must stand still while the model generates (Gaia2's, as ARE's own agents pause it) is a
-`Clock` in `clocks` (set by the agent's process from its tool families): each call pauses it as its request goes
-out and resumes it, on every way out, moved on by the seconds its reply took to generate (ARE's "measured" mode:
-the successful request's, not the waits for a 429 or the failed tries before it; a call that failed, by all of it).
+`Clock` in `clocks` (set by the agent's process from its instance's benchmark: `Benchmark.metered`): each call
+pauses it as its request goes out and resumes it, on every way out, moved on by the seconds its reply took to
+generate (ARE's "measured" mode: the successful request's, not the waits for a 429 or the failed tries before it; a
+call that failed, by all of it).
 
 Cost: each reply's token classes (harness/usage.py: prompt, cached prompt, cache writes,
 completion, reasoning; from the client's reply, or off the wire for AutoGen's clients, which

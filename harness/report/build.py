@@ -36,9 +36,8 @@ report.json is this `Report`; its keys, besides the headline ones:
     breakdowns     accuracy per value of each breakdown field the dataset has (question_type, subject;
                    GAIA's tool_family and steps bucket, harness/report/capabilities.py), each with its
                    Wilson ci95, over the rows (every id and epoch); retrieval: the evidence recall of search_corpus
-    gaia2          a Gaia2 run's figures as ARE's report gives them: per capability and variant, accuracy
-                   over the judged runs, pass@K and pass^K over the epochs, cost per scenario, time per run;
-                   the headline the capabilities' equal-weight mean (harness/report/gaia2.py); else null
+    figures        a benchmark's own figures, by benchmark, for the benchmarks whose tasks the run has that
+                   have some (`Benchmark.figures`, harness/benchmark.py: Gaia2's as ARE's report gives them)
     disagreements  with both the gaia scorer and llm_judge: the instances where their verdicts differ
                    (lenient_only, strict_only, compared: harness/report/disagreement.py); else null
     epochs         with --epochs K > 1: each reducer's value, CI and passes, the accuracy of each
@@ -74,7 +73,7 @@ from statistics import mean, median
 from pydantic import BaseModel, Field
 
 from harness.answers import copies_example
-from harness.report import gaia2
+from harness.benchmark import registered
 from harness.report.breakdown import FIELDS, by_field, retrieval_recall
 from harness.report.disagreement import disagreements
 from harness.report.stats import clustered_interval, mean_interval, wilson_interval
@@ -203,7 +202,7 @@ class Report(BaseModel):
     retrieval: dict | None = None  # evidence recall of the search tool: n, mean, by_question_type
     replay: ReplayStats | None = None  # replay models: tool results against the recording (module docstring)
     disagreements: dict | None = None  # gaia vs llm_judge where they differ (harness/report/disagreement.py)
-    gaia2: dict | None = None  # a Gaia2 run's figures as ARE reports them (harness/report/gaia2.py); else null
+    figures: dict[str, dict] = Field(default_factory=dict)  # a benchmark's own figures, by benchmark
 
     @property
     def clean(self) -> bool:
@@ -358,8 +357,9 @@ def build_report(
     breakdowns, retrieval = _breakdowns(latest, units, tasks or {}, run_dir)
     costs = _costs(spent, selected, levels)
     return Report(
-        gaia2=gaia2.figures(latest, selected, epochs, tasks or {}, costs.per_instance if priced else None)
-        if gaia2.applies(tasks or {}) else None,
+        figures={b.name: b.figures.figures(latest, selected, epochs, tasks or {}, costs.per_instance if priced
+                                           else None)
+                 for b in registered() if b.figures is not None and b.figures.applies(tasks or {})},
         breakdowns=breakdowns,
         retrieval=retrieval,
         n_selected=n,

@@ -24,10 +24,10 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.answers import EXAMPLE_ANSWER
+from harness.benchmark import Figures, get
 from harness.fsutil import write_atomic
 from harness.models.textcalls import PARSERS, TEXT_TOOL_CALLS
 from harness.report.build import ReplayStats, Report
-from harness.report.gaia2 import lines as gaia2_lines
 from harness.terminal import listed
 from harness.text import model_json
 
@@ -244,15 +244,16 @@ def render(report: Report) -> Table:
             table.add_row(f"[bold red]no verdict ({name})[/bold red]", Text(
                 f"{sc.no_verdict} of {sc.n}; first: {sc.first_error or '-'}", style="red"))
     for field, groups in r.breakdowns.items():
-        if r.gaia2 and field in ("capability", "variant"):  # shown as Gaia2's own figures below
+        if any(field in _figures(name).fields for name in r.figures):  # shown in the benchmark's own below
             continue
         table.add_row(BREAKDOWN_NAMES.get(field, field), "; ".join(
             (f"{k} not judged" if g.get("accuracy") is None else
              f"{k} {g['correct']}/{g['n'] - g.get('no_verdict', 0)} = {_pct(g['accuracy'])}"
              + (f" {_ci(tuple(g['ci95']))}" if g.get("ci95") else ""))
             + (f" ({g['no_verdict']} not judged)" if g.get("no_verdict") else "") for k, g in groups.items()))
-    for label, value in gaia2_lines(r.gaia2) if r.gaia2 else ():
-        table.add_row(label, value)
+    for name, found in r.figures.items():
+        for label, value in _figures(name).lines(found):
+            table.add_row(label, value)
     if r.disagreements:
         table.add_row("gaia vs llm_judge", disagreement_line(r.disagreements))
     if r.retrieval and r.retrieval.get("mean") is not None:
@@ -331,3 +332,10 @@ def end_lines(report: Report, run_dir: Path | None = None) -> list[str]:
         lines += [f"run directory: {run_dir}",
                   f"open it: harness report {quoted} --html (one HTML file), or harness view {quoted} (in a browser)"]
     return lines
+
+
+def _figures(benchmark: str) -> Figures:
+    """The benchmark's own figures (a report has them only of a benchmark that declares some)."""
+    declared = get(benchmark).figures
+    assert declared is not None, benchmark
+    return declared

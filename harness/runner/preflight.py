@@ -22,8 +22,9 @@ from pathlib import Path
 
 from harness.agents.registry import load_runner
 from harness.agents.user import reply_function
+from harness.benchmark import get
 from harness.config import RunConfiguration, Sandbox
-from harness.datasets import gaia2, load_dataset, select
+from harness.datasets import load_dataset, select
 from harness.datasets.model import Dataset, Instance
 from harness.datasets.packed import check_output_outside
 from harness.environments.families import check_tool_families
@@ -63,11 +64,15 @@ class Prepared:
 
 
 def default_epochs(cfg: RunConfiguration, dataset: Dataset) -> RunConfiguration:
-    """`cfg` with Gaia2's 3 epochs when --epochs was not given and the dataset is Gaia2's (ARE's leaderboard runs
-    each scenario three times: its pass@3 and pass^3); else `cfg` as it is (an explicit --epochs 1 stands)."""
-    if cfg.epochs.given or not any(i.metadata.get("benchmark") == gaia2.BENCHMARK for i in dataset.instances):
+    """`cfg` with the dataset's benchmark's default epochs when --epochs was not given (`Benchmark.epochs`: Gaia2's
+    3, as ARE's leaderboard runs each scenario: its pass@3 and pass^3; the most of a mixed dataset's); else `cfg`
+    as it is (an explicit --epochs 1 stands)."""
+    if cfg.epochs.given:
         return cfg
-    epochs = cfg.epochs.model_copy(update={"count": gaia2.EPOCHS, "default": gaia2.BENCHMARK})
+    most = max((get(name) for name in {i.benchmark for i in dataset.instances}), key=lambda b: b.epochs, default=None)
+    if most is None or most.epochs == 1:
+        return cfg
+    epochs = cfg.epochs.model_copy(update={"count": most.epochs, "default": most.name})
     return cfg.model_copy(update={"epochs": epochs})
 
 

@@ -6,9 +6,9 @@ Rules:
 - Placeholders, in Python's format syntax (a literal brace is doubled: `{{`, `}}`):
     {question}      the task's question, stripped of surrounding whitespace
     {files}         "The file(s) for this task are in the sandbox at: /workspace/a.csv, ..." (empty without files,
-                    and for a Gaia2 scenario: its file is the driver's, UNNAMED_FILES)
-    {conventions}   the answer conventions of the instance's benchmark (metadata["benchmark"] set by the
-                    dataset adapter: MATH-500's, MultiHop-RAG's, Gaia2's, Harbor's), else GAIA's
+                    and for a benchmark whose files are its environment's own: `Benchmark.files_shown`)
+    {conventions}   how an instance of its benchmark is worked and answered (`Benchmark.conventions`, of
+                    `Instance.benchmark`: harness/benchmark.py)
     {instance_id}   the instance's id
 - For a task without files, a line holding nothing but {files} is dropped, with one blank line
   after it (so the default template leaves no gap).
@@ -28,45 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.answers import EXAMPLE_ANSWER
+from harness.benchmark import get
 from harness.datasets.model import Instance
 from harness.errors import InputError
 from harness.sandbox.contract import WORKSPACE
 
 # The answer tag's example: a placeholder, never a value a task could have as its answer (answers.py).
 EXAMPLE = f"<solution>{EXAMPLE_ANSWER}</solution>"
-FORMAT_RULES = f"""\
-Answer format (GAIA conventions):
-- Put your final answer inside <solution></solution>: {EXAMPLE}, the answer itself
-  in place of the bracketed placeholder.
-- A number: digits only, no thousands separators, no units or $ or % unless the question asks for them.
-- A string: as few words as possible, no articles, no abbreviations; write digits in plain text unless told otherwise.
-- A list: comma-separated, each element following the rules above, in the order the question asks."""
-
-# Benchmarks whose answers follow conventions of their own (the dataset adapter sets metadata["benchmark"]).
-BENCHMARK_RULES = {
-    "math500": f"""Answer format (MATH conventions):
-- Put your final answer inside <solution></solution> as a LaTeX expression: {EXAMPLE},
-  the expression itself in place of the bracketed placeholder (a fraction as \\frac{{a}}{{b}}).
-- Simplify it: exact values (fractions, radicals, pi) rather than decimals unless the problem asks for them;
-  intervals and sets in their usual notation; no units unless the problem asks for them.""",
-    "multihoprag": """\
-Answer format (MultiHop-RAG conventions):
-- Search the news corpus with search_corpus; the answer is in the articles, usually across two or more.
-- Put your final answer inside <solution></solution>, as short as possible: Yes or No, a name, a date.
-- If the articles do not say, answer <solution>Insufficient information.</solution>""",
-    "gaia2": """How to work (Gaia2 conventions):
-- You act for the user through the apps' tools; the user's next messages and the apps' notifications arrive in
-  the tools' results.
-- Answer the user with AgentUserInterface__send_message_to_user: what you did and what they asked to know. The task
-  is judged by your actions in the apps, not by your last words.
-- When the user has no further request, end with <solution>done</solution>.""",
-    "harbor": """How to work:
-- Do the task in the sandbox with your tools: tests run in the sandbox after you finish judge it, not your reply.
-- When you are done, end with a one-line summary inside <solution></solution>.""",
-}
-# Benchmarks whose task files are the environment's own, never the agent's to read (a Gaia2 scenario holds its
-# oracle actions; the driver removes it from the sandbox once it has read it).
-UNNAMED_FILES = ("gaia2",)
 
 PLACEHOLDERS = ("question", "files", "conventions", "instance_id")
 DEFAULT_TEMPLATE = "{question}\n\n{files}\n\n{conventions}"
@@ -74,13 +42,13 @@ _FILES_ALONE = re.compile(r"^\s*\{files\}\s*$")
 
 
 def conventions(instance: Instance) -> str:
-    """The answer rules for this instance's benchmark (GAIA's unless it has its own)."""
-    return BENCHMARK_RULES.get(str(instance.metadata.get("benchmark")), FORMAT_RULES)
+    """How an instance of its benchmark is worked and answered (`Benchmark.conventions`)."""
+    return get(instance.benchmark).conventions
 
 
 def _values(instance: Instance) -> dict[str, str]:
     files = ""
-    if instance.files and instance.metadata.get("benchmark") not in UNNAMED_FILES:
+    if instance.files and get(instance.benchmark).files_shown:
         paths = ", ".join(f"{WORKSPACE}/{name}" for name in instance.files)
         files = f"The file(s) for this task are in the sandbox at: {paths}"
     return {"question": instance.question.strip(), "files": files, "conventions": conventions(instance),

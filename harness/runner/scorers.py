@@ -7,7 +7,7 @@ from pathlib import Path
 from harness.config import Scoring
 from harness.errors import InputError
 from harness.models.config import check_section
-from harness.scoring import SCORERS, get_scorer
+from harness.scoring import get_scorer, scorers
 from harness.scoring.plugin import load_scorer
 
 
@@ -40,12 +40,12 @@ def build_scorers(scoring: Scoring, judge_cache: Path | None = None) -> list:
     (`package.module:attr`, harness/scoring/plugin.py), each optionally `@THRESHOLD` when graded;
     the LLM judge calls `scoring.judge` with `scoring.rubric` (harness/config.py Scoring), through the
     response cache in `judge_cache` when given (--cache DIR --cache-judge, models/cache.py)."""
-    scorers = []
+    found, known = [], scorers()
     for given in scoring.names:
         spec, threshold = _threshold(given)
         name, _, arg = spec.partition(":")  # e.g. tool_calls:run_python,visit_url
-        if name not in SCORERS and arg:
-            scorers.append(_with_threshold(load_scorer(spec), threshold, given))
+        if name not in known and arg:
+            found.append(_with_threshold(load_scorer(spec), threshold, given))
             continue
         kwargs: dict = {}
         if name == "tool_calls":  # without names: each task's expected_tool_calls
@@ -57,11 +57,11 @@ def build_scorers(scoring: Scoring, judge_cache: Path | None = None) -> list:
             if scoring.rubric:
                 kwargs["rubric"] = scoring.rubric
         try:
-            scorers.append(_with_threshold(get_scorer(name, **kwargs), threshold, given))
+            found.append(_with_threshold(get_scorer(name, **kwargs), threshold, given))
         except (ValueError, TypeError) as exc:
             raise InputError(f"--scorer {name}: {exc}") from None
-    names = [s.name for s in scorers]
+    names = [s.name for s in found]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:  # a row keeps one verdict per scorer name: a second one would overwrite the first
         raise InputError(f"--scorer {', '.join(twice)} given more than once (a row keeps one verdict per scorer)")
-    return scorers
+    return found

@@ -3,12 +3,11 @@
 from .base import Score, ScoreContext, Scorer, ScorerError, make_score
 from .gaia import GaiaScorer, gaia_match, match_kind, normalize_number, normalize_text
 from .judge import DEFAULT_RUBRIC, LLMJudgeScorer, build_judge_prompt, parse_verdict
-from .registry import SCORERS, get_scorer
+from .registry import get_scorer, scorers
 from .scorers import BudgetScorer, ExactMatchScorer, ExpectedToolCallScorer
 
 __all__ = [
     "DEFAULT_RUBRIC",
-    "SCORERS",
     "BudgetScorer",
     "ExactMatchScorer",
     "ExpectedToolCallScorer",
@@ -26,4 +25,5 @@ __all__ = [
     "normalize_number",
     "normalize_text",
     "parse_verdict",
+    "scorers",
 ]

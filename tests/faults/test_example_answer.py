@@ -30,7 +30,7 @@ TAGGED = re.compile(r"<solution>(.*?)</solution>", re.S)
 
 
 def _examples(benchmark: str | None) -> list[str]:
-    task = Instance(instance_id="t", question="Q?", root=REPO, metadata={"benchmark": benchmark} if benchmark else {})
+    task = Instance(instance_id="t", question="Q?", root=REPO, benchmark=benchmark or "gaia")
     return [shown for shown in TAGGED.findall(instruction(task)) if shown]  # "inside <solution></solution>": none
 
 

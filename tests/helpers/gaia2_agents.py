@@ -13,7 +13,7 @@ import os
 import time
 
 from harness.agents.contract import AgentContext, AgentRunner
-from harness.environments.families.gaia2 import Gaia2
+from harness.benchmarks.gaia2.family import Gaia2
 from harness.errors import AgentError
 
 DEADLINE_S = 60.0  # wall seconds for the simulated clock to get where the script waits for it

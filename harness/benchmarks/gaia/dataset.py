@@ -17,7 +17,7 @@ from harness.errors import InputError
 
 FILES = ("metadata.jsonl", "metadata.parquet")
 FORM = rows.Form("task_id", "Question", "Final answer", "Level", "file_name",
-                 required=("task_id", "Question", "Final answer", "Level"))
+                 required=("task_id", "Question", "Final answer", "Level"), benchmark="gaia")
 
 
 def detect(path: Path) -> Path | None:

@@ -13,7 +13,7 @@ gaia2 image): the structure its importer needs is checked with pydantic (`Scenar
 instance_id = ``metadata.definition.scenario_id``; question = the ``content`` of the first user
 message (the USER event ``AgentUserInterface.send_message_to_agent`` without dependencies); answer
 ``pass``: the verdict of ARE's judge, run inside the sandbox, for a solved scenario (the `gaia2` scorer,
-harness/scoring/gaia2.py); image ``gaia2``; files = the scenario's own
+harness/benchmarks/gaia2/scorer.py); image ``gaia2``; files = the scenario's own
 file, named by ``metadata["scenario_file"]``: a folder's file itself, a JSONL line's or a parquet row's written
 as ``scenario.json`` to ``HARNESS_STATE_DIR/gaia2/<24 hex digits of its text's sha256>/`` (once; nothing is
 written after the first problem). Metadata: ``capability``
@@ -49,12 +49,12 @@ from harness.fsutil import write_atomic
 from harness.settings import state_dir
 
 VERSION = "are_simulation_v1"  # the one ARE 1.2.0 reads
-BENCHMARK = "gaia2"  # metadata["benchmark"]
+NAME = "gaia2"  # Instance.benchmark
 EPOCHS = 3  # runs of each scenario when --epochs is not given: ARE's leaderboard runs (gaia2_submission NUM_RUNS)
 HUB_COLUMNS = {"scenario_id", "data"}  # of the Hub's parquet rows (and "id")
 CAPABILITIES = ("Adaptability", "Ambiguity", "Execution", "Search", "Time")  # CapabilityTag.gaia2_capabilities()
 IMAGE = "gaia2"
-TARGET = "pass"  # the target: the verdict of ARE's judge for a solved scenario (scoring/gaia2.py)
+TARGET = "pass"  # the target: the verdict of ARE's judge for a solved scenario (benchmarks/gaia2/scorer.py)
 WRITTEN = "scenario.json"  # a JSONL line's scenario, as the sandbox receives it
 
 
@@ -231,7 +231,7 @@ def in_phase(dataset: Dataset, variant: str | None) -> Dataset:
     if variant is None:
         return dataset
     return replace(dataset, instances=[
-        i.model_copy(update={"metadata": {**i.metadata, "variant": variant}}) if i.metadata.get("benchmark") == BENCHMARK
+        i.model_copy(update={"metadata": {**i.metadata, "variant": variant}}) if i.benchmark == NAME
         else i for i in dataset.instances])
 
 
@@ -248,13 +248,13 @@ def _variant(definition: Definition, config: str | None) -> str:
 
 def _instance(scenario: Scenario, question: str, root: Path, name: str, config: str | None) -> Instance:
     definition = scenario.metadata.definition
-    metadata = {"benchmark": BENCHMARK, "capability": _capability(definition, config),
+    metadata = {"capability": _capability(definition, config),
                 "variant": _variant(definition, config),
                 "nb_turns": sum(e.tells_agent() for e in scenario.events),
                 "oracle_actions": sum(e.class_name == "OracleEvent" for e in scenario.events),
                 "scenario_file": name, "tool_families": ["gaia2"]}  # its agent gets the scenario's apps alone
     return Instance(instance_id=definition.scenario_id, question=question, answer=TARGET, root=root, files=[name],
-                    image=IMAGE, metadata=metadata)
+                    image=IMAGE, metadata=metadata, benchmark=NAME)
 
 
 Entry = tuple[str, str, Any, str | None]  # where, the scenario's text, its JSON, why it is not JSON

@@ -6,7 +6,7 @@ The agent gets the apps' tools under ARE's own names and schemas (`Emails__send_
 like an MCP tool's. The driver's `harness__` tools are never offered: the first user message is consumed when
 the scenario starts (the agent's task is that message already), `event` serves the oracle agent
 (harness/agents/oracle/), and once the agent's turns are over `finish` asks ARE's judge for its verdict,
-which the instance's result carries to the `gaia2` scorer (scoring/gaia2.py).
+which the instance's result carries to the `gaia2` scorer (benchmarks/gaia2/scorer.py).
 
 ARE's soft checks (a message's text compared by an LLM) need a model: with the run's `--judge-model` the driver
 runs ARE's LLM judge and asks each of its calls through this MCP session (MCP's sampling: the server asks its

@@ -10,7 +10,7 @@
   exception_type, exception_message, rationale (run_type stays null, as ARE leaves it);
 - ``README.md``: the dataset card, its YAML front matter naming each config's files and features, the figures;
 - ``computed_stats.json``: the shape of ARE's statistics report (metadata, statistics.per_capability and
-  .global, run_configurations), from harness/report/gaia2.py's figures (its denominators: module docstring).
+  .global, run_configurations), from harness/benchmarks/gaia2/report.py's figures (its denominators: module docstring).
 
 Approximated, the rows being the harness's: ``data`` is not ARE's exported trace (the scenario with its
 completed events: the driver does not export one) but JSON of the row's verdict and its trace's events
@@ -32,9 +32,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from harness.benchmarks.gaia2 import report as figures
 from harness.errors import InputError
 from harness.export.source import ExportRun
-from harness.report import gaia2 as figures
 from harness.results.model import ResultRow
 from harness.terminal import listed
 

@@ -7,7 +7,8 @@ dict; an empty value of an optional type is None), once every user or environmen
 happened in the running scenario. A `{{EVENT_ID}}` argument is that event's return value: an environment
 event's (the id of the email that arrived), or the result of an oracle action played before.
 
-Pure logic over two callables (a tool call, an event lookup), so it runs wherever the tools are.
+`plan` and `play` are pure logic over two callables (a tool call, an event lookup), so they run wherever the
+tools are; `run` is the oracle agent's step (harness/agents/oracle/runner.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
+
+from harness.agents.contract import AgentContext
+from harness.errors import AgentError
 
 REFERENCE = re.compile(r"^\{\{(.+?)\}\}$")
 EVENT_WAIT_S = 120.0  # for an environment event an action depends on (they fire on the scenario's clock)
@@ -107,3 +111,24 @@ def _resolve(value: Any, returned: dict[str, Any]) -> Any:
             raise ValueError(f"{value} names an event the oracle has not seen")
         return returned[match.group(1)]["return_value"]
     return value
+
+
+async def run(ctx: AgentContext) -> str:
+    """`--agent oracle` on a Gaia2 scenario: its oracle actions played through the scenario's tools."""
+    from harness.benchmarks.gaia2.family import Gaia2
+
+    instance = ctx.instance
+    env = ctx.envs.of(Gaia2)
+    if env is None:
+        raise AgentError(f"the scenario {instance.instance_id} has no Gaia2 environment for its oracle to act in")
+    tools = {tool.__name__: tool for tool in env.tools}
+
+    async def call(name: str, arguments: dict) -> str:
+        if name not in tools:
+            raise AgentError(f"the scenario serves no tool {name!r} for its oracle action")
+        result: str = await ctx.envs.guard(tools[name](**arguments))
+        return result
+
+    scenario = json.loads((instance.root / instance.metadata["scenario_file"]).read_text())
+    await play(scenario, call, env.event)
+    return "<solution>done</solution>"

@@ -1,6 +1,6 @@
 """Gaia2's figures as ARE's own report gives them (its benchmark/report_stats.py), over a Gaia2 run's rows.
 
-A Gaia2 run (its tasks carry a ``variant``: harness/datasets/gaia2.py) gets, beside the harness's headline:
+A Gaia2 run (its tasks carry a ``variant``: harness/benchmarks/gaia2/dataset.py) gets, beside the harness's headline:
 - per capability and per variant: its scenarios, runs (scenario x epoch), the runs judged, passed, errored,
   missing and not judged; ``accuracy`` = passed / judged runs (ARE's success rate); ``pass_at_k`` and
   ``pass_hat_k`` over the K epochs: the share of the judged scenarios with at least one run passed, with every

@@ -15,7 +15,7 @@ instance_id = the folder's name; question = instruction.md; answer "1": a solved
 environment/ folder's absolute path (built by the provider: harness/sandbox/docker/task_images.py); timeout =
 the agent's and the verifier's seconds together (the agent process runs both; the harbor tool family stops the
 agent at its own); cpus and memory from [environment]. Nothing is copied into the sandbox before the agent ends:
-tests/ and solution/ stay on the host, read by the verifier (harness/environments/harbor.py) and the oracle.
+tests/ and solution/ stay on the host, read by the verifier (harness/benchmarks/harbor/environment.py) and the oracle.
 
 Refused, every problem in one InputError naming the task folder: no task.toml or instruction.md, a task.toml
 that is not TOML or has a field of the wrong type, no environment/Dockerfile (a docker-compose environment
@@ -144,7 +144,7 @@ def _task(folder: Path, problems: list[str]) -> Instance | None:
                         "(like 2G or 512M)")
     if len(problems) > found:
         return None
-    metadata = {"benchmark": "harbor", "task_dir": str(folder), "task_hash": tree_hash(folder),
+    metadata = {"task_dir": str(folder), "task_hash": tree_hash(folder),
                 "agent_timeout": config.agent.timeout_sec, "verifier_timeout": config.verifier.timeout_sec,
                 "verifier_env": config.verifier.env, "solution_env": config.solution.env,
                 "tool_families": ["code", "harbor"], **{f"task_{k}": v for k, v in config.metadata.items()}}
@@ -152,4 +152,4 @@ def _task(folder: Path, problems: list[str]) -> Instance | None:
                     answer=TARGET, root=folder, image=str(folder / "environment"),
                     timeout=config.agent.timeout_sec + config.verifier.timeout_sec,
                     cpus=config.environment.cpus, memory=config.environment.memory_size(), network=config.network(),
-                    metadata=metadata)
+                    metadata=metadata, benchmark="harbor")

@@ -1,5 +1,5 @@
 """A Harbor task's verifier, run in the instance's sandbox once the agent's turns are over (the harbor tool family,
-harness/environments/families/harbor.py), and the task's folders put where Harbor puts them.
+harness/benchmarks/harbor/family.py), and the task's folders put where Harbor puts them.
 
 As Harbor does: the task's tests/ are copied to /tests (anything already there, which the agent could have
 planted, removed first), /logs/verifier is emptied, and `bash /tests/test.sh` runs in the task's working
@@ -8,7 +8,7 @@ directory with [verifier] env, for at most [verifier] timeout_sec. The reward is
 in Harbor's order (harbor 0.25's verifier reads the JSON first); the
 script's exit code is kept but, as in Harbor, never read as the reward. A verifier that did not end in time,
 wrote no reward or wrote one that is no number gives a verdict with an `error`: the harbor scorer
-(harness/scoring/harbor.py) then cannot judge the row (a ScorerError), never a wrong answer. A sandbox that
+(harness/benchmarks/harbor/scorer.py) then cannot judge the row (a ScorerError), never a wrong answer. A sandbox that
 died meanwhile raises, as every sandbox request does (an infra error of the row).
 """
 

@@ -1,6 +1,6 @@
-"""A Harbor task's verifier (harness/environments/harbor.py), run in the sandbox once the agent's turns are over,
-for the instances of the harbor dataset adapter (harness/datasets/harbor.py); its reward is this family's
-`verdict`, read by the harbor scorer. No tools of its own: the agent works with the code family's.
+"""A Harbor task's verifier (environment.py), run in the sandbox once the agent's turns are over, for the instances
+of the harbor dataset adapter (dataset.py); its reward is the benchmark's `verdict`, read by the harbor scorer.
+No tools of its own: the agent works with the code family's.
 
 The agent's turns get the task's [agent] timeout_sec: past it they end as a `wall_time` limit and the verifier
 does not run. The agent process's own wall limit (the instance's `timeout`) adds the verifier's seconds to it,
@@ -13,19 +13,20 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from harness.benchmarks.harbor.environment import HarborEnv, verify
 from harness.environments import Environments
 from harness.environments.family import Setup, ToolFamily
-from harness.environments.harbor import HarborEnv, verify
 from harness.errors import LimitExceeded
 
 T = TypeVar("T")
+NAME = "harbor"
 
 
 class Harbor(ToolFamily[HarborEnv]):
     name, order = "harbor", 96
 
     def offered(self, setup: Setup) -> bool:
-        return setup.instance is not None and setup.instance.metadata.get("benchmark") == "harbor"
+        return setup.instance is not None and setup.instance.benchmark == NAME
 
     def build(self, setup: Setup, envs: Environments) -> HarborEnv | None:
         meta = setup.instance.metadata if setup.instance is not None else {}
@@ -40,5 +41,8 @@ class Harbor(ToolFamily[HarborEnv]):
         env.verdict = await asyncio.to_thread(verify, env)
         return result
 
-    def verdict(self, env: HarborEnv) -> dict[str, Any] | None:
-        return env.verdict
+
+def verdict(envs: Environments) -> dict[str, Any] | None:
+    """The verifier's reward (None: the agent's turns did not end, the verifier did not run)."""
+    env = envs.of(Harbor)
+    return env.verdict if env is not None else None

@@ -7,8 +7,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from harness.agents.contract import AgentContext
+from harness.benchmarks.harbor.environment import place, workdir
 from harness.datasets.model import Instance
-from harness.environments.harbor import place, workdir
 from harness.errors import AgentError
 from harness.sandbox.contract import Sandbox
 
@@ -23,3 +24,8 @@ async def solve(sandbox: Sandbox, instance: Instance) -> str:
     ran = await asyncio.to_thread(sandbox.exec, ["bash", "/solution/solve.sh"], timeout=float(meta["agent_timeout"]),
                                   cwd=workdir(sandbox), env=dict(meta.get("solution_env") or {}))
     return f"solve.sh ended with exit code {ran.exit_code}{' (timed out)' if ran.timed_out else ''}"
+
+
+async def run(ctx: AgentContext) -> str:
+    """`--agent oracle` on a Harbor task: its solve.sh, in the agent's sandbox."""
+    return f"<solution>{await solve(ctx.envs.code.sandbox, ctx.instance)}</solution>"

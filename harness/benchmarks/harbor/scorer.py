@@ -1,5 +1,5 @@
 """A Harbor task's reward: its own verifier (tests/test.sh), run in the instance's sandbox once the agent's turns
-are over (the harbor tool family, harness/environments/harbor.py), wrote it to /logs/verifier.
+are over (the harbor tool family, harness/benchmarks/harbor/environment.py), wrote it to /logs/verifier.
 
 Graded: the score's value is the reward; the row is correct when the reward reaches the threshold (1.0, a fully
 solved task, by default; `--scorer harbor@T` sets another). A verifier that could not run to a reward (timed out,

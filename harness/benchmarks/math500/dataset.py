@@ -71,9 +71,8 @@ def instance_of(row: dict, root: Path) -> Instance:
     except ValueError as exc:
         raise ValueError(str(exc)) from None
     metadata = {k: v for k, v in row.items() if k not in ("problem", "answer", "unique_id", "level")}
-    metadata["benchmark"] = "math500"
     return Instance(instance_id=unique_id, question=problem, answer=answer, root=root, level=level,
-                    metadata=metadata)
+                    metadata=metadata, benchmark="math500")
 
 
 def load(file: Path, split: str | None = None) -> Dataset:

@@ -37,7 +37,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from .base import Score, ScoreContext, make_score
+from harness.scoring.base import Score, ScoreContext, make_score
 
 __all__ = ["MathScorer", "canonical_key", "extract_answer", "is_prose", "text_key"]
 

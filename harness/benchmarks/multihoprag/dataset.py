@@ -88,10 +88,10 @@ def instance_of(item: Any, instance_id: str, root: Path) -> Instance:
     missing = [k for k in ("query", "answer", "question_type") if not _nonempty(item, k)]
     if missing:
         raise ValueError(f"empty or missing {', '.join(map(repr, missing))}")
-    metadata = {"benchmark": "multihoprag", "question_type": item["question_type"].strip(),
+    metadata = {"question_type": item["question_type"].strip(),
                 "evidence": evidence_of(item), "corpus": CORPUS}
     return Instance(instance_id=instance_id, question=item["query"].strip(), answer=item["answer"].strip(),
-                    files=[CORPUS], root=root, metadata=metadata)
+                    files=[CORPUS], root=root, metadata=metadata, benchmark="multihoprag")
 
 
 def load(file: Path, split: str | None = None) -> Dataset:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from .base import Score, ScoreContext, make_score
+from harness.scoring.base import Score, ScoreContext, make_score
 
 __all__ = ["MultiHopRagScorer", "answer_words", "official_extract"]
 

@@ -1,6 +1,9 @@
 """The tool-family registry: every `ToolFamily` defined (harness/environments/family.py), the built-in ones
 being this package's modules, imported with it (so the agents' fork server, which imports
-harness/runner/agent_process/child.py, has them before it forks); a plug-in agent's module may define more.
+harness/runner/agent_process/child.py, has them before it forks), each benchmark's its own modules
+(`Benchmark.families`, imported on the first look-up: `load_benchmarks`, which the fork server calls); a
+plug-in agent's module may define more. What an instance's benchmark judged of its run (`verdicts`) and its
+environment's hold on the agent's meter (`metering`) are asked of the benchmark (harness/benchmark.py).
 
 `environments` builds each offered family's environment in order, `tools` gives their tools kit by kit,
 `serving` runs the agent's turns inside each built family's `serve`; on the host, `check_run` and
@@ -15,6 +18,7 @@ import pkgutil
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
+from harness.benchmark import get, registered
 from harness.datasets.model import Instance
 from harness.environments import Environments
 from harness.environments.family import _REGISTERED, Kit, RunSetup, Setup, Tool, ToolFamily
@@ -27,26 +31,40 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 for _module in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_module.name}")
+_benchmarks_loaded = False
+
+
+def load_benchmarks() -> None:
+    """Import every benchmark's tool-family modules (once)."""
+    global _benchmarks_loaded
+    if not _benchmarks_loaded:
+        for benchmark in registered():
+            for module in benchmark.families:
+                importlib.import_module(module)
+        _benchmarks_loaded = True
 
 
 def families() -> list[ToolFamily]:
     """Every registered family, in tool order (kit by kit)."""
+    load_benchmarks()
     return sorted(_REGISTERED.values(), key=lambda f: (f.kit != "sandbox", f.order))
 
 
-def verdicts(envs: Environments) -> dict[str, dict]:
-    """What each built family judged of the instance (`ToolFamily.verdict`), by family."""
-    return {f.name: found for f in families() if f.name in envs.built
-            and (found := f.verdict(envs.built[f.name])) is not None}
+def verdicts(envs: Environments, instance: Instance | None) -> dict[str, dict]:
+    """What the instance's benchmark judged of its run (`Benchmark.verdict`), under the benchmark's name."""
+    benchmark = get(instance.benchmark) if instance is not None else None
+    if benchmark is None or benchmark.verdict is None or (found := benchmark.verdict(envs)) is None:
+        return {}
+    return {benchmark.name: found}
 
 
-def metering(envs: Environments, meter: Meter) -> None:
-    """The agent's meter and the built families: it pauses their simulated clocks (`ToolFamily.clock`), they
-    get it for model calls of the agent's own (`ToolFamily.metered`)."""
-    built = [(f, envs.built[f.name]) for f in families() if f.name in envs.built]
-    meter.clocks = [found for f, env in built if (found := f.clock(env)) is not None]
-    for family, env in built:
-        family.metered(env, meter)
+def metering(envs: Environments, meter: Meter, instance: Instance | None) -> None:
+    """The agent's meter and the instance's benchmark's environment (`Benchmark.metered`): the clocks it pauses
+    while the model generates, the model calls of the agent's own the environment makes."""
+    meter.clocks = []
+    benchmark = get(instance.benchmark) if instance is not None else None
+    if benchmark is not None and benchmark.metered is not None:
+        benchmark.metered(envs, meter)
 
 
 def check_run(run: RunSetup) -> list[str]:
@@ -61,7 +79,7 @@ def start_run(run: RunSetup, stack: contextlib.ExitStack) -> RunSetup:
     return run
 
 
-ONLY = "tool_families"  # an instance's metadata key: the only families whose tools its agent gets (Gaia2: its apps)
+ONLY = "tool_families"  # an instance's metadata key: the only families whose tools its agent gets
 BASE = "code"  # built for every instance all the same: its environment holds the sandbox and the tracer
 
 
@@ -72,7 +90,8 @@ def allowed(instance: Instance | None) -> set[str] | None:
 
 
 def check_tool_families(instances: list[Instance], model: ModelSection | None = None) -> None:
-    """InputError naming each instance whose `tool_families` is not a list of known family names."""
+    """InputError naming each instance whose `tool_families` is not a list of known family names, or whose
+    benchmark refuses to run it (`Benchmark.refusal`: for the run's `model`)."""
     known, bad = {f.name for f in families()}, []
     for instance in instances:
         only = instance.metadata.get(ONLY)
@@ -81,8 +100,8 @@ def check_tool_families(instances: list[Instance], model: ModelSection | None = 
     if bad:
         raise InputError(f"tool_families must be a list of tool families ({', '.join(sorted(known))}); "
                          f"not so for {'; '.join(bad[:10])}" + (f" and {len(bad) - 10} more" if len(bad) > 10 else ""))
-    refused = [f"{instance.instance_id}: {why}" for instance in instances for family in families()
-               if (why := family.refusal(instance, model)) is not None]
+    refused = [f"{instance.instance_id}: {why}" for instance in instances
+               if (refusal := get(instance.benchmark).refusal) is not None and (why := refusal(instance, model))]
     if refused:
         raise InputError("instances no tool family can serve: " + "; ".join(refused[:10])
                          + (f" and {len(refused) - 10} more" if len(refused) > 10 else ""))

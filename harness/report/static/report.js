@@ -76,7 +76,7 @@
     return s + "</svg>";
   }
 
-  // ---------- Gaia2 (report/gaia2.py's figures; a row's verdicts.gaia2: ARE's verdict) ----------
+  // ---------- Gaia2 (benchmarks/gaia2/report.py's figures; a row's verdicts.gaia2: ARE's verdict) ----------
   const G2_COLS = ["", "scenarios", "runs passed/judged", "accuracy", "pass@K", "pass^K", "scenarios judged", "errored", "not run", "not judged", "cost/scenario", "time/run"];
   function gaia2Card(g) {
     const head = g.headline, k = g.k;
@@ -158,7 +158,7 @@
       .map(([k, v]) => `${esc(k)}=${esc(v)}`).join(", ") : "";
     let extra = "";
     const known = new Set(["n_selected", "n_rows", "n_correct", "n_judged", "n_no_verdict", "n_unscored", "accuracy", "ci95", "per_level", "outcomes", "errors_by_kind", "first_errors", "stderr",
-                           "ids", "env_outcomes_per_instance", "scorers", "env_outcomes", "epochs", "breakdowns", "disagreements", "costs", "gaia2"]);
+                           "ids", "env_outcomes_per_instance", "scorers", "env_outcomes", "epochs", "breakdowns", "disagreements", "costs", "figures"]);
     // dollars (report.json's `costs`): the agents', the judge's, the total and per level
     const c = s.costs;
     const unpriced = notPriced(run);  // the agents' model gives no prices: no dollar figure for it, never $0
@@ -169,7 +169,7 @@
       `${costBars.length ? barChart(costBars, {max: Math.max(...costBars.map((b) => b.value), 1e-9)}) : ""}</div>` : "";
     // accuracy per breakdown label (report.json's `breakdowns`: GAIA's tool family and steps bucket, question type...)
     const names = {tool_family: "Accuracy per tool family", steps: "Accuracy per steps bucket"};
-    const breakdownCards = Object.entries(s.breakdowns || {}).filter(([field]) => !(s.gaia2 && ["capability", "variant"].includes(field))).map(([field, groups]) => {
+    const breakdownCards = Object.entries(s.breakdowns || {}).filter(([field]) => !((s.figures || {}).gaia2 && ["capability", "variant"].includes(field))).map(([field, groups]) => {
       const bars = Object.entries(groups).map(([k, g]) => ({label: k, value: g.accuracy, lo: g.ci95 ? g.ci95[0] : undefined,
         hi: g.ci95 ? g.ci95[1] : undefined, text: rateText(g.accuracy, `${g.correct}/${g.n - (g.no_verdict || 0)}`, unjudged(g.no_verdict)), color: "#2c8a8a"}));
       return `<div class="card breakdown" data-field="${esc(field)}"><h3>${esc(names[field] || "Accuracy per " + field)}, 95% CI</h3>${barChart(bars, {max: 1, width: 560, right: 290})}</div>`;
@@ -214,7 +214,7 @@
         ${noVerdict.length ? `<div class="card" id="no-verdict"><h3>No verdict</h3>${noVerdict.map(([k, v]) =>
           `<p class="no"><b>${esc(k)}</b>: no verdict: ${esc(v.no_verdict)} of ${esc(v.n)}; first: ${esc(v.first_error || "-")}</p>`).join("")}</div>` : ""}
         ${scorers.length ? `<div class="card" id="chart-scorers"><h3>Pass rate per scorer, 95% CI (report.json)</h3>${barChart(scorers, {max: 1, width: 640, right: 370})}</div>` : ""}
-        ${s.gaia2 ? gaia2Card(s.gaia2) : ""}
+        ${(s.figures || {}).gaia2 ? gaia2Card(s.figures.gaia2) : ""}
         ${breakdownCards}
         ${disCard}
         ${envTable ? `<div class="card"><h3>Environment actions</h3>${envTable}</div>` : ""}

@@ -105,14 +105,14 @@ def run(request: AgentRequest, result_path: Path) -> int:
         runner_class = resolve(request.agent)  # first: a plug-in agent's module may define a tool family
         envs = environments(setup, on_fatal=sandbox_died)
         envs.publish()
-        metering(envs, meter)
+        metering(envs, meter, request.instance)
         context = AgentContext(task=request.task, instance=request.instance, limits=limits, model=section,
                                meter=meter, tracer=tracer, envs=envs, replay_turns=request.replay_turns,
                                trace_dir=trace_path.parent)
         runner = runner_class()
         reply = reply_function(request.user)
         asyncio.run(serving(setup, envs, lambda: _drive(runner, context, request, reply, result)))
-        result.verdicts = verdicts(envs)
+        result.verdicts = verdicts(envs, request.instance)
     except Exception as exc:  # noqa: BLE001 - classified and recorded, never lost
         limit = exc.limit if isinstance(exc, LimitExceeded) else meter.exceeded
         if limit:

@@ -59,6 +59,7 @@ def preload(agent: str, provider: str) -> None:
 
     from harness.agents import registry as agents
     from harness.environments import CodeEnv  # noqa: F401
+    from harness.environments.families import load_benchmarks
     from harness.runner.agent_process import child  # the child's own imports, and what it declares
     from harness.sandbox import registry as sandboxes
     from harness.settings import settings
@@ -66,6 +67,10 @@ def preload(agent: str, provider: str) -> None:
 
     settings()
     build_schemas()
+    try:
+        load_benchmarks()  # every benchmark's package and tool families (they register on import)
+    except Exception:  # noqa: BLE001 - a bad benchmark package fails in the preflight and the child, not here
+        pass
     modules: list[str] = list(child.PRELOAD)
     for declared in (lambda: sandboxes.preload(provider), lambda: agents.preload(agent)):
         try:
