@@ -108,6 +108,10 @@ class Benchmark:
     prefix: str | None = None  # `--dataset NAME:PATH` names one of its datasets outright (harbor:PATH)
     phases: Phases | None = None
     image: str | None = None  # its sandbox image (images/NAME); None: the sandbox image
+    # Its instances get a judge's sandbox: a second sandbox of their image, with no network, beside the agent's and
+    # reached by the host alone, where their files go (never into the agent's) and its families run what decides
+    # the verdict (`Setup.judge_sandbox`; docs/sandboxes.md, "The judge's sandbox"). For files that hold the answer.
+    judge_sandbox: bool = False
     scorers: Mapping[str, Callable[..., Any]] = field(default_factory=dict)  # the scorers it defines, by name
     default_scorers: tuple[str, ...] = ("gaia",)  # judge it when no --scorer is given; the first decides
     judges: tuple[str, ...] | None = None  # the scorers that can judge it; None: any scorer of an answer

@@ -88,17 +88,20 @@ class AgentRequest(BaseModel):
     search: SearchSettings | None = None  # the run's web search (environments/websearch/); None: no tool
     mcp: tuple[McpServer, ...] = ()  # the run's MCP servers (environments/mcp_config.py), connected in the process
     judge: ModelSection | None = None  # --judge-model: the judge a tool family asks from the host (Gaia2's soft checks)
+    judge_sandbox: SandboxHandle | None = None  # the instance's judge's sandbox (ToolFamily.apart), the host's alone
 
     def section(self) -> ModelSection:
         """The model section as the agent's process uses it: no model call may eat the instance's budget."""
         return self.model.within(self.limits.instance_timeout)
 
-    def setup(self, sandbox: Sandbox, tracer: Tracer, shots: Path | None) -> Setup:
-        """What the tool families read of this request to build its environments (environments/family.py)."""
+    def setup(self, sandbox: Sandbox, tracer: Tracer, shots: Path | None,
+              judge_sandbox: Sandbox | None = None) -> Setup:
+        """What the tool families read of this request to build its environments (environments/family.py);
+        `judge_sandbox`: the one `judge_sandbox` names, attached."""
         return Setup(sandbox, tracer, command_timeout=self.limits.command_timeout, page_size=self.limits.page_size,
                      model=self.section(), instance=self.instance,
                      search=self.search, mcp=self.mcp, replay_turns=self.replay_turns, shots=shots, judge=self.judge,
-                     who=f"{self.sandbox.spec.instance_id}/{self.sandbox.spec.attempt}")
+                     who=f"{self.sandbox.spec.instance_id}/{self.sandbox.spec.attempt}", judge_sandbox=judge_sandbox)
 
     @model_validator(mode="after")
     def _slots_to_model(self) -> AgentRequest:

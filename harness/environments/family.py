@@ -69,6 +69,8 @@ class Setup:
     shots: Path | None = None  # where screenshots and shown pictures are kept (beside the trace); None: nowhere
     who: str = ""  # INSTANCE/ATTEMPT: the tag of this process's exchanges in a --web-record archive
     judge: ModelSection | None = None  # --judge-model: a family's judge, called from the host (a benchmark's)
+    # The instance's judge's sandbox (`Benchmark.judge_sandbox`): beside `sandbox`, reached by the host alone
+    judge_sandbox: Sandbox | None = None
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from typing import Any
 
 from harness.agents.contract import AgentRequest, AgentResult, Limits, UserSimulation
 from harness.answers import extract_answer
+from harness.benchmark import get as get_benchmark
 from harness.config import RunConfiguration
 from harness.config import Sandbox as SandboxResources
 from harness.datasets.model import Instance
@@ -125,6 +126,20 @@ def _sandbox(settings_: RunSettings, spec: SandboxSpec) -> Iterator[Sandbox]:
                 _teardown_logged(settings_.provider, sandbox)
 
 
+@contextmanager
+def _judge_sandbox(settings_: RunSettings, spec: SandboxSpec, instance: Instance,
+                   wanted: bool) -> Iterator[Sandbox | None]:
+    """The instance's judge's sandbox when its benchmark wants one (`Benchmark.judge_sandbox`: Gaia2's ARE), with
+    the instance's files; else None. Of the instance's image, with no network whatever the run's: only the host
+    reaches it (docs/sandboxes.md, "The judge's sandbox")."""
+    if not wanted:
+        yield None
+        return
+    with _sandbox(settings_, spec.model_copy(update={"network": "none"})) as sandbox:
+        _copy_files(sandbox, instance, instance.files)
+        yield sandbox
+
+
 def _teardown_logged(provider: SandboxProvider, sandbox: Sandbox) -> None:
     """A failed removal must not cost the instance its result: log it; the leak audit counts it."""
     try:
@@ -178,20 +193,21 @@ def run_instance(instance: Instance, settings_: RunSettings, epoch: int = 1) -> 
 
 
 def _request(instance: Instance, settings_: RunSettings, sandbox: Sandbox, trace_path: Path,
-             epoch: int) -> AgentRequest:
+             epoch: int, judge_sandbox: Sandbox | None = None) -> AgentRequest:
     turns = None if settings_.replay is None else (turns_for(settings_.replay, instance.instance_id, epoch) or [])
     return AgentRequest(instance=instance, task=instruction(instance, settings_.prompt), agent=settings_.agent,
                         model=settings_.model, limits=instance.limited(settings_.limits), user=settings_.user,
                         sandbox=sandbox.handle(), trace_path=str(trace_path), replay_turns=turns,
                         slots_dir=str(RunDir(settings_.output_dir).scratch / "model-slots"), search=settings_.search,
                         mcp=settings_.mcp, budget=settings_.budget, epoch=epoch, judge=settings_.judge,
+                        judge_sandbox=judge_sandbox.handle() if judge_sandbox is not None else None,
                         cache_dir=None if settings_.cache is None else str(settings_.cache.resolve()))
 
 
-def _copy_files(sandbox: Sandbox, instance: Instance) -> None:
-    """The task's files into the workspace; the sandbox refusing them is not the agent's doing."""
+def _copy_files(sandbox: Sandbox, instance: Instance, names: list[str]) -> None:
+    """The task's files `names` into the workspace; the sandbox refusing them is not the agent's doing."""
     try:
-        sandbox.copy_in(instance.root, instance.files)
+        sandbox.copy_in(instance.root, names)
     except SandboxOutputLimit as exc:
         raise InputError(f"instance {instance.instance_id}: its files are too large: {exc}") from exc
     except SandboxRequestError as exc:
@@ -205,6 +221,7 @@ def _run_instance(instance: Instance, settings_: RunSettings, started: str, t0: 
     trace: TraceFacts | None = None  # the last attempt's trace, read once its agent process ended
     spent = Usage()  # every attempt's tokens count, not just the last one's
     backoff = settings().retry_backoff
+    apart = get_benchmark(instance.benchmark).judge_sandbox  # its files go to its judge's sandbox alone
     for attempt in range(1, settings_.max_retries + 2):
         if stopping():
             result = cancelled()
@@ -220,10 +237,10 @@ def _run_instance(instance: Instance, settings_: RunSettings, started: str, t0: 
         spec = SandboxSpec(image=image, run_id=settings_.run_id, instance_id=instance.instance_id,
                            attempt=attempt, **instance.resources(settings_.sandbox.resources(settings_.network)))
         try:
-            with _sandbox(settings_, spec) as sandbox:
+            with _sandbox(settings_, spec) as sandbox, _judge_sandbox(settings_, spec, instance, apart) as judge:
                 sandbox_name = sandbox.name
-                _copy_files(sandbox, instance)
-                ended = run_agent(_request(instance, settings_, sandbox, trace_path, epoch),
+                _copy_files(sandbox, instance, [] if apart else instance.files)
+                ended = run_agent(_request(instance, settings_, sandbox, trace_path, epoch, judge),
                                   wall, layout.scratch, settings_.forks)
                 result, trace = ended.result, ended.trace
                 if ended.killed:

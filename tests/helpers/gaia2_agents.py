@@ -47,8 +47,10 @@ class Forwarder(AgentRunner):
     async def turn(self, message: str) -> str:
         mode = os.environ.get("HARNESS_TEST_GAIA2", "right")
         if mode == "kill_are":
-            # ARE's process alone (not the bridge that runs it): as if it crashed
-            await asyncio.to_thread(self.ctx.envs.code.sandbox.exec,
+            # ARE's process alone (not the bridge that runs it), in the judge's sandbox: as if it crashed
+            env = self.ctx.envs.of(Gaia2)
+            assert env is not None and env.sandbox is not None, "not a Gaia2 instance"
+            await asyncio.to_thread(env.sandbox.exec,
                                     ["pkill", "-f", "^/opt/are/bin/python /opt/harness/gaia2_driver"], timeout=30)
             await self.call("SystemApp__get_current_time")  # ARE is gone: this must not hang or pass
             return "<solution>unreachable</solution>"

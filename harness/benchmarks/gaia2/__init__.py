@@ -1,6 +1,7 @@
 """Gaia2 (Meta's ARE): scenarios in simulated apps, the agent acting for a user; ARE's own judge, run in the
-scenario's sandbox, passes or fails what the agent did. Three runs of each scenario by default, as ARE's
-leaderboard; the agent ends with an action, not a text answer, so no simulated user nudges it."""
+scenario's judge's sandbox (beside the agent's, out of its reach), passes or fails what the agent did. Three runs
+of each scenario by default, as ARE's leaderboard; the agent ends with an action, not a text answer, so no
+simulated user nudges it."""
 
 from __future__ import annotations
 
@@ -65,6 +66,7 @@ def _leaderboard(run: Any, **options: Any) -> tuple[Any, list[str]]:
 BENCHMARK = Benchmark(
     name=dataset.NAME, title="Gaia2", adapters=(dataset,), order=40, phases=dataset, image=dataset.IMAGE,
     scorers={"gaia2": Gaia2Scorer}, default_scorers=("gaia2",), judges=("gaia2",), epochs=dataset.EPOCHS,
+    judge_sandbox=True,  # the scenario file holds the oracle's actions; ARE runs beside the agent, out of its reach
     conventions=RULES, files_shown=False, user=False, oracle=_oracle, families=(FAMILY,), verdict=_verdict,
     refusal=_refusal, metered=_metered,
     words=Words(instances="scenarios", rate="success rate", correct="passed", wrong="failed", unjudged="not judged",

@@ -1,6 +1,13 @@
-"""A Gaia2 scenario's tools: ARE runs the scenario in the instance's sandbox (the gaia2 image's driver,
+"""A Gaia2 scenario's tools: ARE runs the scenario in the instance's judge's sandbox (the gaia2 image's driver,
 images/gaia2/gaia2_driver.py) and serves its apps over MCP on stdio, reached through the MCP bridge like any
 command server (environments/mcp_bridge.py).
+
+The judge's sandbox is a second sandbox of the instance, beside the agent's (runner/instance.py, for a benchmark
+whose `judge_sandbox` is set): it alone holds the scenario file, ARE's environment and judge run there, and no
+agent code does. The host alone reaches it; an agent program in the agent's sandbox reaches ARE's apps only
+through the harness's tools (the tools below, or $HARNESS_MCP_URL for `--agent sandbox:...`), never the driver's
+`harness__` control, its memory, its files or its bridge (docs/sandboxes.md, "The judge's sandbox"; the threat
+model: docs/reliability.md).
 
 The agent gets the apps' tools under ARE's own names and schemas (`Emails__send_email`); each call is traced
 like an MCP tool's. The driver's `harness__` tools are never offered: the first user message is consumed when
@@ -35,6 +42,7 @@ from harness.environments import Environments
 from harness.environments.family import SchemaTool, Tool
 from harness.environments.mcp_config import McpServer
 from harness.errors import HarnessError, ModelError
+from harness.sandbox.contract import Sandbox
 from harness.usage import Usage
 
 if TYPE_CHECKING:
@@ -53,7 +61,8 @@ A2A_TIMEOUT_S = 1800.0  # one call in the agent2agent phase: an app agent's whol
 
 @dataclass
 class Gaia2Env:
-    scenario: str  # the scenario file's path in the sandbox
+    scenario: str  # the scenario file's path in the judge's sandbox
+    sandbox: Sandbox | None  # the instance's judge's sandbox, where ARE runs (None: the dry preflight's, never served)
     judge: ModelSection | None = None  # --judge-model: ARE's soft checks through it; None: scripted checks alone
     noise: bool = False  # Gaia2's noise phase: ARE's tool failures and extra environment events (the driver's --noise)
     a2a: bool = False  # Gaia2's agent2agent phase: ARE's app agents, on the agent's model (the driver's --a2a)
@@ -137,10 +146,12 @@ async def serving(env: Gaia2Env, envs: Environments, work: Callable[[], Awaitabl
     """Start the scenario's driver, fill `env.tools`, await `work()` (the agent's turns), then keep ARE's verdict."""
     from harness.environments.mcp_tools import caller, connect, object_schema, result_text, sole
 
+    if env.sandbox is None:
+        raise HarnessError("a Gaia2 scenario runs in its judge's sandbox, and this instance has none")
     server = env.server()
     try:
         async with AsyncExitStack() as stack:
-            session = await connect(stack, server, envs.code.sandbox, envs.on_fatal,
+            session = await connect(stack, server, env.sandbox, envs.on_fatal,
                                     sampling=env.sample if env.judge is not None or env.a2a else None)
 
             async def hidden(name: str, arguments: dict) -> str:

@@ -1,7 +1,8 @@
 """A Gaia2 scenario's apps as tools (Emails, Calendar, Messages, the user's interface...), offered for the
-instances of the gaia2 dataset adapter (dataset.py) and served by ARE in their sandbox (environment.py); and the
-benchmark's hooks on them in the agent's process: ARE's verdict of the run (`verdict`), the agent's meter handed
-to ARE's app agents and ARE's clock paused while the model generates (`metered`), and the runs it refuses."""
+instances of the gaia2 dataset adapter (dataset.py) and served by ARE in their judge's sandbox, beside the agent's
+(environment.py); and the benchmark's hooks on them in the agent's process: ARE's verdict of the run (`verdict`),
+the agent's meter handed to ARE's app agents and ARE's clock paused while the model generates (`metered`), and the
+runs it refuses."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ class Gaia2(ToolFamily[Gaia2Env]):
         if not scenario or setup.instance is None:
             return None
         variant = setup.instance.metadata.get("variant")
-        return Gaia2Env(f"/workspace/{scenario}", judge=setup.judge, noise=variant == "noise",
+        return Gaia2Env(f"/workspace/{scenario}", setup.judge_sandbox, judge=setup.judge, noise=variant == "noise",
                         a2a=variant == "agent2agent", agent=setup.model)
 
     async def serve(self, setup: Setup, env: Gaia2Env, envs: Environments, work: Callable[[], Awaitable[T]]) -> T:

@@ -98,7 +98,8 @@ def run(request: AgentRequest, result_path: Path) -> int:
         os._exit(finish(EXIT_SANDBOX_DIED))
 
     shots = trace_path.with_name(trace_path.stem + "-shots")  # screenshots and given pictures, beside the trace
-    setup = request.setup(attach(request.sandbox), tracer, shots)
+    judge_sandbox = attach(request.judge_sandbox) if request.judge_sandbox is not None else None
+    setup = request.setup(attach(request.sandbox), tracer, shots, judge_sandbox)
     runner: AgentRunner | None = None
     tracer.emit(TaskEvent(task=request.task))
     try:
