@@ -406,8 +406,8 @@ def test_without_output_dir_the_run_goes_to_runs_dataset_timestamp_and_says_so(t
 
 
 def test_a_gaia2_scenario_is_told_its_apps_conventions_and_never_where_its_scenario_file_is(tmp_path):
-    """A Gaia2 scenario file holds the oracle's actions: the prompt names no file (the driver removes it from the
-    sandbox once read: tests/test_gaia2_sandbox.py), and the conventions are Gaia2's, not GAIA's <solution> ones."""
+    """A Gaia2 scenario file holds the oracle's actions: the prompt names no file (it goes to the judge's sandbox
+    alone: tests/test_gaia2_isolation.py), and the conventions are Gaia2's, not GAIA's <solution> ones."""
     scenario = Path(__file__).resolve().parents[1] / "datasets" / "gaia2-smoke"
     (one,) = [i for i in load_dataset(scenario).instances if i.instance_id == "proto_forward_email"]
     said = instruction(one, load_template(None))

@@ -11,14 +11,18 @@ The oracle passing every smoke scenario through the same sandboxes is tests/test
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
 import pytest
 
+from harness.benchmark import get, registered
+from harness.benchmarks.gaia2.environment import Gaia2Env, serving
+from harness.environments import Environments
+from harness.errors import HarnessError
 from tests.helpers.e2e import DATA, REPO, explain, harness, rows
 
-pytestmark = pytest.mark.docker
 SMOKE = REPO / "datasets" / "gaia2-smoke"
 HOSTILE = (DATA / "gaia2_hostile").relative_to(REPO)
 DRIVER_WORDS = ("gaia2_driver", "harness-mcp", "/opt/are/")  # ARE's driver, the bridge that runs it, ARE itself
@@ -48,6 +52,7 @@ def _judged_and_failed(row: dict) -> None:
     assert verdict["verdict"] == "fail" and verdict["error"] is None and verdict["rationale"], verdict
 
 
+@pytest.mark.docker
 def test_an_agent_that_kills_the_driver_and_answers_harness_finish_itself_gets_no_pass(tmp_path):
     ids = ["proto_find_image_file", "proto_forward_email"]
     found, reports = _run(tmp_path, "forge.py", ids)
@@ -59,6 +64,7 @@ def test_an_agent_that_kills_the_driver_and_answers_harness_finish_itself_gets_n
             assert f"no tool named '{name}'" in answer, (name, answer)
 
 
+@pytest.mark.docker
 def test_the_driver_its_memory_files_and_environment_are_out_of_the_agents_sight(tmp_path):
     found, reports = _run(tmp_path, "spy.py", ["proto_forward_email"])
     (row,) = found
@@ -68,3 +74,16 @@ def test_the_driver_its_memory_files_and_environment_are_out_of_the_agents_sight
     assert seen and all(p["memory"] is not True for p in seen), seen  # no memory it can read holds the oracle's reply
     assert not [p for p in seen if any(word in p["command"] for word in DRIVER_WORDS)], seen  # nothing to signal
     assert report["files"] == [] and report["workspace"] == [], report  # no scenario file, no oracle action
+
+
+def test_gaia2_alone_asks_for_a_judges_sandbox():
+    assert get("gaia2").judge_sandbox is True
+    assert [b.name for b in registered() if b.judge_sandbox] == ["gaia2"]
+
+
+def test_a_gaia2_scenario_without_its_judges_sandbox_is_never_served_from_the_agents():
+    async def work() -> str:
+        raise AssertionError("the agent's turns must not start")
+
+    with pytest.raises(HarnessError, match="judge's sandbox"):
+        asyncio.run(serving(Gaia2Env("/workspace/s.json", None), Environments(), work))

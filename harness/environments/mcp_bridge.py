@@ -21,7 +21,9 @@ never let grow past MAX_MESSAGE_BYTES either (agent code may write `out` itself)
 dropped as it arrives, and the session is told.
 
 The bridge runs as the agent, like the server: agent code may reach its files, which harms only its
-own instance. The server lives until its sandbox is removed.
+own instance. A server that decides a verdict (Gaia2's ARE) is therefore bridged in the instance's judge's
+sandbox instead, which no agent code reaches (benchmarks/gaia2/environment.py). The server lives until its
+sandbox is removed.
 
 `sandbox_stdio` is the transport: the (read, write) pair of anyio streams an `mcp.ClientSession`
 takes, like the SDK's own stdio_client, over a `BridgePipe`.

@@ -12,7 +12,7 @@ gaia2 image): the structure its importer needs is checked with pydantic (`Scenar
 
 instance_id = ``metadata.definition.scenario_id``; question = the ``content`` of the first user
 message (the USER event ``AgentUserInterface.send_message_to_agent`` without dependencies); answer
-``pass``: the verdict of ARE's judge, run inside the sandbox, for a solved scenario (the `gaia2` scorer,
+``pass``: the verdict of ARE's judge, run in its judge's sandbox, for a solved scenario (the `gaia2` scorer,
 harness/benchmarks/gaia2/scorer.py); image ``gaia2``; files = the scenario's own
 file, named by ``metadata["scenario_file"]``: a folder's file itself, a JSONL line's or a parquet row's written
 as ``scenario.json`` to ``HARNESS_STATE_DIR/gaia2/<24 hex digits of its text's sha256>/`` (once; nothing is

@@ -1,5 +1,6 @@
-"""Gaia2's verdict: ARE's own judge, run in the instance's sandbox once the agent's turns are over (the gaia2
-tool family, harness/benchmarks/gaia2/environment.py), matched the agent's write actions to the scenario's oracle's.
+"""Gaia2's verdict: ARE's own judge, run in the instance's judge's sandbox once the agent's turns are over (the
+gaia2 tool family, harness/benchmarks/gaia2/environment.py), matched the agent's write actions to the scenario's
+oracle's.
 
 The target is the verdict a solved scenario gets ("pass", the dataset adapter's). A scenario ARE could not
 judge (its judge raised, its event loop died, no verdict came back) has no verdict here: a ScorerError, so
