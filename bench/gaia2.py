@@ -124,7 +124,7 @@ async def sandbox_side(provider, image: str, run_id: str, scenario: str, round_:
         await asyncio.to_thread(sandbox.copy_in, SMOKE, [scenario])
         ready = time.perf_counter()
         async with AsyncExitStack() as stack:
-            session = await connect(stack, Gaia2Env(f"/workspace/{scenario}").server(), sandbox, None)
+            session = await connect(stack, Gaia2Env(f"/workspace/{scenario}", sandbox).server(), sandbox, None)
             task = await first_call(session)
             answered = time.perf_counter()
         return answered - started, answered - ready, task
