@@ -370,3 +370,21 @@ def test_atif_bad_out_is_exit_2_with_nothing_written(tmp_path):
     proc = harness("export", run, "--format", "atif", "--out", empty)  # a row without a trace: named, not a crash
     assert proc.returncode == 0 and "q (epoch 1): no trace" in proc.stderr, explain(proc)
     assert empty.is_dir() and not any(empty.iterdir())
+
+
+def test_atif_folders_are_named_by_whitelist_never_outside_out(tmp_path):
+    """A row's `trace` is data read from output.jsonl: `traces/...jsonl` (its stem `..`) put the trajectory beside
+    --out, in its parent folder."""
+    run = _hand_run(tmp_path, ["7"])
+    _traced(run, [{"t": 0.01, "type": "task", "task": "What is 3+4?"},
+                  {"t": 0.5, "type": "model_call", "model": "m", "content": "<solution>7</solution>"}])
+    (run / "traces" / "q-1.jsonl").rename(run / "traces" / "...jsonl")
+    rows = _lines(run / "output.jsonl")
+    rows[0]["trace"] = "traces/...jsonl"
+    (run / "output.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    parent = tmp_path / "exports"
+    parent.mkdir()
+    proc = harness("export", run, "--format", "atif", "--out", parent / "atif")
+    assert proc.returncode == 0, explain(proc)
+    assert [p.name for p in parent.iterdir()] == ["atif"]  # was: atif and agent/trajectory.json beside it
+    assert list(_atif_files(parent / "atif")) == ["x/agent/trajectory.json"]

@@ -11,6 +11,7 @@ from statistics import stdev
 
 import pyarrow.parquet as pq
 import pytest
+import yaml
 from rich.console import Console
 
 from harness.benchmarks.gaia2.export import SCHEMA
@@ -158,3 +159,31 @@ def test_export_gaia2_writes_ares_leaderboard_folder(tmp_path):
     (run / "tasks.json").write_text(json.dumps({"e1": {"level": 1}}))
     other = harness("export", run, "--format", "gaia2", "--out", tmp_path / "other")
     assert other.returncode == 2 and "is not a Gaia2 run" in other.stderr and not (tmp_path / "other").exists()
+
+
+def test_export_gaia2_names_configs_by_whitelist_and_writes_its_yaml_with_a_yaml_writer(tmp_path):
+    """A scenario's tag is its capability (datasets/gaia2.py), data of the scenario's author: the tag `../../escaped`
+    wrote a config folder outside --out, and a tag with a newline added a config to the card's YAML."""
+    scenario = json.loads((SMOKE / "proto_find_image_file.json").read_text())
+    scenario["metadata"]["definition"]["tags"] = ["../../escaped"]
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "s.json").write_text(json.dumps(scenario))
+    assert load_dataset(tmp_path / "data").instances[0].metadata["capability"] == "../../escaped"
+    run = hand_run(tmp_path)
+    injected = "x\n- config_name: injected\n  data_files: []"
+    (run / "tasks.json").write_text(json.dumps({"e1": {"capability": "../../escaped", "variant": "standard"},
+                                                "e2": {"capability": injected, "variant": "standard"},
+                                                "s1": {"capability": "search", "variant": "../../odd"}}))
+    (tmp_path / "exports").mkdir()
+    out = tmp_path / "exports" / "submission"
+    proc = harness("export", run, "--format", "gaia2", "--out", out)
+    assert proc.returncode == 0, explain(proc)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "exports", "run"]  # was: escaped/ beside them
+    assert [p.name for p in (tmp_path / "exports").iterdir()] == ["submission"]
+    names = ["escaped", "x---config_name-injected-data_files", "search_odd"]
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == sorted(names)
+    front = yaml.safe_load((out / "README.md").read_text().split("---\n")[1])
+    assert [c["config_name"] for c in front["configs"]] == names  # no config added
+    assert [c["config_name"] for c in front["dataset_info"]] == names
+    assert front["configs"][0]["data_files"] == [{"split": "validation", "path": "escaped/validation-*"}]
+    assert [f["name"] for f in front["dataset_info"][0]["features"]] == SCHEMA.names

@@ -37,6 +37,7 @@ from pydantic import ValidationError
 
 from harness import __version__
 from harness.export.source import ExportRun
+from harness.fsutil import slug
 from harness.results.model import ResultRow
 
 SCHEMA_VERSION = "ATIF-v1.8"
@@ -247,5 +248,16 @@ def render(run: ExportRun) -> tuple[dict[str, dict[str, Any]], list[str]]:
             doc, found = trajectory(run, row)
             warnings += found
             if doc is not None:
-                files[f"{Path(str(row.trace)).stem}/agent/trajectory.json"] = doc
+                files[f"{_folder(row, files)}/agent/trajectory.json"] = doc
     return files, warnings
+
+
+def _folder(row: ResultRow, taken: dict[str, Any]) -> str:
+    """The trial's folder: its trace's name kept to file-safe characters (a row's `trace` is data: `...jsonl`'s
+    stem is `..`), and made unique."""
+    base = slug(Path(str(row.trace)).stem, 120)
+    name, n = base, 1
+    while f"{name}/agent/trajectory.json" in taken:
+        n += 1
+        name = f"{base}-{n}"
+    return name

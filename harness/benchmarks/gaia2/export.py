@@ -18,11 +18,16 @@ completed events: the driver does not export one) but JSON of the row's verdict 
 scenario's capability (a standard run of that capability's config); the split is "validation"; ARE's standard
 deviations over runs are not given. A run (id, epoch) without a row is left out, and named in a warning.
 Refused (nothing written): a run that is not Gaia2's, an --out that is not a new or empty folder.
+
+Names are built, never taken: a config's name (a folder of the export and a key of the card's YAML) keeps of the
+--subset or scenario tag it comes from only ASCII letters, digits, ``_`` and ``-`` (a tag ``../../x`` is the config
+``x``), and the card's YAML front matter is written by a YAML writer (PyYAML), so no tag adds a config or a key.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,6 +36,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import yaml
 
 from harness.benchmarks.gaia2 import report as figures
 from harness.errors import InputError
@@ -46,11 +52,17 @@ SCHEMA = pa.schema([("scenario_id", pa.string()), ("run_number", pa.int64()), ("
                     ("run_config", pa.string()), ("has_exception", pa.bool_()), ("exception_type", pa.string()),
                     ("exception_message", pa.string()), ("rationale", pa.string())])
 SUFFIX = {"standard": "", "agent2agent": "_a2a", "noise": "_noise"}
+UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def safe_name(text: str) -> str:
+    """`text` as a config's name: a folder and a YAML key (the module docstring)."""
+    return UNSAFE.sub("-", text).strip("-_") or "unknown"
 
 
 def config_name(config: str, phase: str) -> str:
-    """ARE's name of a config run in a phase (its create_config_name)."""
-    return config + SUFFIX.get(phase, f"_{phase}")
+    """ARE's name of a config run in a phase (its create_config_name), made safe."""
+    return safe_name(config + SUFFIX.get(phase, f"_{phase}"))
 
 
 def _status(row: ResultRow) -> tuple[float | None, str]:
@@ -114,14 +126,13 @@ def _computed(run: ExportRun, groups: Mapping[tuple[str, str], Sequence[str]]) -
 def _card(names: Sequence[str], stats: Mapping[str, Any]) -> str:
     """README.md: YAML front matter as the Hub reads a dataset's configs, then the figures."""
     dtype = {pa.string(): "string", pa.int64(): "int64", pa.float64(): "float64", pa.bool_(): "bool"}
-    front = ["configs:"] + [line for n in names for line in (
-        f"- config_name: {n}", "  data_files:", f"  - split: {SPLIT}", f"    path: {n}/{SPLIT}-*")]
-    front += ["dataset_info:"] + [line for n in names for line in (
-        f"- config_name: {n}", "  features:",
-        *[f"  - name: {f.name}\n    dtype: {dtype[f.type]}" for f in SCHEMA], "  splits:", f"  - name: {SPLIT}")]
+    front = {"configs": [{"config_name": n, "data_files": [{"split": SPLIT, "path": f"{n}/{SPLIT}-*"}]} for n in names],
+             "dataset_info": [{"config_name": n, "features": [{"name": f.name, "dtype": dtype[f.type]} for f in SCHEMA],
+                               "splits": [{"name": SPLIT}]} for n in names]}
     meta, body = stats["metadata"], json.dumps(stats["statistics"], indent=2)
-    return ("---\n" + "\n".join(front) + "\n---\n\n# GAIA2 Leaderboard Submission\n\n"
-            f"**Model:** {meta['model']}\n**Provider:** {meta['model_provider']}\n**Split:** {SPLIT}\n"
+    line = lambda value: " ".join(str(value).split())  # noqa: E731 - one line of the card's text
+    return ("---\n" + yaml.safe_dump(front, sort_keys=False) + "---\n\n# GAIA2 Leaderboard Submission\n\n"
+            f"**Model:** {line(meta['model'])}\n**Provider:** {line(meta['model_provider'])}\n**Split:** {SPLIT}\n"
             f"**Runs per scenario:** {meta['runs']}\n\nMade by `harness export --format gaia2`: each row's `data` is "
             "the harness's record of the run (its verdict and trace events), not ARE's exported trace.\n\n"
             f"## Results\n\n```json\n{body}\n```\n")
@@ -137,8 +148,8 @@ def render(run: ExportRun) -> tuple[Callable[[Path], None], list[str]]:
     groups: dict[tuple[str, str], list[str]] = {}
     for iid in run.figures.ids:
         task = run.tasks.get(iid, {})
-        config = str(subset or task.get("capability") or "unknown")
-        groups.setdefault((config, str(task.get("variant"))), []).append(iid)
+        config = safe_name(str(subset or task.get("capability") or "unknown"))
+        groups.setdefault((config, safe_name(str(task.get("variant")))), []).append(iid)
 
     def fill(into: Path) -> None:
         for (config, phase), ids in groups.items():
