@@ -168,3 +168,59 @@ def test_a_bad_gaia2_dataset_exits_2_before_any_sandbox(tmp_path):
     proc = harness("run", "--dataset", tmp_path / "data", "--model", "replay", "--output-dir", out)
     assert proc.returncode == 2, proc.stderr
     assert "b_broken.json: invalid JSON" in proc.stderr and not out.exists()
+
+
+def unreadable_scenarios() -> dict[str, str]:
+    """Scenario files, by name, whose JSON is too deep or whose numbers are not finite or out of the clock's range:
+    each broke the run as a RecursionError (exit 1) or in ARE's clock in the sandbox (infra, retried three times)."""
+    def edited(scenario_id: str, edit) -> str:
+        scenario = smoke("proto_forward_email")
+        scenario["metadata"]["definition"]["scenario_id"] = scenario_id
+        edit(scenario)
+        return json.dumps(scenario)
+
+    nested = smoke("proto_forward_email")
+    nested["metadata"]["definition"]["scenario_id"] = "nested"
+    nested["apps"][0]["state"] = "DEEP"
+    return {"a_deep": "[" * 100_000 + "]" * 100_000,
+            "b_nested": json.dumps(nested).replace('"DEEP"', "[" * 500 + "]" * 500),
+            "c_nan": edited("nan", lambda s: s["events"][0].update(event_relative_time=float("nan"))),
+            "d_far": edited("far", lambda s: s["metadata"]["definition"].update(start_time=1e308)),
+            "e_inf": edited("inf", lambda s: s["metadata"]["definition"].update(duration=float("inf"))),
+            "f_overflow": edited("overflow", lambda s: s["apps"][0].update(state="OVER")).replace('"OVER"', "1e999"),
+            "g_negative": edited("negative", lambda s: s["events"][-1].update(event_time=-5.0)),
+            "h_good": json.dumps(smoke("proto_forward_email"))}
+
+
+def test_deep_or_non_finite_scenario_json_is_named_with_its_file(tmp_path):
+    for name, text in unreadable_scenarios().items():
+        (tmp_path / f"{name}.json").write_text(text)
+    (tmp_path / "a_deep.json").rename(tmp_path / "z_deep.json")  # after a scenario: the folder is Gaia2's
+    with pytest.raises(InputError) as caught:
+        load_dataset(tmp_path)
+    message = str(caught.value)
+    assert f"dataset {tmp_path} (Gaia2 layout): 7 problem(s)" in message, message
+    for expected in ("z_deep.json: JSON nested deeper than 200 levels", "b_nested.json: JSON nested deeper than 200",
+                     "c_nan.json: the number NaN is not finite", "f_overflow.json: the number 1e999 is not finite",
+                     "d_far.json (scenario 'far'): not the structure ARE reads: metadata.definition.start_time: "
+                     "Input should be less than or equal to 80000000000",
+                     "e_inf.json: the number Infinity is not finite",
+                     "g_negative.json (scenario 'negative'): not the structure ARE reads: events.3.event_time: Input should be greater than or equal to 0"):
+        assert expected in message, (expected, message)
+    assert "h_good" not in message
+
+
+def test_a_deep_scenario_is_exit_2_naming_its_file_before_any_sandbox(tmp_path):
+    (tmp_path / "data").mkdir()
+    scenarios = unreadable_scenarios()
+    for name in ("a_deep", "h_good"):
+        (tmp_path / "data" / f"{name}.json").write_text(scenarios[name])
+    out = tmp_path / "out"
+    proc = harness("run", "--dataset", tmp_path / "data", "--model", "replay", "--output-dir", out)
+    assert proc.returncode == 2, proc.stderr
+    assert "a_deep.json: JSON nested deeper than 200 levels" in proc.stderr and not out.exists(), proc.stderr
+    assert "RecursionError" not in proc.stderr
+    deep_line = tmp_path / "deep.jsonl"  # a JSONL whose first line is that deep: read by whichever adapter
+    deep_line.write_text(scenarios["a_deep"] + "\n" + scenarios["h_good"] + "\n")
+    proc = harness("run", "--dataset", deep_line, "--model", "replay", "--output-dir", out)
+    assert proc.returncode == 2 and f"dataset {deep_line}: holds JSON nested too deep" in proc.stderr, proc.stderr

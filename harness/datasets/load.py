@@ -82,10 +82,13 @@ def _subset(root: Path, subset: str | None, shown: str) -> Path:
 
 def _load_local(path: Path, split: str | None) -> Dataset:
     path = path.expanduser()
-    for adapter in adapters():
-        if (found := adapter.detect(path)) is not None:
-            with collector_paused():  # harness/bulk.py
-                return adapter.load(found, split)
+    try:
+        for adapter in adapters():
+            if (found := adapter.detect(path)) is not None:
+                with collector_paused():  # harness/bulk.py
+                    return adapter.load(found, split)
+    except RecursionError:  # JSON nested past what Python parses, in an adapter that does not name its file
+        raise InputError(f"dataset {path}: holds JSON nested too deep to read") from None
     if not path.exists():
         raise InputError(f"dataset path {path} does not exist")
     raise InputError(f"dataset path {path} is neither a file nor a folder")

@@ -24,21 +24,26 @@ scenario says it was augmented so, or its config ends ``_a2a`` / ``_noise``, as 
 (its OracleEvents), ``tool_families`` (``["gaia2"]``: the agent gets the scenario's apps and no code, file or
 browser tool, as in Gaia2).
 
-Refused, every problem in one InputError naming the file (and line or row) and the scenario: not JSON, a
-version other than ``are_simulation_v1``, no scenario_id, a structure ARE's importer refuses, no
-first user message, a scenario id given twice; --split but for the parquet layout.
+Refused, every problem in one InputError naming the file (and line or row) and the scenario: not JSON, JSON nested
+deeper than MAX_DEPTH or holding a number that is not finite (NaN, Infinity, 1e999), a clock field (the
+definition's start_time, duration and time_increment_in_seconds, an event's event_time and event_relative_time)
+outside [0, MAX_CLOCK_S], a version other than ``are_simulation_v1``, no scenario_id, a structure ARE's importer
+refuses, no first user message, a scenario id given twice; --split but for the parquet layout. (Before, a scenario
+nested 100,000 deep broke the load with a RecursionError, and a NaN or 1e308 clock broke ARE's clock in the
+sandbox, an infra error retried.)
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from harness.datasets.attachments import entry_problem
 from harness.datasets.fingerprint import dataset_fingerprint
@@ -56,6 +61,11 @@ CAPABILITIES = ("Adaptability", "Ambiguity", "Execution", "Search", "Time")  # C
 IMAGE = "gaia2"
 TARGET = "pass"  # the target: the verdict of ARE's judge for a solved scenario (benchmarks/gaia2/scorer.py)
 WRITTEN = "scenario.json"  # a JSONL line's scenario, as the sandbox receives it
+MAX_DEPTH = 200  # levels of JSON nesting (ARE's exports have about ten): Python's own parser stops near 1,000
+# A clock field's bound in seconds: a start time plus a duration plus an event's relative time stays below
+# 2.5e11 s, the end of year 9999, past which ARE's clock cannot be a datetime.
+MAX_CLOCK_S = 8e10
+Clock = Annotated[float, Field(ge=0, le=MAX_CLOCK_S, allow_inf_nan=False)]
 
 
 class Arg(BaseModel):
@@ -73,10 +83,10 @@ class Action(BaseModel):
 class Event(BaseModel):
     class_name: str
     event_type: str
-    event_time: float | None
+    event_time: Clock | None
     event_id: str
     dependencies: list[str]
-    event_relative_time: float | None
+    event_relative_time: Clock | None
     action: Action | None = None
 
     def tells_agent(self) -> bool:
@@ -89,6 +99,9 @@ class Definition(BaseModel):
     scenario_id: str
     config: str | None = None
     tags: list[str] | None = None
+    start_time: Clock | None = None
+    duration: Clock | None = None
+    time_increment_in_seconds: Clock | None = None
     has_a2a_augmentation: bool = False
     has_tool_augmentation: bool = False
     has_env_events_augmentation: bool = False
@@ -128,12 +141,47 @@ def _is_scenario(data: Any) -> bool:
         and "scenario_id" in _definition(data)
 
 
+class _NotFinite(ValueError):
+    pass
+
+
+def _constant(name: str) -> float:
+    raise _NotFinite(name)
+
+
+def _float(text: str) -> float:
+    if not math.isfinite(number := float(text)):
+        raise _NotFinite(text)
+    return number
+
+
+def _too_deep(data: Any) -> bool:
+    """Whether `data` nests more than MAX_DEPTH levels (walked without recursion)."""
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict | list):
+            if depth > MAX_DEPTH:
+                return True
+            stack.extend((item, depth + 1) for item in (value.values() if isinstance(value, dict) else value))
+    return False
+
+
 def _parsed(text: str) -> tuple[Any, str | None]:
-    """The JSON of `text`, or None and why it is not JSON."""
+    """The JSON of `text`, or None and why it is not JSON the scenario may be (module docstring)."""
     try:
-        return json.loads(text), None
+        data = json.loads(text, parse_constant=_constant, parse_float=_float)
+    except _NotFinite as exc:
+        return None, f"the number {str(exc)[:40]} is not finite"
     except json.JSONDecodeError as exc:
         return None, f"invalid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+    except RecursionError:
+        return None, f"JSON nested deeper than {MAX_DEPTH} levels"
+    except ValueError as exc:  # an integer of more digits than Python converts
+        return None, f"invalid JSON ({str(exc)[:200]})"
+    if _too_deep(data):
+        return None, f"JSON nested deeper than {MAX_DEPTH} levels"
+    return data, None
 
 
 def _unwrapped(line: str) -> tuple[str, Any, str | None]:
@@ -165,14 +213,26 @@ def _configs(root: Path) -> list[str]:
     return [sub.name for sub in sorted(root.iterdir()) if sub.is_dir() and _hub_rows(sub)]
 
 
+def _scenarios(files: list[Path]) -> bool:
+    """Whether `files` are scenario files: the first that parses is a scenario; none parses, but one is refused as
+    too deep or not finite (what load names)."""
+    refused = False
+    for file in files:
+        data, error = _parsed(file.read_text(encoding="utf-8"))
+        if error is None:
+            return _is_scenario(data)
+        refused = refused or not error.startswith("invalid JSON")
+    return refused
+
+
 def detect(path: Path) -> Path | None:
     """`path` when it is a folder of ARE scenario files, a JSONL of scenarios (or of Hub rows), a folder of the
     Hub's parquet rows or the root of such folders, else None."""
     try:
         if path.is_dir():
-            first = next(iter(sorted(path.glob("*.json"))), None)
-            if first is not None:
-                return path if _is_scenario(_parsed(first.read_text(encoding="utf-8"))[0]) else None
+            files = sorted(path.glob("*.json"))
+            if files:
+                return path if _scenarios(files) else None
             return path if _hub_rows(path) or _configs(path) else None
         if path.suffix.lower() != ".jsonl" or not path.is_file():
             return None
