@@ -205,7 +205,8 @@ def test_deep_or_non_finite_scenario_json_is_named_with_its_file(tmp_path):
                      "d_far.json (scenario 'far'): not the structure ARE reads: metadata.definition.start_time: "
                      "Input should be less than or equal to 80000000000",
                      "e_inf.json: the number Infinity is not finite",
-                     "g_negative.json (scenario 'negative'): not the structure ARE reads: events.3.event_time: Input should be greater than or equal to 0"):
+                     "g_negative.json (scenario 'negative'): not the structure ARE reads: events.3.event_time: "
+                     "Input should be greater than or equal to 0"):
         assert expected in message, (expected, message)
     assert "h_good" not in message
 
