@@ -171,6 +171,44 @@ def test_an_answer_file_is_read_and_a_failing_program_is_an_agent_error(tmp_path
     assert "exited with code 4" in row["error"] and "broken" in row["error"], (row, explain(proc))
 
 
+ABANDONS = r'''
+import json, os, socket, urllib.parse, urllib.request
+where = urllib.parse.urlsplit(os.environ["OPENAI_BASE_URL"])
+key = os.environ["OPENAI_API_KEY"]
+
+def abandon(body, sent):
+    # a request whose connection closes after `sent` bytes of its body: it never waits for an answer
+    head = ("POST /v1/chat/completions HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\n"
+            "Authorization: Bearer %s\r\nContent-Length: %d\r\n\r\n" % (key, len(body)))
+    with socket.create_connection((where.hostname, where.port)) as conn:
+        conn.sendall(head.encode() + body[:sent])
+
+whole = json.dumps({"model": "m", "messages": [{"role": "user", "content": "x" * 50000}]}).encode()
+for _ in range(4):
+    abandon(whole, len(whole) // 2)  # half its body
+    abandon(b"{}", 2)  # its whole body (one the proxy refuses, no model call), then gone
+request = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", headers={
+    "Content-Type": "application/json", "Authorization": "Bearer " + key},
+    data=json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode())
+print(json.load(urllib.request.urlopen(request, timeout=60))["choices"][0]["message"]["content"])
+'''
+
+
+@pytest.mark.docker
+def test_requests_the_program_abandons_are_dropped_and_its_answer_kept(tmp_path, image, out):
+    """Requests the program opens and closes mid-body, or right after its body, never to read an answer: each is
+    dropped, the instance goes on (each was an `agent` error, the answer lost: the relay had the request without its
+    body)."""
+    program = tmp_path / "abandons.py"
+    program.write_text(ABANDONS)
+    data, config = one_instance(tmp_path, [{"content": "<solution>6</solution>"}])
+    proc = _run(tmp_path, data, config, "rec", out, f"sandbox:python3 @{program}")
+    assert proc.returncode == 0, explain(proc)
+    (row,) = rows(out)
+    assert row["status"] == "ok" and row["answer"] == "6" and row["correct"] is True, row
+    assert row["usage"]["llm_calls"] == 1, row  # the abandoned requests called no model
+
+
 @pytest.mark.docker
 @pytest.mark.slow
 def test_the_smoke_set_runs_offline_through_the_in_sandbox_agent(tmp_path, image, out):

@@ -11,8 +11,10 @@ provider's sandbox works. Instead:
   request the agent makes is written to the spool folder: its body, whole, as `body-N`, then its
   method, path and headers as `req-N.json`; the server answers it once `res-N` appears (a line of
   JSON, status and headers, then the body's bytes). A body over MAX_REQUEST_BYTES is read and dropped,
-  and answered 413 saying the limit. The agent's exit code ends the exec (its stdout and stderr are
-  the exec's); `done` marks the end for the other execs.
+  and answered 413 saying the limit. A request the agent hangs up on mid-body is dropped there (no
+  `req-N.json`); one whose body is gone when the host reads it (the agent hung up once it was sent) is
+  dropped by the host (`exchange`): neither ends the instance. The agent's exit code ends the exec (its
+  stdout and stderr are the exec's); `done` marks the end for the other execs.
 - `exchange` (one short exec per request) delivers the previous answer (its stdin), then waits up to
   EXCHANGE_WAIT_S for the next request (or the end) and prints its `req-N.json`: one exec per model
   call. The body is read with `Sandbox.read_file`, never through the exec's output (capped at
@@ -33,7 +35,7 @@ import json
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from harness.errors import InfraError
+from harness.errors import InfraError, SandboxFileNotFound
 from harness.sandbox.contract import ExecResult, Sandbox
 
 ROOT = "/tmp/harness-agent"
@@ -48,18 +50,26 @@ mode, spool = sys.argv[1], sys.argv[2]
 STOP, DONE = os.path.join(spool, "stop"), os.path.join(spool, "done")
 
 def put(name, data, length=None):
-    # `name` in the spool, atomically: `data` bytes, or `length` bytes read from the file `data`
+    # `name` in the spool, atomically: `data` bytes, or `length` bytes read from the file `data`; False (and
+    # nothing put) when `data` ends, or breaks, before `length` bytes
     tmp = os.path.join(spool, "." + name)
     with open(tmp, "wb") as fh:
         if length is None:
             fh.write(data)
         while length:
-            chunk = data.read(min(length, 1 << 20))
+            try:
+                chunk = data.read(min(length, 1 << 20))
+            except OSError:
+                chunk = b""
             if not chunk:
                 break
             fh.write(chunk)
             length -= len(chunk)
+    if length and length != float("inf"):
+        os.unlink(tmp)
+        return False
     os.rename(tmp, os.path.join(spool, name))
+    return True
 
 def drop(stream, length):
     while length > 0:
@@ -122,7 +132,9 @@ if mode == "run":
             with lock:
                 count[0] += 1
                 n = count[0]
-            put("body-%d" % n, self.rfile, length)
+            if not put("body-%d" % n, self.rfile, length):  # the agent hung up mid-body: dropped here
+                self.close_connection = True
+                return
             put("req-%d.json" % n, json.dumps({"id": n, "method": self.command, "path": self.path,
                                                "headers": dict(self.headers.items())}).encode())
             res = os.path.join(spool, "res-%d" % n)
@@ -218,15 +230,19 @@ class Relay:
 
     def exchange(self, answer: Answer | None) -> dict[str, Any]:
         """Deliver `answer` (request id, response), then the next request (its `body` read as bytes),
-        {"done": true} or {"idle": true}."""
+        {"done": true}, {"idle": true}, or {"dropped": id}: a request whose body is gone (the agent hung up on it
+        and the relay removed it, or the agent did), which nobody is left to answer."""
         argv, stdin = self._with(answer, "exchange", str(EXCHANGE_WAIT_S))
         done = self.sandbox.exec(argv, stdin=stdin, timeout=EXCHANGE_WAIT_S + EXCHANGE_GRACE_S)
         if not done.ok:
             raise InfraError(f"the sandbox's model relay failed (exit {done.exit_code}): {done.stderr.strip()[-500:]}")
         request: dict[str, Any] = json.loads(done.stdout)
         if "id" in request:  # the body's path is the relay's rule, not what the spool says
-            request["body"] = self.sandbox.read_file(f"{self.spool}/body-{int(request['id'])}",
-                                                     max_bytes=MAX_REQUEST_BYTES)
+            try:
+                request["body"] = self.sandbox.read_file(f"{self.spool}/body-{int(request['id'])}",
+                                                         max_bytes=MAX_REQUEST_BYTES)
+            except SandboxFileNotFound:
+                return {"dropped": int(request["id"])}
         return request
 
     def gave_up(self, request: int) -> bool:
@@ -270,6 +286,8 @@ async def relayed(relay: Relay, argv: list[str], task: str, env: Mapping[str, st
             answer = None
             if request.get("done") or (request.get("idle") and main.done()):
                 break
+            if "dropped" in request:  # abandoned by the agent: nobody to answer, the instance goes on
+                continue
             if "id" in request:
                 pending = asyncio.ensure_future(forward(request))
                 await asyncio.wait({pending, main}, timeout=EXCHANGE_WAIT_S, return_when=asyncio.FIRST_COMPLETED)
