@@ -10,6 +10,7 @@ task's own image. Every image they build is theirs (its tag names this session's
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import shlex
 import subprocess
@@ -22,9 +23,12 @@ import pytest
 from harness.agents.contract import Limits
 from harness.benchmarks.harbor.scorer import HarborScorer
 from harness.datasets import load_dataset
-from harness.errors import InputError, ScorerError
+from harness.environments.harbor import REWARDS, reward
+from harness.errors import InputError, SandboxFileNotFound, SandboxOutputLimit, ScorerError
 from harness.fsutil import tree_hash
-from harness.sandbox.contract import SandboxSpec
+from harness.report.build import build_report
+from harness.results.model import ResultRow
+from harness.sandbox.contract import DEFAULT_MAX_READ, SandboxSpec
 from harness.scoring.base import ScoreContext
 from tests.helpers.e2e import containers_of, explain, harness, out_dir, remove_leftovers, rows, trace
 
@@ -177,6 +181,82 @@ def test_the_harbor_scorer_reads_the_verifiers_reward(verdict, correct, value):
 def test_a_verifier_that_gave_no_reward_is_not_judged(verdicts):
     with pytest.raises(ScorerError):
         HarborScorer().score(None, "1", context=ScoreContext(verdicts=verdicts))
+
+
+class RewardFiles:
+    """/logs/verifier's files as Sandbox.read_file gives them, for the reading of a reward alone (pure logic)."""
+
+    def __init__(self, files: dict[str, str | bytes]):
+        self.files = {f"{REWARDS}/{name}": text if isinstance(text, bytes) else text.encode()
+                      for name, text in files.items()}
+
+    def read_file(self, path: str, *, max_bytes: int = DEFAULT_MAX_READ) -> bytes:
+        if path not in self.files:
+            raise SandboxFileNotFound(path)
+        if len(self.files[path]) > max_bytes:
+            raise SandboxOutputLimit(f"{path} is larger than {max_bytes} bytes")
+        return self.files[path]
+
+
+@pytest.mark.parametrize("files, read", [
+    ({"reward.txt": "1\n"}, 1.0), ({"reward.txt": " .5\n"}, 0.5), ({"reward.txt": "1e-05"}, 1e-05),
+    ({"reward.txt": "2"}, 2.0), ({"reward.txt": "-0.5"}, -0.5),  # Harbor bounds no reward: the scorer clamps
+    ({"reward.json": '{"reward": 0.25, "tests_passed": 3}'}, 0.25), ({"reward.json": "1"}, 1.0),
+    ({"reward.json": '{"accuracy": 1}', "reward.txt": "0"}, 1.0),  # the JSON first, as Harbor
+])
+def test_a_reward_is_a_finite_number_as_harbor_reads_it(files, read):
+    found = reward(RewardFiles(files))
+    assert found["reward"] == read and isinstance(found["reward"], float)
+
+
+@pytest.mark.parametrize("files, says", [
+    ({"reward.txt": "1_0"}, "'1_0', not a number"),  # float() reads 10
+    ({"reward.txt": "nan"}, "not a number"), ({"reward.txt": "inf"}, "not a number"),
+    ({"reward.txt": "0x1"}, "not a number"), ({"reward.txt": "1e999"}, "not a finite number"),
+    ({"reward.json": '{"reward": NaN}'}, "NaN is not a finite number"),
+    ({"reward.json": '{"reward": 1e999}'}, "inf, not a finite number"),
+    ({"reward.json": '{"reward": 1' + "0" * 400 + "}"}, "not a finite number"),  # an int past a float's range
+    ({"reward.json": '{"reward": true}'}, "True', not a number"),
+    ({"reward.json": '{"reward": 1, "note": "fine"}'}, "'fine', not a number"),  # Harbor refuses it too
+    ({"reward.json": '"1"'}, "'1', not a number"),
+    ({"reward.json": json.dumps({"reward": 1, **{f"k{i}": 0 for i in range(64)}})}, "65 values: at most 64"),
+    ({"reward.json": json.dumps({"reward": 1, "pad": 0, "x" * 201: 0})}, "at most 200 characters"),
+    ({"reward.json": json.dumps({"reward": 1, "pad": [0] * 20_000_000})}, "larger than 65536 bytes"),  # 40 MB
+])
+def test_a_reward_that_is_no_finite_number_or_too_big_is_refused(files, says):
+    with pytest.raises(ValueError, match=re.escape(says)):
+        reward(RewardFiles(files))
+
+
+def test_a_reward_beyond_0_1_is_kept_in_the_verdict_its_value_clamped_and_the_mean_score_stays():
+    """Harbor 0.25 takes any finite reward: the verdict keeps it, the score's value is clamped to [0, 1]; the report's
+    mean score and epochs mean were null (an overflowing sum) or broken (a mean over 1) by rewards past 1."""
+    scorer = HarborScorer()
+    verdicts = [{"reward": 2.0, "source": "reward.txt"}, {"reward": 1e308, "source": "reward.txt"},
+                {"reward": 1e308, "source": "reward.txt"}, {"reward": -3.0, "source": "reward.txt"},
+                {"reward": 0.5, "source": "reward.json", "rewards": {"reward": 0.5, "extra": 9.0}}]
+    scores = [scorer.score(None, "1", context=ScoreContext(verdicts={"harbor": v})) for v in verdicts]
+    assert [(s.value, s.correct) for s in scores] == [(1.0, True), (1.0, True), (1.0, True), (0.0, False),
+                                                      (0.5, False)]
+    assert scores[0].details["reward"] == 2.0 and "counted as 1 (a score is in [0, 1])" in scores[0].explanation
+    assert all("rewards" not in s.details for s in scores)  # reward.json's values: in the verdict alone
+    rows = [ResultRow(instance_id=f"t{i // 2}", epoch=1 + i % 2, status="ok", correct=s.correct,
+                      scores={"harbor": s.model_dump()}, verdicts={"harbor": v})
+            for i, (s, v) in enumerate(zip(scores + scores[:1], verdicts + verdicts[:1], strict=True))]
+    for epochs, ids in ((1, [r.instance_id for r in rows]), (2, ["t0", "t1", "t2"])):
+        found = build_report(rows if epochs == 2 else [r.model_copy(update={"epoch": 1, "instance_id": f"u{i}"})
+                                                       for i, r in enumerate(rows)],
+                             ids if epochs == 2 else [f"u{i}" for i in range(len(rows))], leaked_containers=0,
+                             epochs=epochs, reducers=["mean"])
+        stats = json.loads(found.model_dump_json())["scorers"]["harbor"]
+        assert stats["mean_score"] == pytest.approx(4.5 / 6 if epochs == 1 else 4.5 / 6), stats
+
+
+@pytest.mark.parametrize("reward", ["1_0", "nan", float("nan"), float("inf"), True, None])
+def test_a_verdicts_reward_that_is_no_finite_number_is_not_judged(reward):
+    """A row's verdict is read again by `harness score`: float("1_0") was 10."""
+    with pytest.raises(ScorerError, match="not a finite number"):
+        HarborScorer().score(None, "1", context=ScoreContext(verdicts={"harbor": {"reward": reward}}))
 
 
 # ---------------------------------------------------------------- real images, real sandboxes

@@ -528,7 +528,7 @@ def _scorer_stats(name: str, rows: list[ResultRow | None], ids: list[str]) -> Sc
         score = missing[0].scores.get(name)
         first = (score.get("explanation") or "no explanation given") if score else "the row has no score"
     return ScorerStats(n=n, correct=passed, no_verdict=len(missing), accuracy=rate, ci95=interval,
-                       mean_score=sum(float(v.get("value") or 0.0) for v in verdicts) / judged if judged else None,
+                       mean_score=sum(float(v.get("value") or 0.0) / judged for v in verdicts) if judged else None,
                        first_error=first)
 
 

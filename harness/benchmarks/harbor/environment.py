@@ -6,27 +6,39 @@ planted, removed first), /logs/verifier is emptied, and `bash /tests/test.sh` ru
 directory with [verifier] env, for at most [verifier] timeout_sec. The reward is what test.sh wrote:
 /logs/verifier/reward.json (a number, or an object: its "reward", or its only value), else reward.txt (one number),
 in Harbor's order (harbor 0.25's verifier reads the JSON first); the
-script's exit code is kept but, as in Harbor, never read as the reward. A verifier that did not end in time,
-wrote no reward or wrote one that is no number gives a verdict with an `error`: the harbor scorer
-(harness/benchmarks/harbor/scorer.py) then cannot judge the row (a ScorerError), never a wrong answer. A sandbox that
-died meanwhile raises, as every sandbox request does (an infra error of the row).
+script's exit code is kept but, as in Harbor, never read as the reward.
+
+A reward is a finite number, as Harbor 0.25 has it (of any size: Harbor neither bounds nor clamps one; the
+harbor scorer clamps its score's value). reward.txt holds one number in decimal digits (Python's float(), Harbor's
+reading, would also take `1_0` as 10, `nan` and `inf`); reward.json's values are all finite numbers (a bool, a
+string or a list is refused, as in Harbor), at most MAX_REWARDS of them, named in at most MAX_NAME characters; a
+reward file over MAX_REWARD_BYTES is refused unread. The verdict keeps reward.json's values (`rewards`), once.
+A verifier that did not end in time, wrote no reward or wrote one that is none of these gives a verdict with an
+`error`: the harbor scorer (harness/benchmarks/harbor/scorer.py) then cannot judge the row (a ScorerError), never a
+wrong answer. A sandbox that died meanwhile raises, as every sandbox request does (an infra error of the row).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import SandboxFileNotFound
+from harness.errors import SandboxFileNotFound, SandboxOutputLimit
 from harness.sandbox.contract import ExecResult, Sandbox
 
 STAGE = "/tmp/harness-harbor"  # where copy_in may write; moved from there to Harbor's place
 REWARDS = "/logs/verifier"
 PREP_TIMEOUT_S = 120.0
+MAX_REWARD_BYTES = 64 * 1024  # a reward file, read whole (Harbor's hold a few numbers)
+MAX_REWARDS = 64  # values of reward.json
+MAX_NAME = 200  # characters of a value's name in reward.json
+# A number in decimal digits (`.5` as bc writes it, `1e-05` as Python does); no `_`, `nan`, `inf` or hex
+NUMBER = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
 
 @dataclass
@@ -80,33 +92,48 @@ def reward(sandbox: Sandbox) -> dict[str, Any]:
     not a number."""
     for name in ("reward.json", "reward.txt"):
         try:
-            text = sandbox.read_file(f"{REWARDS}/{name}").decode(errors="replace").strip()
+            text = sandbox.read_file(f"{REWARDS}/{name}", max_bytes=MAX_REWARD_BYTES).decode(errors="replace").strip()
         except SandboxFileNotFound:
             continue
+        except SandboxOutputLimit:
+            raise ValueError(f"the verifier's {REWARDS}/{name} is larger than {MAX_REWARD_BYTES} bytes") from None
         if not text:
             raise ValueError(f"the verifier's {REWARDS}/{name} is empty")
         if name == "reward.txt":
-            return {"reward": _number(text, name), "source": name}
+            if not NUMBER.fullmatch(text):
+                raise ValueError(f"the verifier's {REWARDS}/{name} holds {text[:80]!r}, not a number")
+            return {"reward": _number(float(text), name), "source": name}
         try:
-            rewards = json.loads(text)
-        except ValueError:
-            raise ValueError(f"the verifier's {REWARDS}/{name} is not JSON") from None
+            rewards = json.loads(text, parse_constant=_not_finite)
+        except ValueError as exc:
+            raise ValueError(f"the verifier's {REWARDS}/{name} is not JSON of finite numbers ({exc})") from None
         if not isinstance(rewards, dict):
             return {"reward": _number(rewards, name), "source": name}
         if not ("reward" in rewards or len(rewards) == 1):
             raise ValueError(f"the verifier's {REWARDS}/{name} names no \"reward\" (nor one value alone)")
-        value = rewards["reward"] if "reward" in rewards else next(iter(rewards.values()))
-        return {"reward": _number(value, name), "rewards": rewards, "source": name}
+        if len(rewards) > MAX_REWARDS or any(len(key) > MAX_NAME for key in rewards):
+            raise ValueError(f"the verifier's {REWARDS}/{name} has {len(rewards)} values: at most {MAX_REWARDS}, "
+                             f"named in at most {MAX_NAME} characters")
+        numbers = {key: _number(value, name) for key, value in rewards.items()}
+        return {"reward": numbers["reward"] if "reward" in numbers else next(iter(numbers.values())),
+                "rewards": numbers, "source": name}
     raise ValueError(f"the verifier wrote no {REWARDS}/reward.txt nor reward.json")
 
 
+def _not_finite(word: str) -> Any:
+    raise ValueError(f"{word} is not a finite number")
+
+
 def _number(value: Any, name: str) -> float:
+    """`value` (parsed) as a reward: a finite int or float, never a bool, a string or anything else."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"the verifier's {REWARDS}/{name} holds {str(value)[:80]!r}, not a number")
     try:
         number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"the verifier's {REWARDS}/{name} holds {str(value)[:80]!r}, not a number") from None
+    except OverflowError:  # an integer past a float's range
+        number = math.inf
     if not math.isfinite(number):
-        raise ValueError(f"the verifier's {REWARDS}/{name} holds {number}, not a finite number")
+        raise ValueError(f"the verifier's {REWARDS}/{name} holds {str(value)[:80]}, not a finite number")
     return number
 
 
