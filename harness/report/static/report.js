@@ -450,9 +450,14 @@
     h += `<div class="muted">tools: ${esc((row.tool_calls || []).join(", "))} · ${row.steps} steps · ${num(row.duration_s, 1)}s · trace ${esc(row.trace)}</div></div>`;
     return h;
   }
-  function showTrace(events, run, row) {
+  function showTrace(events, run, row) {  // #trace's data-id: the row whose trace is shown whole
     $("#trace").innerHTML = rowSummary(row) + (events === null ? `<p class="muted">no trace file</p>`
       : events.map((ev) => renderEvent(ev, run, row)).join(""));
+    $("#trace").dataset.id = row.instance_id;
+  }
+  function showLoading(row) {  // at once, so the trace shown is never the row opened before
+    $("#trace").innerHTML = rowSummary(row) + `<p class="muted">loading trace…</p>`;
+    delete $("#trace").dataset.id;
   }
   async function inflate(packed) {  // base64 of gzipped JSON (html.py pack_trace)
     const bytes = Uint8Array.from(atob(packed), (c) => c.charCodeAt(0));
@@ -485,8 +490,8 @@
     const run = DATA.runs[current];
     const row = run.rows.find((r) => r.instance_id === iid);
     if (!row) return;
+    showLoading(row);
     if (MODE === "live") {
-      $("#trace").innerHTML = rowSummary(row) + `<p class="muted">loading trace…</p>`;
       const resp = await fetch(`/api/trace?run=${current}&id=${encodeURIComponent(iid)}`);
       const events = resp.ok ? await resp.json() : null;
       if (openId !== iid) return;
@@ -495,7 +500,8 @@
       if (row.status === "running") setTimeout(() => streamTrace(iid, events ? events.length : 0), 1000);
     } else {
       const packed = (run.traces || {})[iid];
-      showTrace(packed ? await inflate(packed) : null, run, row);
+      const events = packed ? await inflate(packed) : null;
+      if (openId === iid) showTrace(events, run, row);  // another row opened meanwhile: its trace, not this one
     }
   }
 
@@ -526,6 +532,7 @@
   function showRun(k) {
     current = k; currentPath = DATA.runs[k].path; openId = null;
     $("#trace").innerHTML = '<p class="muted">Click an instance to see its trace.</p>';
+    delete $("#trace").dataset.id;
     renderAll();
   }
   document.addEventListener("click", (e) => {
