@@ -488,3 +488,34 @@ def test_an_agent_works_in_the_tasks_working_directory(tmp_path, python_base):
                 assert row["answer"] == "/app", row
         finally:
             assert remove_leftovers(out) == [], "containers left behind"
+
+
+@pytest.mark.docker
+def test_rewards_written_by_real_verifiers_are_finite_numbers_bounded_and_kept_once(tmp_path, out, python_base):
+    """Verifiers in real sandboxes: `1_0` in reward.txt was a reward of 10; a 40 MB reward.json was kept twice per
+    row (verdict and score: 80 MB of output.jsonl, as much in report.html); a reward of 2 is kept, its score 1."""
+    py, _, made = python_base
+    tasks = tmp_path / "tasks"
+    writes = {"underscore": "echo 1_0 > /logs/verifier/reward.txt",
+              "huge": "python3 -c 'import json; print(json.dumps({\"reward\": 1, \"pad\": [0] * 20000000}))' "
+                      "> /logs/verifier/reward.json",
+              "two": "echo '{\"reward\": 2, \"tests_passed\": 3}' > /logs/verifier/reward.json"}
+    for name, write in writes.items():
+        made.append(write_task(tasks, name, app_dockerfile(py), test_sh=f"#!/bin/bash\n{write}\n") / "environment")
+    no_turns(tasks, *writes)
+    proc = harness("run", "--dataset", f"harbor:{tasks}", "--agent", "oracle", "--model", "replay",
+                   "--scorer", "harbor", "--output-dir", out)
+    assert proc.returncode == 3, explain(proc)  # two rows not judged
+    html = harness("report", out, "--html")
+    assert html.returncode == 0, explain(html)
+    got = {r["instance_id"]: r for r in rows(out)}
+    assert got["underscore"]["correct"] is None and "'1_0', not a number" in got["underscore"]["verdicts"]["harbor"][
+        "error"], got["underscore"]
+    assert got["huge"]["correct"] is None and "larger than 65536 bytes" in got["huge"]["verdicts"]["harbor"]["error"]
+    two = got["two"]
+    assert two["correct"] is True and two["scores"]["harbor"]["value"] == 1.0, two
+    assert two["verdicts"]["harbor"]["rewards"] == {"reward": 2.0, "tests_passed": 3.0}
+    assert two["scores"]["harbor"]["details"]["reward"] == 2.0 and "rewards" not in two["scores"]["harbor"]["details"]
+    assert (out / "output.jsonl").stat().st_size < 100_000 and (out / "report.html").stat().st_size < 2_000_000
+    report = json.loads((out / "report.json").read_text())
+    assert report["scorers"]["harbor"]["mean_score"] == 1.0, report["scorers"]["harbor"]
