@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 
-from tests.helpers.e2e import containers_of, explain, harness, replay_instance
+from tests.helpers.e2e import containers_of, explain, harness, out_dir, replay_instance
 
 DONE = {"content": "<solution>x</solution>", "usage": {"prompt_tokens": 10, "completion_tokens": 3}}
 
@@ -25,7 +25,8 @@ def test_an_output_dir_inside_an_attached_folder_exits_2_before_any_container(tm
                             for i in ("a", "b")))
     (folder / "turns.jsonl").write_text("".join(json.dumps({"instance_id": i, "turns": [DONE]}) + "\n"
                                                 for i in ("a", "b")))
-    out = folder / "docs" / "run"
+    out = out_dir(folder / "docs")  # its name, the run id's prefix containers_of matches, unique: `run` matched the
+    # containers of every other test's run into a folder named run (3 counted as leaked once, under load)
     t0 = time.monotonic()
     proc = harness("run", "--dataset", data, "--model", "rec", "--config", config, "--output-dir", out)
     leaked = len(containers_of(out))
