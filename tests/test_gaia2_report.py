@@ -162,8 +162,8 @@ def test_export_gaia2_writes_ares_leaderboard_folder(tmp_path):
 
 
 def test_export_gaia2_names_configs_by_whitelist_and_writes_its_yaml_with_a_yaml_writer(tmp_path):
-    """A scenario's tag is its capability (datasets/gaia2.py), data of the scenario's author: the tag `../../escaped`
-    wrote a config folder outside --out, and a tag with a newline added a config to the card's YAML."""
+    """A scenario's tag is its capability (benchmarks/gaia2/dataset.py), data of the scenario's author: the tag
+    `../../escaped` wrote a config folder outside --out, and a tag with a newline added a config to the card's YAML."""
     scenario = json.loads((SMOKE / "proto_find_image_file.json").read_text())
     scenario["metadata"]["definition"]["tags"] = ["../../escaped"]
     (tmp_path / "data").mkdir()

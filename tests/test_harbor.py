@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from harness.agents.contract import Limits
+from harness.benchmarks.harbor.environment import REWARDS, reward
 from harness.benchmarks.harbor.scorer import HarborScorer
 from harness.datasets import load_dataset
-from harness.environments.harbor import REWARDS, reward
 from harness.errors import InputError, SandboxFileNotFound, SandboxOutputLimit, ScorerError
 from harness.fsutil import tree_hash
 from harness.report.build import build_report
