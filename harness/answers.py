@@ -9,9 +9,11 @@ SOLUTION = re.compile(r"<solution>(.*?)</solution>", re.IGNORECASE | re.DOTALL)
 # text_tool_call: the final message was a tool call written as text (models/textcalls.py), not an answer
 Source = Literal["solution_tag", "final_message", "text_tool_call", "none"]
 
-# The default prompts' example of the answer tag (runner/prompt.py): a placeholder no task has as its
-# answer (a small model copies a real-looking example: `<solution>42</solution>` came back for 8 of 8
-# tasks), so an answer equal to it is the example copied, counted by the report (report/build.py).
+# The placeholder the default prompts showed in the answer tag until issue 41 (a small model copies a
+# real-looking example, `<solution>42</solution>` 8 of 8 times, and then the placeholder's brackets, `[247]`):
+# the prompts now show the tag empty (benchmarks/gaia/prompt.py); an answer equal to it, in a run of
+# then or under a template of one's own, is still counted by the report (report/build.py), as is an
+# answer wrapped in brackets (`bracketed`).
 EXAMPLE_ANSWER = "[your final answer]"
 _EDGES = " \t\r\n[](){}<>\"'`*_.:;,!"
 
@@ -24,6 +26,13 @@ def extract_answer(final_message: str | None) -> tuple[str | None, Source]:
     if matches:
         return matches[-1].strip(), "solution_tag"
     return final_message.strip(), "final_message"
+
+
+def bracketed(answer: str | None) -> bool:
+    """Whether `answer` is wrapped in square brackets (`[247]`, `[13, 14, 15]`): the shape of the prompts' old
+    placeholder copied around a value, which GAIA's scorer reads as no number (a real 0.5B model: 6 of 9)."""
+    text = (answer or "").strip()
+    return len(text) > 2 and text[0] == "[" and text[-1] == "]"
 
 
 def copies_example(answer: str | None) -> bool:

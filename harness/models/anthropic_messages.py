@@ -112,7 +112,9 @@ def read_reply(answer: Any, name: str) -> Reply:
             text.append(block.text)
         elif block.type == "tool_use":
             calls.append({"id": block.id, "name": block.name, "arguments": as_object(block.input)})
-    return Reply(content="".join(text), tool_calls=calls, usage=counts(answer.usage))
+    stop = answer.stop_reason  # the Messages API's "max_tokens" is the chat API's "length"
+    return Reply(content="".join(text), tool_calls=calls, usage=counts(answer.usage),
+                 finish_reason={"max_tokens": "length", "end_turn": "stop", "tool_use": "tool_calls"}.get(stop, stop))
 
 
 class AnthropicChat(ChatModel):

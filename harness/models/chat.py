@@ -38,6 +38,8 @@ class Reply:
     content: str = ""
     tool_calls: list[dict[str, Any]] = field(default_factory=list)  # {id, name, arguments (dict)}
     usage: dict[str, int] = field(default_factory=dict)
+    # why the reply ended, in OpenAI's words ("stop", "tool_calls", "length": cut at the token cap); None: unsaid
+    finish_reason: str | None = None
 
     @staticmethod
     def of_turn(turn: dict) -> Reply:
@@ -45,14 +47,16 @@ class Reply:
         usage = {"prompt_tokens": 0, "completion_tokens": 0, **turn.get("usage", {})}
         calls = [{"id": f"call_{uuid.uuid4().hex[:12]}", "name": c["name"],
                   "arguments": as_object(c.get("arguments", {}))} for c in turn.get("tool_calls") or []]
-        return Reply(content=turn.get("content", "") if not calls else "", tool_calls=calls, usage=usage)
+        return Reply(content=turn.get("content", "") if not calls else "", tool_calls=calls, usage=usage,
+                     finish_reason=turn.get("finish_reason"))
 
     def turn(self) -> dict:
-        """The replay form of this reply."""
+        """The replay form of this reply (with its finish_reason when the provider said one)."""
+        said = {} if self.finish_reason is None else {"finish_reason": self.finish_reason}
         if self.tool_calls:
             calls = [{"name": c["name"], "arguments": c["arguments"]} for c in self.tool_calls]
-            return {"tool_calls": calls, "usage": self.usage}
-        return {"content": self.content, "usage": self.usage}
+            return {"tool_calls": calls, "usage": self.usage, **said}
+        return {"content": self.content, "usage": self.usage, **said}
 
 
 class ChatModel:
@@ -122,7 +126,8 @@ class OpenAIChat(ChatModel):
             except json.JSONDecodeError:
                 arguments = {"_raw": call.function.arguments}
             calls.append({"id": call.id, "name": call.function.name, "arguments": as_object(arguments)})
-        return Reply(content=message.content or "", tool_calls=calls, usage=counts(answer.usage))
+        return Reply(content=message.content or "", tool_calls=calls, usage=counts(answer.usage),
+                     finish_reason=answer.choices[0].finish_reason)
 
     async def close(self) -> None:
         await self._client.close()
@@ -147,7 +152,8 @@ async def _scrubbed(pending: Awaitable[Reply]) -> Reply:
     """The reply with each lone surrogate of its text and tool calls made U+FFFD (harness/text.py): data
     the row, the trace and the sandbox can hold (a model may send any code point JSON can spell)."""
     reply = await pending
-    return Reply(content=scrub(reply.content), tool_calls=scrub(reply.tool_calls), usage=reply.usage)
+    return Reply(content=scrub(reply.content), tool_calls=scrub(reply.tool_calls), usage=reply.usage,
+                 finish_reason=reply.finish_reason)
 
 
 def as_object(arguments: Any) -> dict:

@@ -320,7 +320,8 @@ class Meter:
                                        content=turn.get("content"), tool_calls=turn.get("tool_calls"),
                                        n_messages=None if messages is None else len(messages), messages=new,
                                        cached=cached, text_tool_call=None if turn.get("tool_calls") else
-                                       text_tool_call(turn.get("content"), offered)))
+                                       text_tool_call(turn.get("content"), offered),
+                                       finish_reason=turn.get("finish_reason")))
 
     def cap_tool_calls(self, model: str, calls: list[T]) -> list[T]:
         """The calls of one reply that run: the first `max_tool_calls`; the rest dropped, and traced."""

@@ -230,6 +230,8 @@ def recorded_turns(events) -> list[dict]:
             turns.append({"tool_calls": event.tool_calls, "usage": event.usage, "results": prints})
         else:
             turns.append({"content": event.content or "", "usage": event.usage})
+        if event.finish_reason == "length":  # a cut reply replays as one
+            turns[-1]["finish_reason"] = "length"
     return turns
 
 

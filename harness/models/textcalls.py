@@ -12,6 +12,14 @@ or `index` beside them), `{"function": {"name": N, "arguments": ...}}`, or `{"to
 a JSON list of calls; several objects one after another; each optionally inside `<tool_call>...</tool_call>`
 tags, a fenced code block, or after the `[TOOL_CALLS]` / `<|python_tag|>` markers some chat templates
 print. Every call must name a tool the request offered: a JSON answer that names none is an answer.
+
+Small models write such calls in forms of their own, with the server's parser on (a real Qwen2.5-Coder 0.5B
+and 1.5B, issue 41): the call inside the answer tag, `<solution>{"name": ..., "arguments": ...}</solution>`,
+and an empty `<tools></tools>` (the chat template's tool list, echoed) before a fenced call. The whole reply
+inside one `<solution>` or `<tools>` tag is read as its content, and an empty `<tools></tools>` is no text.
+
+Such a reply is counted and warned of, never run (a reply that is a text call is not an answer either): the
+harness does not guess at calls the server did not return as calls.
 """
 
 from __future__ import annotations
@@ -30,6 +38,8 @@ _BESIDE = ("id", "type", "index")
 _FENCE = re.compile(r"^```[A-Za-z]*\s*(.*?)\s*```$", re.S)
 _TAGGED = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
 _MARKERS = ("[TOOL_CALLS]", "<|python_tag|>")
+_WRAPPED = re.compile(r"^<(solution|tools)>\s*(.*?)\s*</\1>$", re.S | re.I)
+_EMPTY_TOOLS = re.compile(r"<tools>\s*</tools>", re.I)
 
 
 def text_tool_call(content: str | None, offered: Collection[str]) -> str | None:
@@ -40,6 +50,9 @@ def text_tool_call(content: str | None, offered: Collection[str]) -> str | None:
     text = content.strip()
     if not text or text[0] not in "[{<`" and not text.startswith(_MARKERS):
         return None  # the common case, prose, is turned down at once
+    text = _EMPTY_TOOLS.sub("", text).strip()
+    while wrapped := _WRAPPED.match(text):
+        text = wrapped.group(2)
     for marker in _MARKERS:
         text = text.removeprefix(marker).strip()
     if fenced := _FENCE.match(text):

@@ -55,8 +55,11 @@ report.json is this `Report`; its keys, besides the headline ones:
                    divergences (with the ids and their counts), not_checked (no fingerprint to
                    compare: an older recording) with its ids
     copied_example the selected ids whose answer is the prompts' example placeholder copied (answers.py)
+    bracketed      the selected ids whose answer is wrapped in square brackets (`[247]`: answers.py bracketed)
     text_tool_calls  id -> model replies that were a tool call written as text (models/textcalls.py: a
                    server without its tool-call parser); an answer that was one has answer source text_tool_call
+    cut_replies    id -> model replies cut at a token cap (finish_reason `length`: the server's cap, or the
+                   section's max_tokens)
     priced         false when the agents' model gives no price_*_per_1k: `cost` is then no figure ("not priced")
     wall_time_s    summed over the runs into the directory that ran instances (a resume with
                    nothing left to run keeps it; a rescore keeps it)
@@ -72,7 +75,7 @@ from statistics import mean, median
 
 from pydantic import BaseModel, Field
 
-from harness.answers import copies_example
+from harness.answers import bracketed, copies_example
 from harness.benchmark import registered
 from harness.report.breakdown import FIELDS, by_field, retrieval_recall
 from harness.report.disagreement import disagreements
@@ -178,9 +181,13 @@ class Report(BaseModel):
     answer_sources: dict[str, int] = Field(default_factory=dict)  # solution_tag, final_message, text_tool_call
     # ids whose answer is the prompts' example placeholder copied (harness/answers.py copies_example)
     copied_example: list[str] = Field(default_factory=list)
+    # ids whose answer is wrapped in square brackets, `[247]` (harness/answers.py bracketed)
+    bracketed: list[str] = Field(default_factory=list)
     # id -> model replies that were a tool call written as text (models/textcalls.py): a server without
     # its tool-call parser; an answer that was one is answer source text_tool_call (no answer)
     text_tool_calls: dict[str, int] = Field(default_factory=dict)
+    # id -> model replies cut at a token cap (the row's cut_replies: finish_reason "length")
+    cut_replies: dict[str, int] = Field(default_factory=dict)
     tokens: dict[str, int] = Field(default_factory=lambda: {"prompt": 0, "completion": 0, "total": 0})
     cost: float = 0.0  # the agents' calls, every attempt of the selected ids, retried errors included
     # False: the agents' model gives no price_*_per_1k, so `cost` (and the agents' part of `costs`) is no
@@ -292,7 +299,9 @@ def build_report(
     limits: Counter[str] = Counter()
     sources: Counter[str] = Counter()
     copied: dict[str, None] = {}
+    in_brackets: dict[str, None] = {}
     as_text: Counter[str] = Counter()
+    cut: Counter[str] = Counter()
     scorer_names: list[str] = []
     env_total: dict[str, Counter[str]] = {}
     env_per: dict[str, dict[str, dict[str, int]]] = {}
@@ -314,7 +323,10 @@ def build_report(
             sources[row.answer_source] += 1
         if copies_example(row.answer):
             copied[iid] = None
+        elif bracketed(row.answer) and not bracketed(row.target):  # an interval's brackets are its own
+            in_brackets[iid] = None
         as_text[iid] += row.text_tool_calls
+        cut[iid] += row.cut_replies
         if row.status == "limit":
             limits[row.limit or "unknown"] += 1
 
@@ -383,7 +395,9 @@ def build_report(
         n_limit=dict(limits.most_common()),
         answer_sources=dict(sources.most_common()),
         copied_example=list(copied),
+        bracketed=list(in_brackets),
         text_tool_calls={iid: n for iid, n in as_text.items() if n},
+        cut_replies={iid: n for iid, n in cut.items() if n},
         tokens={"prompt": prompt, "completion": completion, "total": prompt + completion, **classes},
         cost=sum(r.usage.cost for r in spent),
         priced=priced,

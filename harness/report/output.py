@@ -273,6 +273,13 @@ def render(report: Report) -> Table:
     if r.copied_example:
         table.add_row("[bold yellow]copied example answer[/bold yellow]",
                       Text(f"{len(r.copied_example)} of {r.n_selected}: {listed(r.copied_example)}", style="yellow"))
+    if r.bracketed:
+        table.add_row("[bold yellow]answers in brackets[/bold yellow]",
+                      Text(f"{len(r.bracketed)} of {r.n_selected}: {listed(r.bracketed)}", style="yellow"))
+    if r.cut_replies:
+        table.add_row("[bold yellow]replies cut at a token cap[/bold yellow]", Text(
+            f"{sum(r.cut_replies.values())} replies in {len(r.cut_replies)} of {r.n_selected} instances",
+            style="yellow"))
     if r.text_tool_calls:
         table.add_row("[bold yellow]tool calls as text[/bold yellow]", Text(
             f"{sum(r.text_tool_calls.values())} replies in {len(r.text_tool_calls)} of {r.n_selected} instances",
@@ -311,11 +318,19 @@ def model_warnings(report: Report) -> list[str]:
     if copied := report.copied_example:
         lines.append(f"warning: {len(copied)} answer(s) are the prompt's example {EXAMPLE_ANSWER!r} copied, not an "
                      f"answer: {listed(copied)}")
+    if inside := report.bracketed:
+        lines.append(f"warning: {len(inside)} answer(s) are wrapped in square brackets, which a scorer may read as "
+                     f"no number or another string: {listed(inside)}")
+    if cut := report.cut_replies:
+        lines.append(f"warning: {sum(cut.values())} model replies in {len(cut)} instance(s) were cut at a token cap "
+                     f"(finish_reason length: {listed(list(cut))}): a model looping, or a cap too low: the model "
+                     "section's max_tokens when set, else the server's own (llama.cpp: --n-predict)")
     if calls := report.text_tool_calls:
         blobs = report.answer_sources.get("text_tool_call", 0)
         lines.append(f"warning: {sum(calls.values())} model replies in {len(calls)} instance(s) were tool calls "
                      f"written as text ({listed(list(calls))}); {blobs} final answer(s) were one and count as no "
-                     f"answer: {TEXT_TOOL_CALLS} {PARSERS}")
+                     f"answer: {TEXT_TOOL_CALLS} {PARSERS}, or, if it is on, the model wrote its calls in "
+                     "a form of its own (inside <solution>, after <tools></tools>): such calls are not run")
     return lines
 
 

@@ -46,6 +46,9 @@ class ResultRow(BaseModel):
     # model replies that were a tool call written as text (models/textcalls.py: the trace's model_call
     # events that name one): the server has no tool-call parser on
     text_tool_calls: int = 0
+    # model replies cut at a token cap (the trace's model_call events with finish_reason "length": the
+    # server's own cap, or the section's max_tokens)
+    cut_replies: int = 0
     duration_s: float = 0.0
     started_at: str = ""
     finished_at: str = ""

@@ -279,8 +279,8 @@ def _finish(instance, settings_: RunSettings, result: AgentResult, attempt, star
     text (the trace's model_call says so: models/textcalls.py) is no answer (source text_tool_call)."""
     facts = trace if trace is not None or trace_rel is None else read_facts(settings_.output_dir / trace_rel)
     answer, source = extract_answer(result.final_message)
-    if source == "final_message" and facts is not None and answer in facts.text_calls:
-        answer, source = None, "text_tool_call"
+    if facts is not None and answer is not None and (result.final_message or "").strip() in facts.text_calls:
+        answer, source = None, "text_tool_call"  # a call wrapped in the answer tag is no answer either
     status: Status = "error" if result.error_kind else ("limit" if result.limit else "ok")
     scores: dict[str, dict] = {}
     correct: bool | None = None
@@ -307,6 +307,7 @@ def _finish(instance, settings_: RunSettings, result: AgentResult, attempt, star
     if trace_rel is not None and facts is not None:
         trace_path = settings_.output_dir / trace_rel
         row.env_outcomes, row.text_tool_calls = dict(facts.env_outcomes), len(facts.text_calls)
+        row.cut_replies = facts.cut_replies
         if settings_.replay is not None:
             row.replay = replay_check(trace_path, facts, turns_for(settings_.replay, instance.instance_id, epoch) or [])
         if (verdict := append_verdict(trace_path, row, "run")) is not None:  # the row is kept all the same

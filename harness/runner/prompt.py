@@ -27,14 +27,10 @@ import string
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.answers import EXAMPLE_ANSWER
 from harness.benchmark import get
 from harness.datasets.model import Instance
 from harness.errors import InputError
 from harness.sandbox.contract import WORKSPACE
-
-# The answer tag's example: a placeholder, never a value a task could have as its answer (answers.py).
-EXAMPLE = f"<solution>{EXAMPLE_ANSWER}</solution>"
 
 PLACEHOLDERS = ("question", "files", "conventions", "instance_id")
 DEFAULT_TEMPLATE = "{question}\n\n{files}\n\n{conventions}"

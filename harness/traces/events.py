@@ -136,6 +136,9 @@ class ModelCall(_Event):
     # the offered tool the reply's text calls when its content is nothing but a tool call written as text
     # (harness/models/textcalls.py: a server without its tool-call parser); None: not one
     text_tool_call: str | None = None
+    # why the reply ended, as the provider said ("stop", "tool_calls", "length": cut at the server's or the
+    # section's token cap); None: not said (a replayed turn recorded without it)
+    finish_reason: str | None = None
 
 
 class ModelWait(_Event):

@@ -11,6 +11,7 @@ writer is left), and keeps everything the parent asks of it:
 - `env_outcomes`: env -> outcome -> count of the `env` actions (the row's env_outcomes);
 - `text_calls`: the text of each reply that was a tool call written as text (a `model_call` naming its
   `text_tool_call`: models/textcalls.py), stripped: the row's count, and whether its answer is one;
+- `cut_replies`: the replies cut at a token cap (a `model_call` whose `finish_reason` is `length`);
 - `events`: every event, for the replay check (models/replay.py check_replay).
 
 A missing trace reads as an empty one; torn and unknown lines are skipped (events.py read_trace).
@@ -45,6 +46,7 @@ class TraceFacts:
     tool_calls: list[str] = field(default_factory=list)
     env_outcomes: dict[str, dict[str, int]] = field(default_factory=dict)
     text_calls: list[str] = field(default_factory=list)
+    cut_replies: int = 0
     # the last model_call_started, model_call or model error: what the agent was doing with its model
     last_model_event: ModelCallStarted | ModelCall | ErrorEvent | None = None
 
@@ -68,7 +70,7 @@ class TraceFacts:
 def read_facts(path: Path) -> TraceFacts:
     """The facts of the trace at `path`, from one read of it."""
     events = read_trace(path)
-    usage, last_text, tools, text_calls = Usage(), "", [], []
+    usage, last_text, tools, text_calls, cut = Usage(), "", [], [], 0
     outcomes: dict[str, dict[str, int]] = {}
     last_model: ModelCallStarted | ModelCall | ErrorEvent | None = None
     for event in events:
@@ -78,6 +80,7 @@ def read_facts(path: Path) -> TraceFacts:
             usage += Usage(**counts(event.usage), llm_calls=1)
             if event.text_tool_call:
                 text_calls.append((event.content or "").strip())
+            cut += event.finish_reason == "length"
         elif isinstance(event, ToolCall):
             tools.append(event.name)
         elif isinstance(event, Message):
@@ -86,4 +89,5 @@ def read_facts(path: Path) -> TraceFacts:
             per_env = outcomes.setdefault(event.env, {})
             per_env[event.outcome] = per_env.get(event.outcome, 0) + 1
     return TraceFacts(events=events, usage=usage, last_message=last_text, tool_calls=tools,
-                      env_outcomes=outcomes, last_model_event=last_model, text_calls=text_calls)
+                      env_outcomes=outcomes, last_model_event=last_model, text_calls=text_calls,
+                      cut_replies=cut)

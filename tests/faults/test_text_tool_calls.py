@@ -73,6 +73,32 @@ def test_the_shapes_servers_print_are_told(content):
     assert text_tool_call(content, OFFERED) in ("run_python", "run_shell")
 
 
+# What real small models wrote with the server's parser on (issue 41 item 1): Qwen2.5-Coder 0.5B put the call in
+# the answer tag, the 1.5B echoed an empty tool list and then a fenced call.
+FIND = json.dumps({"name": "find_in_file", "arguments": {"path": "/workspace/a.txt", "pattern": "total"}})
+IN_ANSWER_TAG = f"<solution>{FIND}</solution>"
+AFTER_TOOLS = f"<tools></tools>\n```json\n{FIND}\n```"
+
+
+@pytest.mark.parametrize("content", [IN_ANSWER_TAG, AFTER_TOOLS, f"<tools>\n{FIND}\n</tools>",
+                                     f"<solution>\n```json\n{FIND}\n```\n</solution>"],
+                         ids=["in-answer-tag", "after-empty-tools", "in-tools", "fenced-in-answer-tag"])
+def test_the_forms_small_models_write_are_told(content):
+    assert text_tool_call(content, OFFERED | {"find_in_file"}) == "find_in_file"  # before: None
+
+
+@pytest.mark.parametrize("content", [IN_ANSWER_TAG, AFTER_TOOLS])
+def test_calls_of_tools_not_offered_are_answers(content):
+    assert text_tool_call(content, OFFERED) is None
+
+
+@pytest.mark.parametrize("content", [f"<solution>{FIND}</solution> <solution>42</solution>",
+                                     f"<tools></tools> I will look. {FIND}", "<tools></tools>", "<solution></solution>",
+                                     f"<solution>{json.dumps({'name': 'Paris'})}</solution>"])
+def test_answers_in_those_tags_are_not_calls(content):
+    assert text_tool_call(content, OFFERED | {"find_in_file"}) is None
+
+
 @pytest.mark.parametrize("content", [
     "42", "<solution>42</solution>", json.dumps({"name": "Paris"}), json.dumps({"answer": 42}),
     json.dumps({"name": "run_python", "arguments": {}, "answer": 3}), f"I will call {BARE}", f"{BARE} then 42",

@@ -156,7 +156,8 @@ def to_create_results(turns: list[dict]) -> list[CreateResult]:
                      for c in turn["tool_calls"]]
             results.append(CreateResult(finish_reason="function_calls", content=calls, usage=usage, cached=False))
         else:
-            results.append(CreateResult(finish_reason="stop", content=turn.get("content", ""), usage=usage,
+            stop = "length" if turn.get("finish_reason") == "length" else "stop"  # a recorded cut replays as one
+            results.append(CreateResult(finish_reason=stop, content=turn.get("content", ""), usage=usage,
                                         cached=False))
     return results
 
@@ -172,8 +173,13 @@ def turn_from_result(result: CreateResult) -> dict:
             except (json.JSONDecodeError, TypeError):
                 arguments = {"_raw": call.arguments}
             calls.append({"name": call.name, "arguments": arguments})
-        return {"tool_calls": calls, "usage": usage}
-    return {"content": result.content, "usage": usage}
+        return {"tool_calls": calls, "usage": usage, "finish_reason": _finish(result.finish_reason)}
+    return {"content": result.content, "usage": usage, "finish_reason": _finish(result.finish_reason)}
+
+
+def _finish(reason: str | None) -> str | None:
+    """AutoGen's finish reason in the chat API's words (it says "function_calls" for "tool_calls")."""
+    return {"function_calls": "tool_calls", "unknown": None}.get(reason or "unknown", reason)
 
 
 _ROLES = {"SystemMessage": "system", "UserMessage": "user", "AssistantMessage": "assistant",
