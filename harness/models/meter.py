@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from harness.errors import MODEL_CLIENT_MODULES, HarnessError, LimitExceeded, ModelError
 from harness.models.budget import Admission, RunBudget
+from harness.models.config import MODEL_SHARE
 from harness.models.http import on_send, too_large
 from harness.models.pacing import asked, not_waited, retries_spent
 from harness.models.tap import tap
@@ -224,7 +225,7 @@ class Meter:
                 if await self.pace(model, exc, attempt, retries, ends, slots, sent):
                     continue
                 mapped = self.model_error(exc, model, f"no reply within {time.monotonic() - started:.0f} s "
-                                                      "(the client's timeout and retries included)")
+                                                      f"(the client's timeout and retries included){self.whence()}")
                 if mapped is exc:
                     raise
                 raise mapped from exc
@@ -274,6 +275,14 @@ class Meter:
                 f"model {model}: no free connection within {time.monotonic() - begun:.0f} s (the call's "
                 f"deadline): all {held} were in use by the run's other calls")) from None
         return slot, time.monotonic() - begun
+
+    def whence(self) -> str:
+        """Where the call's deadline comes from, for a call cut at it (a user sees 35 s where the section says 120)."""
+        if self.call_deadline is None:
+            return ""
+        return (f": one call's deadline is {self.call_deadline:.0f} s, {MODEL_SHARE:g} of --instance-timeout "
+                f"{self.call_deadline / MODEL_SHARE:.0f} (a section's longer timeout is cut to it); a longer "
+                "--instance-timeout gives each call longer")
 
     def time_left(self, waited: float) -> float | None:
         """Seconds of the call's deadline left after waiting `waited` for a slot."""

@@ -46,7 +46,7 @@ from harness.results.layout import RunDir
 from harness.results.model import ResultRow, Status
 from harness.runner.agent_process.servers import ForkServers
 from harness.runner.agent_process.supervise import cancelled, own_write, run_agent, stopping
-from harness.runner.appends import append_divergences, append_verdict
+from harness.runner.appends import append_divergences, append_verdict, judge_calls
 from harness.runner.pool import WarmPool
 from harness.runner.prompt import DEFAULT as DEFAULT_PROMPT
 from harness.runner.prompt import PromptTemplate, instruction
@@ -291,6 +291,7 @@ def _finish(instance, settings_: RunSettings, result: AgentResult, attempt, star
                               question=instance.question, expected_tool_calls=instance.expected_tool_calls,
                               instance_id=instance.instance_id, metadata=instance.metadata, verdicts=result.verdicts)
         scores, correct = score_row(answer, instance.answer, settings_.scorers, context)
+    judged_calls = judge_calls(scores)  # out of the row, into the trace
     judged = judge_usage(scores, result.verdicts)
     if settings_.budget is not None:
         RunBudget(settings_.budget).add(judged.cost)  # the judge's calls count toward --max-cost, never refused
@@ -310,7 +311,8 @@ def _finish(instance, settings_: RunSettings, result: AgentResult, attempt, star
         row.cut_replies = facts.cut_replies
         if settings_.replay is not None:
             row.replay = replay_check(trace_path, facts, turns_for(settings_.replay, instance.instance_id, epoch) or [])
-        if (verdict := append_verdict(trace_path, row, "run")) is not None:  # the row is kept all the same
+        # the row is kept all the same
+        if (verdict := append_verdict(trace_path, row, "run", judged_calls)) is not None:
             refused.append(OwnFileRefused(f"cannot append the verdict to {trace_path}: {verdict}"))
     return row
 

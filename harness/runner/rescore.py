@@ -25,11 +25,12 @@ from harness.fsutil import write_atomic
 from harness.report import Report, append_summary, build_report, write_report
 from harness.results.layout import RunDir
 from harness.results.store import latest_by_key, read_rows
-from harness.runner.appends import append_verdict
+from harness.runner.appends import append_verdict, judge_calls
 from harness.runner.run_config import load_run_config, lock_output_dir
 from harness.runner.scorers import build_scorers
 from harness.scoring.apply import context_for, judge_usage, score_row, unscored_reason
 from harness.text import model_json
+from harness.traces import JudgeCall
 
 
 def rescore(output_dir: Path, scoring: Scoring) -> Report:
@@ -46,6 +47,7 @@ def rescore(output_dir: Path, scoring: Scoring) -> Report:
     limits = run_config.limits if run_config else Limits()
     with lock_output_dir(layout.root):
         rows = read_rows(layout.output)
+        calls: dict[int, list[JudgeCall]] = {}
         for row in rows:
             if row.status == "error":
                 continue
@@ -57,13 +59,14 @@ def rescore(output_dir: Path, scoring: Scoring) -> Report:
                                   instance_id=row.instance_id, metadata=metadata.get(row.instance_id),
                                   verdicts=row.verdicts)
             row.scores, row.correct = score_row(row.answer, row.target, scorers, context)
+            calls[id(row)] = judge_calls(row.scores)  # out of the row, into the trace
             row.judge_usage = row.judge_usage + judge_usage(row.scores)  # the run's judge cost, and this one's
             row.unscored = unscored_reason(row.target)
         write_atomic(layout.output, "".join(model_json(row) + "\n" for row in rows))
         scored = {id(row) for row in latest_by_key(rows).values()}
         for row in rows:
             if row.trace and id(row) in scored and row.status != "error":
-                append_verdict(layout.root / row.trace, row, "rescore")
+                append_verdict(layout.root / row.trace, row, "rescore", calls.get(id(row), ()))
         previous = json.loads(layout.report.read_text()) if layout.report.exists() else {}
         report = build_report(rows, list(selected), leaked_containers=previous.get("leaked_containers", 0),
                               wall_time_s=previous.get("wall_time_s"), levels=selected,

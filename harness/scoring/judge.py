@@ -7,6 +7,9 @@ partial answer fails; `--scorer llm_judge@0.5` lets it pass).
 A reply with no verdict in it is no verdict (correct None, a scorer error the report counts), never a
 0: its first MAX_REPLY characters are kept in the explanation and in details["reply"].
 
+What the judge was sent and what it answered are the score's details["judge_call"] ({messages, reply}), which
+the runner moves out of the row into the instance's trace, as a `judge_call` event (runner/appends.py).
+
 A reply that carries its call's `usage` (models/completion.py `Completion`) keeps it beside the
 verdict, as details["usage"] (tokens by class, calls, cost): scoring/apply.py `judge_usage` adds
 a row's up."""
@@ -171,15 +174,17 @@ class LLMJudgeScorer:
             reply = self.complete(prompt)
         except Exception as exc:
             raise ScorerError(f"{self.name}: judge completion failed: {exc}") from exc
+        kept = reply if isinstance(reply, str) else repr(reply)
+        call = {"judge_call": {"messages": [{"role": "user", "content": prompt}], "reply": str(kept)}}
         grade = parse_grade(reply)
         if grade is None:  # no verdict, never a 0: the reply is kept (bounded) for the user to see
-            kept = reply if isinstance(reply, str) else repr(reply)
             cut = kept[:MAX_REPLY] + (f"… [{len(kept) - MAX_REPLY} more characters]" if len(kept) > MAX_REPLY else "")
             return make_score(self.name, None, f"scorer error: judge reply unparseable: {cut!r}", reply=cut,
-                              **_usage(reply))
+                              **_usage(reply), **call)
         said = {1.0: "correct", 0.0: "incorrect", 0.5: "partially correct"}.get(grade, f"{grade:g}")
         passed = grade >= self.threshold
-        return Score(scorer=self.name, correct=passed, value=grade, details={"reply": str(reply), **_usage(reply)},
+        return Score(scorer=self.name, correct=passed, value=grade,
+                     details={"reply": str(reply), **_usage(reply), **call},
                      explanation=f"judge says {said} (grade {grade:g}, passes at {self.threshold:g})")
 
 

@@ -5,12 +5,14 @@ from harness.traces.events import (
     EnvAction,
     ErrorEvent,
     Event,
+    JudgeCall,
     LimitEvent,
     Message,
     ModelAttempt,
     ModelCall,
     ModelCallStarted,
     ModelWait,
+    Stderr,
     SystemPrompt,
     TaskEvent,
     ToolCall,
@@ -25,6 +27,7 @@ from harness.traces.events import (
     read_trace,
 )
 
-__all__ = ["Divergence", "EnvAction", "ErrorEvent", "Event", "LimitEvent", "Message", "ModelAttempt", "ModelCall",
-           "ModelCallStarted", "ModelWait", "SystemPrompt", "TaskEvent", "ToolCall", "ToolCallsDropped", "ToolResult",
-           "ToolsOffered", "Tracer", "UserReply", "VerdictEvent", "append_event", "read_events", "read_trace"]
+__all__ = ["Divergence", "EnvAction", "ErrorEvent", "Event", "JudgeCall", "LimitEvent", "Message", "ModelAttempt",
+           "ModelCall", "ModelCallStarted", "ModelWait", "Stderr", "SystemPrompt", "TaskEvent", "ToolCall",
+           "ToolCallsDropped", "ToolResult", "ToolsOffered", "Tracer", "UserReply", "VerdictEvent", "append_event",
+           "read_events", "read_trace"]

@@ -191,6 +191,29 @@ class VerdictEvent(_Event):
     scores: dict[str, dict[str, Any]] = Field(default_factory=dict)  # scorer name -> Score fields
 
 
+class Stderr(_Event):
+    """What an agent program in the sandbox wrote to its stderr, run by run (agents/sandboxed/runner.py): its
+    debugging channel, kept whatever its exit code; the end of it when it is long."""
+
+    type: Literal["stderr"] = "stderr"
+    source: str = ""
+    exit_code: int | None = None
+    content: str = ""
+    omitted: int = 0  # characters cut from its start
+
+
+class JudgeCall(_Event):
+    """One call of a judge model (issue 41): the LLM judge scorer's, appended by the parent before the verdict
+    (runner/appends.py), or the judge of a benchmark that judges in its sandbox (Gaia2's, as it is made)."""
+
+    type: Literal["judge_call"] = "judge_call"
+    judge: str = ""  # the scorer (llm_judge, llm_judge@0.5) or the benchmark's judge (gaia2)
+    model: str = ""  # the judge's model section, when known
+    messages: list[dict[str, Any]] = Field(default_factory=list)  # what the judge was sent
+    reply: str = ""  # what it answered
+    error: str = ""  # the call's error, when it failed
+
+
 class Divergence(_Event):
     type: Literal["divergence"] = "divergence"
     turn: int  # the model call (1-based) whose tool call this result answered
@@ -211,7 +234,7 @@ class ErrorEvent(_Event):
 
 Event = Annotated[TaskEvent | SystemPrompt | ToolsOffered | Message | ToolCall | ToolResult | ModelCallStarted
                   | ModelCall | ModelAttempt | ModelWait | ToolCallsDropped | EnvAction | UserReply | LimitEvent
-                  | ErrorEvent | VerdictEvent | Divergence,
+                  | ErrorEvent | VerdictEvent | Divergence | JudgeCall | Stderr,
                   Field(discriminator="type")]
 _EVENT: TypeAdapter[Event] = TypeAdapter(Event, config=ConfigDict(defer_build=True))
 

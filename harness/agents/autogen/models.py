@@ -330,8 +330,8 @@ class MeteredClient(ChatCompletionClient):
                             attempt, sent, tried = attempt + 1, time.time(), time.monotonic()
                             stream = self._inner.create_stream(messages, **kwargs).__aiter__()
                             continue
-                        mapped = meter.model_error(exc, self._label, f"the stream did not end within "
-                                                                     f"{meter.call_deadline or 0:.0f} s")
+                        within = f"{meter.call_deadline or 0:.0f} s{meter.whence()}"
+                        mapped = meter.model_error(exc, self._label, f"the stream did not end within {within}")
                         if mapped is exc:
                             raise
                         raise mapped from exc

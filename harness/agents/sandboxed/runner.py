@@ -17,7 +17,8 @@ server at $HARNESS_MCP_URL (streamable HTTP, `http://127.0.0.1:PORT/mcp` on the 
 token as a bearer; tools.py): each call runs the harness's own tool function, traced and guarded as
 for any runner. The answer is
 the file $HARNESS_ANSWER_FILE when the agent writes one, else its stdout; `<solution>` inside it is
-read as for any agent. An exit code other than 0 is an agent error (with its stderr's end).
+read as for any agent. An exit code other than 0 is an agent error (with its stderr's end). Its stderr, whatever
+its exit code, is kept in the trace (a `stderr` event per run, its last STDERR_KEPT characters).
 
 A turn the simulated user answers runs the command again, with the task, the agent's last answer
 and the reply as its task (the program keeps no state between runs).
@@ -41,11 +42,12 @@ from harness.agents.sandboxed.tools import ToolServer, served
 from harness.environments.tools import offered
 from harness.errors import AgentError, HarnessError, InputError, SandboxFileNotFound
 from harness.models.factory import chat_model
-from harness.traces import Message, ToolsOffered
+from harness.traces import Message, Stderr, ToolsOffered
 
 HOST_FILE = re.compile(r"(?<!\S)@(\S+)")
 FILES = f"{ROOT}/files"
 STDERR_SHOWN = 600  # characters of a failed agent's stderr in its error
+STDERR_KEPT = 20_000  # characters of its stderr kept in the trace, each run (the end of it)
 KEPT_HEADERS = ("content-type", "x-should-retry", "retry-after")  # of the proxy's answers, to the agent
 FOLLOW_UP = ("{task}\n\nYour previous answer was:\n{answer}\n\nThe user replies:\n{reply}")
 
@@ -110,6 +112,10 @@ class SandboxedRunner(AgentRunner):
         done = await relayed(Relay(self.sandbox, spool), self.argv, task, env, self.ctx.limits.instance_timeout,
                              self._forward, lambda: self._stopped() is not None, self.ctx.envs.guard,
                              abandon=self.proxy.cancel)
+        if done.stderr.strip():
+            cut = max(len(done.stderr) - STDERR_KEPT, 0)
+            self.ctx.tracer.emit(Stderr(source=SOURCE, exit_code=done.exit_code, content=done.stderr[cut:],
+                                        omitted=cut))
         if (stopped := self._stopped()) is not None:
             raise stopped
         if not done.ok:

@@ -43,6 +43,7 @@ from harness.environments.family import SchemaTool, Tool
 from harness.environments.mcp_config import McpServer
 from harness.errors import HarnessError, ModelError
 from harness.sandbox.contract import Sandbox
+from harness.traces import JudgeCall
 from harness.usage import Usage
 
 if TYPE_CHECKING:
@@ -113,10 +114,18 @@ class Gaia2Env:
             self._chat = self._chat or chat_completer(self.judge)
             reply = await asyncio.to_thread(self._chat, messages)
         except ModelError as exc:
+            self._traced(messages, error=str(exc))
             return types.ErrorData(code=types.INTERNAL_ERROR, message=str(exc))
+        self._traced(messages, reply=str(reply))
         self.judge_usage = self.judge_usage + reply.usage
         return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text=str(reply)),
                                          model=self.judge.model, stop_reason="endTurn")
+
+    def _traced(self, messages: list[dict[str, Any]], reply: str = "", error: str = "") -> None:
+        """One call of ARE's judge, in the instance's trace (an app agent's calls are the meter's model_call)."""
+        if self.meter is not None and self.meter.tracer is not None and self.judge is not None:
+            self.meter.tracer.emit(JudgeCall(judge="gaia2", model=self.judge.name, messages=messages, reply=reply,
+                                             error=error))
 
     async def _app_agent(self, messages: list[dict[str, Any]]) -> types.CreateMessageResult | types.ErrorData:
         """One call of an app agent's model: the agent's own, through its meter; a failure goes back to ARE's

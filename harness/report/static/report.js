@@ -427,6 +427,14 @@
         if (Object.keys(rest).length) body += json(rest);
         break;
       }
+      case "stderr": body = head(`${esc(ev.source || "")} · exit ${esc(ev.exit_code)}${ev.omitted ? ` · its first ${esc(ev.omitted)} characters cut` : ""}`) + pre(ev.content); break;
+      case "judge_call": {
+        // a judge model's call (runner/appends.py; Gaia2's judge in the sandbox): what it was sent, what it said
+        body = head(`${esc(ev.judge || "")}${ev.model ? " · " + esc(ev.model) : ""}${ev.error ? ' · <span class="no">failed</span>' : ""}`);
+        if (ev.messages && ev.messages.length) body += `<details><summary>${ev.messages.length} message(s) sent to the judge</summary>${json(ev.messages)}</details>`;
+        body += ev.error ? pre(ev.error) : pre(ev.reply || "");
+        break;
+      }
       case "truncated": body = head() + pre(ev.detail); break;
       default: {
         const rest = Object.assign({}, ev); delete rest.type; delete rest.t;
@@ -445,6 +453,8 @@
     h += `<div><b>answer</b> ${esc(row.answer)} <span class="muted">(${esc(row.answer_source)})</span> · <b>target</b> ${esc(row.target)}</div>`;
     Object.entries(row.scores || {}).forEach(([name, sc]) => {
       h += `<div><b>scorer ${esc(name)}</b>: ${sc.correct ? '<span class="yes">correct</span>' : '<span class="no">wrong</span>'} ${esc(sc.explanation || "")}</div>`;
+      const said = (sc.details || {}).reply;  // the judge's words (its prompt: the trace's judge_call)
+      if (said) h += `<details class="judge-reply"><summary>the judge's reply</summary>${pre(said)}</details>`;
     });
     if ((row.verdicts || {}).gaia2) h += gaia2Verdict(row.verdicts.gaia2);
     h += `<div class="muted">tools: ${esc((row.tool_calls || []).join(", "))} · ${row.steps} steps · ${num(row.duration_s, 1)}s · trace ${esc(row.trace)}</div></div>`;
