@@ -34,7 +34,7 @@ from harness.environments import mcp_config
 from harness.environments.mcp_config import McpServer
 from harness.environments.websearch.settings import SearchSettings, resolve
 from harness.errors import InputError, validation_problems
-from harness.models.config import QUICK_PREFIX, ModelSection, flag_section, load_config, parse_section
+from harness.models.config import QUICK_PREFIX, ModelSection, flag_judge, flag_section, load_config, parse_section
 from harness.sandbox.contract import DEFAULT_DISK, SandboxSpec, parse_size
 from harness.sandbox.registry import DEFAULT as DEFAULT_PROVIDER
 from harness.scoring.reducers import parse_reducer
@@ -241,10 +241,15 @@ class Scoring(Section):
         return list(self.names) + ([f"judge={self.judge_model}"] if self.judge_model else [])
 
     @classmethod
-    def from_flags(cls, names: list[str], judge_model: str | None, toml: TomlConfig) -> Scoring:
+    def from_flags(cls, names: list[str], judge_model: str | None, toml: TomlConfig,
+                   base_url: str | None = None, key_env: str | None = None) -> Scoring:
+        """`base_url`, `key_env`: --model-base-url and --model-key-env, the server a `--judge-model
+        openai-compatible/NAME` is asked at (`harness run` only: `score` has no such flags)."""
         raw: dict[str, object] = {"names": tuple(names), "judge_model": judge_model, "rubric": toml.judge_rubric}
         judge = judge_model or toml.judge_model
-        if judge and (judge_model or any(n.partition(":")[0].partition("@")[0] == "llm_judge" for n in names)):
+        if judge and judge_model and judge.startswith(QUICK_PREFIX):
+            raw["judge"] = flag_judge(judge, base_url, key_env)
+        elif judge and (judge_model or any(n.partition(":")[0].partition("@")[0] == "llm_judge" for n in names)):
             raw["judge"] = toml.section(judge, flag="--judge-model")
         return build(cls, raw)
 
@@ -328,8 +333,8 @@ class RunConfiguration(Section):
         for section, flag in models:
             if flags and not section.priced():
                 raise ValueError(f"{' and '.join(flags)} need the price of every model the run calls: {flag} "
-                                 f"{section.name} has no price_input_per_1k and price_output_per_1k in its "
-                                 f"[llm.{section.name}] section")
+                                 f"{section.name} has no price_input_per_1k and price_output_per_1k: "
+                                 f"{section.set_in('both')}")
         return self
 
     @classmethod
@@ -346,7 +351,8 @@ class RunConfiguration(Section):
         agent_section = flag_section(model, model_base_url, model_key_env) or toml.section(model, root)
         raw = {"dataset": {"path": dataset, "split": split, "subset": subset},
                "model": agent_section, "model_flag": model,
-               "scoring": Scoring.from_flags(scorers or ["gaia"], judge_model, toml), **sections}
+               "scoring": Scoring.from_flags(scorers or ["gaia"], judge_model, toml, model_base_url, model_key_env),
+               **sections}
         sandbox = sections.get("sandbox")
         website = isinstance(sandbox, dict) and sandbox.get("website") is not None
         # a replay of a recorded --website run searches its recorded index, as that run searched the site

@@ -112,9 +112,12 @@ def read_reply(answer: Any, name: str) -> Reply:
             text.append(block.text)
         elif block.type == "tool_use":
             calls.append({"id": block.id, "name": block.name, "arguments": as_object(block.input)})
-    stop = answer.stop_reason  # the Messages API's "max_tokens" is the chat API's "length"
+    stop: str | None = answer.stop_reason  # the Messages API's "max_tokens" is the chat API's "length"
     return Reply(content="".join(text), tool_calls=calls, usage=counts(answer.usage),
-                 finish_reason={"max_tokens": "length", "end_turn": "stop", "tool_use": "tool_calls"}.get(stop, stop))
+                 finish_reason=None if stop is None else _FINISH.get(stop, stop))
+
+
+_FINISH = {"max_tokens": "length", "end_turn": "stop", "tool_use": "tool_calls"}
 
 
 class AnthropicChat(ChatModel):

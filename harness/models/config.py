@@ -238,6 +238,15 @@ class ModelSection(BaseModel):
         """This section as messages name it: `--model NAME [llm.NAME]`, or the flags that made it."""
         return self._origin or f"{flag} {self.name} [llm.{self.name}]"
 
+    def set_in(self, keys: str, table: str = "") -> str:
+        """Where to set `keys` for this model: its [llm.NAME`table`] section; for a section made from the flags
+        (`--model openai-compatible/NAME`, which has none and takes no keys), a TOML section to write."""
+        if not self.name.startswith(QUICK_PREFIX):
+            return f"set {keys} in [llm.{self.name}{table}]"
+        return (f"--model {self.name} takes no keys: write a [llm.NAME] section in a --config TOML (model = "
+                f"\"{self.model}\", base_url = \"{self.base_url}\"), set {keys} in [llm.NAME{table}], and give "
+                "--model NAME")
+
     def public(self) -> dict:
         """Settings that define results (for the resume fingerprint); no secrets in here.
 
@@ -358,6 +367,19 @@ def check_section(section: ModelSection) -> ModelSection:
         section.api_key()
         if section.transcription_model is not None:
             section.transcription_endpoint()  # its key's variable too
+    return section
+
+
+def flag_judge(judge: str, base_url: str | None, key_env: str | None) -> ModelSection:
+    """The judge's section of `--judge-model openai-compatible/NAME`: model NAME at the server of the agent's
+    `--model openai-compatible/... --model-base-url URL` (and its --model-key-env), no TOML needed."""
+    if not base_url:
+        raise InputError(f"--judge-model {judge}: a judge named so is asked at --model-base-url's server, which "
+                         f"goes with --model {QUICK_PREFIX}NAME; for another server, give --config FILE with a "
+                         "[llm.NAME] section and --judge-model NAME")
+    section = flag_section(judge, base_url, key_env)
+    assert section is not None
+    section._origin = f"--judge-model {judge} (at --model-base-url {base_url})"
     return section
 
 

@@ -160,7 +160,7 @@ def probe(check: ModelCheck) -> str | None:
                              "server (is base_url right?)") from None
         if exc.status_code == 429 or exc.status_code >= 500:
             return f"warning: {where} answered the preflight with {words}; going on"
-        raise InputError(f"{where}: the server refused the preflight call: {words}") from None
+        raise InputError(f"{where}: the server refused the preflight call: {words}{_no_v1(section, exc)}") from None
     except (NotACompletion, sdk.APIResponseValidationError, json.JSONDecodeError) as exc:
         raise InputError(f"{where}: the reply is not a chat completion ({clean(exc)})") from None
     except InputError:
@@ -274,6 +274,15 @@ def clean(text: object, limit: int = WORDS) -> str:
     characters dropped), spaces collapsed, at most `limit` characters."""
     words = " ".join(flat(text).split())
     return words if len(words) <= limit else words[:limit - 1] + "…"
+
+
+def _no_v1(section: ModelSection, exc: Any) -> str:
+    """The hint for a 404 from a base URL that does not end in /v1 (an OpenAI-compatible server's usual root)."""
+    base = (section.base_url or "").rstrip("/")
+    if exc.status_code != 404 or not base or section.provider == "anthropic" or section.azure_endpoint \
+            or base.endswith("/v1"):
+        return ""
+    return f" (the base URL {base} does not end in /v1, where OpenAI-compatible servers answer: try {base}/v1)"
 
 
 def _cause(exc: BaseException) -> str:

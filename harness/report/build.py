@@ -60,7 +60,7 @@ report.json is this `Report`; its keys, besides the headline ones:
                    server without its tool-call parser); an answer that was one has answer source text_tool_call
     cut_replies    id -> model replies cut at a token cap (finish_reason `length`: the server's cap, or the
                    section's max_tokens)
-    priced         false when the agents' model gives no price_*_per_1k: `cost` is then no figure ("not priced")
+    priced         false when the agents' model gives no price_*_per_1k: `cost` is then null ("not priced"), never 0
     wall_time_s    summed over the runs into the directory that ran instances (a resume with
                    nothing left to run keeps it; a rescore keeps it)
 """
@@ -189,7 +189,8 @@ class Report(BaseModel):
     # id -> model replies cut at a token cap (the row's cut_replies: finish_reason "length")
     cut_replies: dict[str, int] = Field(default_factory=dict)
     tokens: dict[str, int] = Field(default_factory=lambda: {"prompt": 0, "completion": 0, "total": 0})
-    cost: float = 0.0  # the agents' calls, every attempt of the selected ids, retried errors included
+    # the agents' calls, every attempt of the selected ids, retried errors included; None when not priced
+    cost: float | None = 0.0
     # False: the agents' model gives no price_*_per_1k, so `cost` (and the agents' part of `costs`) is no
     # figure: shown as "not priced", never $0 (run.json's prices "unset"); True: priced, or a replay model
     priced: bool = True
@@ -399,7 +400,7 @@ def build_report(
         text_tool_calls={iid: n for iid, n in as_text.items() if n},
         cut_replies={iid: n for iid, n in cut.items() if n},
         tokens={"prompt": prompt, "completion": completion, "total": prompt + completion, **classes},
-        cost=sum(r.usage.cost for r in spent),
+        cost=sum(r.usage.cost for r in spent) if priced else None,
         priced=priced,
         costs=costs,
         llm_calls=sum(r.usage.llm_calls for r in spent),

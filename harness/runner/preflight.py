@@ -131,7 +131,7 @@ def unseen_images(section: ModelSection, selected: list[Instance]) -> str | None
     more = f" (+{len(with_images) - 5} more)" if len(with_images) > 5 else ""
     return (f"warning: {len(with_images)} selected instance(s) carry images that {section.where()} cannot see "
             f"(model_info.vision is not true): {', '.join(with_images[:5])}{more}; they reach it only as "
-            f"text (the file's metadata). Set vision = true in [llm.{section.name}.model_info] for a vision model")
+            f"text (the file's metadata). For a vision model, {section.set_in('vision = true', '.model_info')}")
 
 
 def unreachable_web(cfg: RunConfiguration, selected: list[Instance]) -> str | None:

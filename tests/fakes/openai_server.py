@@ -18,7 +18,8 @@ Each `POST /v1/chat/completions` (non-streaming) takes the next item of the scri
   assistant message with OpenAI-format tool calls, finish_reason "tool_calls" (a usage of four,
   ``(prompt, completion, cached, reasoning)``, adds OpenAI's ``prompt_tokens_details.cached_tokens``
   and ``completion_tokens_details.reasoning_tokens``, for text too);
-- ``("text", content, (prompt_tokens, completion_tokens))``: assistant text, finish_reason "stop";
+- ``("text", content, (prompt_tokens, completion_tokens), finish)``: assistant text, finish_reason `finish`
+  ("stop"; "length": a reply cut at the server's token cap, as llama.cpp's default 512 cuts a looping model);
 - ``("hang", seconds)``: no answer for that long (None: until the server stops), then the
   connection is closed without a response: a model that hangs;
 - ``("hold", seconds)``: the same, watching the connection: ``server.holds`` has one entry per such
@@ -96,8 +97,8 @@ def tool_calls(*calls: tuple[str, dict | str], usage: tuple[int, ...] = (10, 5))
     return ("tool_calls", list(calls), usage)
 
 
-def text(content: str, usage: tuple[int, ...] = (10, 5)) -> Item:
-    return ("text", content, usage)
+def text(content: str, usage: tuple[int, ...] = (10, 5), finish: str = "stop") -> Item:
+    return ("text", content, usage, finish)
 
 
 def hang(seconds: float | None = None) -> Item:
@@ -255,9 +256,9 @@ class FakeOpenAI:
                 for name, args in calls]}
             finish = "tool_calls"
         else:
-            _, content, usage = item
+            _, content, usage, *said = item
             message = {"role": "assistant", "content": content}
-            finish = "stop"
+            finish = said[0] if said else "stop"
         return 200, {
             "id": f"chatcmpl-fake-{next(self._ids)}", "object": "chat.completion", "created": int(time.time()),
             "model": model, "system_fingerprint": None,

@@ -59,7 +59,7 @@ class FakeAnthropic(FakeOpenAI):
             return super().respond_chat(body, item or ("error", 400, {"type": "error", "error": {
                 "type": "invalid_request_error", "message": "fake server: script exhausted"}},
                 {"x-should-retry": "false"}))
-        kind, payload, (prompt, completion) = item
+        kind, payload, (prompt, completion), *said = item
         if kind == "tool_calls":
             content = [{"type": "tool_use", "id": f"toolu_{next(_ids):04d}", "name": name,
                         "input": arguments} for name, arguments in payload]
@@ -67,7 +67,8 @@ class FakeAnthropic(FakeOpenAI):
             content = [{"type": "text", "text": payload}]
         model = body.get("model", self.model) if isinstance(body, dict) else self.model
         return 200, {"id": f"msg_fake_{next(_ids)}", "type": "message", "role": "assistant", "model": model,
-                     "content": content, "stop_reason": "tool_use" if kind == "tool_calls" else "end_turn",
+                     "content": content, "stop_reason": "tool_use" if kind == "tool_calls" else
+                     "max_tokens" if said == ["length"] else "end_turn",
                      "stop_sequence": None,
                      "usage": {"input_tokens": prompt, "output_tokens": completion,
                                "cache_read_input_tokens": self.cache_read, "cache_creation_input_tokens": 0}}, {}

@@ -156,9 +156,9 @@ def to_create_results(turns: list[dict]) -> list[CreateResult]:
                      for c in turn["tool_calls"]]
             results.append(CreateResult(finish_reason="function_calls", content=calls, usage=usage, cached=False))
         else:
-            stop = "length" if turn.get("finish_reason") == "length" else "stop"  # a recorded cut replays as one
-            results.append(CreateResult(finish_reason=stop, content=turn.get("content", ""), usage=usage,
-                                        cached=False))
+            cut = turn.get("finish_reason") == "length"  # a recorded cut replays as one
+            results.append(CreateResult(finish_reason="length" if cut else "stop", content=turn.get("content", ""),
+                                        usage=usage, cached=False))
     return results
 
 

@@ -23,10 +23,16 @@ class Gaia2Scorer:
             raise ScorerError("no verdict of ARE's judge: the scenario did not run to its end in the gaia2 tool family")
         if verdict.get("verdict") not in ("pass", "fail"):
             raise ScorerError(f"ARE could not judge the scenario ({verdict.get('verdict')}): "
-                              f"{verdict.get('error') or verdict.get('rationale') or 'no reason given'}")
+                              f"{verdict.get('error') or _said(verdict) or 'no reason given'}")
         passed = verdict["verdict"] == "pass"
         actions = verdict.get("oracle_actions") or []
         return make_score(self.name, passed == (target == "pass"),
-                          verdict.get("rationale") or ("ARE's judge passed the run" if passed else "failed"),
+                          _said(verdict) or ("ARE's judge passed the run" if passed else "failed"),
                           matched=sum(1 for a in actions if a.get("matched")), oracle_actions=actions,
                           turns=verdict.get("turns"), turns_done=verdict.get("turns_done"), judge=verdict.get("judge"))
+
+
+def _said(verdict: dict) -> str:
+    """ARE's rationale, "" when it gave none (a pass's rationale comes as the word "None")."""
+    rationale = str(verdict.get("rationale") or "").strip()
+    return "" if rationale in ("None", "null") else rationale
