@@ -17,7 +17,7 @@ A trace (harness/traces) becomes steps, in its order, the system prompts first (
 The ``tools`` event (the tools the agent's model was offered, OpenAI-style, as ATIF wants them) becomes the agent's
 tool_definitions (a team's member -> tool names in agent.extra.tools_by_agent); a trace from before that event has
 none, a warning when it made model calls.
-``limit``, ``error``, ``divergence`` and ``verdict`` events, and event types this module does not know, are kept
+``limit``, ``error``, ``divergence``, ``verdict``, ``judge_call`` and ``stderr`` events, and event types this module does not know, are kept
 whole in the root's extra.events (unknown ones also counted in the warnings). Timestamps come from the trace's
 wall clock (model_call_started's `at`); a trace without one has none. final_metrics sums the steps' tokens (a
 warning and the notes say when the row counted otherwise) and takes the row's cost (none when not priced). The
@@ -43,7 +43,7 @@ from harness.results.model import ResultRow
 SCHEMA_VERSION = "ATIF-v1.8"
 OUTCOME = ("status", "answer", "answer_source", "target", "correct", "unscored", "scores", "error_kind", "error",
            "limit")
-ASIDE = ("limit", "error", "divergence", "verdict")  # kept whole in the root's extra.events
+ASIDE = ("limit", "error", "divergence", "verdict", "judge_call", "stderr")  # kept whole in the root's extra.events
 PRELUDE = ("model_call_started", "model_attempt", "model_wait")  # extra of the model call they precede
 Step = dict[str, Any]
 

@@ -88,6 +88,7 @@ def test_an_unpriced_model_is_not_priced_everywhere_and_a_free_one_is_zero(tmp_p
                            leaked=len(containers_of(out)) + len(containers_of(out0)), started=t0)
         assert _cost_row(unpriced) == f"{NOT_PRICED} / 2" and "$0.0000" not in _cost_row(unpriced)
         assert report["priced"] is False and run["prices"] == "unset", (report.get("priced"), run.get("prices"))
+        assert report["cost"] is None and report0["cost"] == 0.0, (report["cost"], report0["cost"])  # before: 0.0
         assert summary[str(out)]["cost"] == ""
         assert f"{NOT_PRICED} / 2" in shown and "$0.0000" not in shown  # rebuilt from output.jsonl and run.json
         assert card == f"Cost: {NOT_PRICED}" and cell == "not priced", (card, cell)
