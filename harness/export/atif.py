@@ -21,8 +21,9 @@ none, a warning when it made model calls.
 module does not know, are kept whole in the root's extra.events (unknown ones also counted in the warnings).
 Timestamps come from the trace's wall clock (model_call_started's `at`); a trace without one has none.
 final_metrics sums the steps' tokens (a warning and the notes say when the row counted otherwise) and takes the
-row's cost (none when not priced). The root's extra holds the outcome (status, answer, target, verdict, every scorer's score, error kind, limit), the rest
-of the row, and run.json. A trial without a trace, or with no step, is a warning naming it; nothing else is left out.
+row's cost (none when not priced). The root's extra holds the outcome (status, answer, target, verdict, every
+scorer's score, error kind, limit), the rest of the row, and run.json. A trial without a trace, or with no step, is
+a warning naming it; nothing else is left out.
 """
 
 from __future__ import annotations
