@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.openai_server import FakeOpenAI, error, text
-from tests.helpers.e2e import FAKE_KEY_ENV, explain, harness, rows
+from tests.helpers.e2e import FAKE_KEY_ENV, explain, harness, rows, trace
 
 pytestmark = pytest.mark.docker
 SMOKE = Path(__file__).resolve().parents[1] / "datasets" / "gaia2-smoke"
@@ -96,3 +96,13 @@ def test_a_judge_call_that_fails_is_an_unjudged_scenario_never_a_wrong_one(tmp_p
     assert row["correct"] is None or row["correct"] is False and row["scores"] == {}, row
     verdict = row["verdicts"]["gaia2"]
     assert verdict["verdict"] == "error" and "judge down" in verdict["error"], verdict
+
+
+def test_what_ares_judge_was_sent_and_said_is_in_the_trace(tmp_path):
+    """Issue 41 item 4: ARE's judge rejected a right paraphrase and its prompts and words were nowhere."""
+    reply = "Reasoning: another file.\nEvaluation: [[Failure]] [[False]]\n<subtask>Tell the user</subtask>"
+    row, asked = _run(tmp_path, "reject", reply)
+    judged = [e for e in trace(tmp_path / "reject" / "run", row) if e["type"] == "judge_call"]
+    assert asked and len(judged) == len(asked), (len(judged), len(asked))  # before: none
+    assert all(e["judge"] == "gaia2" and e["model"] == "judge" and e["reply"] == reply for e in judged), judged
+    assert any(SAYS in "\n".join(str(m["content"]) for m in e["messages"]) for e in judged)
