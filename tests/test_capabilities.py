@@ -61,7 +61,7 @@ def test_breakdown_counts_an_instance_in_each_of_its_families_with_wilson_interv
     console = Console(record=True, width=300)
     console.print(render(report))
     text = console.export_text()
-    assert "per tool family" in text and "coding 2/3 = 66.7% [" in text and "per steps bucket" in text
+    assert "per tool family" in text and "coding 2/3 = 66.7% [" in text and "per annotated step count" in text
 
 
 def test_breakdown_leaves_unjudged_rows_out_of_the_rate():

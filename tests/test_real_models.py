@@ -23,6 +23,7 @@ from harness.models.probe import ModelCheck, probe
 from harness.results.model import ResultRow
 from harness.runner.appends import append_verdict, judge_calls
 from harness.scoring.base import ScoreContext
+from harness.scoring.gaia import GaiaScorer
 from harness.scoring.judge import LLMJudgeScorer
 from harness.traces import Tracer, read_events
 from harness.traces.forensics import read_facts
@@ -125,3 +126,10 @@ def test_a_gaia2_pass_without_a_rationale_says_so(rationale):
     verdict = {"verdict": "pass", "rationale": rationale, "oracle_actions": [], "turns": 1, "turns_done": 1}
     score = Gaia2Scorer().score(None, "pass", context=ScoreContext(verdicts={"gaia2": verdict}))
     assert score.explanation == "ARE's judge passed the run"  # before: "None"
+
+
+@pytest.mark.parametrize("answer,said", [("[247]", "number: '[247]' is no number vs 247"),
+                                         ("247", "number: 247 vs 247"), ("4.5", "number: 4.5 vs 247")])
+def test_a_number_the_scorer_cannot_read_is_said_so(answer, said):
+    score = GaiaScorer().score(answer, "247", context=ScoreContext())
+    assert score.explanation == said  # before: "number: inf vs 247.0"

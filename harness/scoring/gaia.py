@@ -75,7 +75,8 @@ def _compare(model_answer: str | None, ground_truth: str) -> tuple[bool, str, di
     kind = match_kind(ground_truth)
     if kind == "number":
         got, want = normalize_number(answer), float(ground_truth)
-        return got == want, f"number: {got!r} vs {want!r}", {"compared": [_json(got), _json(want)]}
+        said = f"{got:g}" if got != float("inf") else f"{answer.strip()[:60]!r} is no number"  # inf: unreadable
+        return got == want, f"number: {said} vs {want:g}", {"compared": [_json(got), _json(want)]}
     if kind == "list":
         answer_items = _LIST_SEPARATORS.split(answer)
         truth_items = _LIST_SEPARATORS.split(ground_truth)

@@ -168,7 +168,7 @@
       c ? `<div class="card" id="costs"><h3>Cost: $${num(c.total, 4)} (agents $${num(c.agents, 4)}, judge $${num(c.judge, 4)} in ${esc(c.judge_calls)} calls)</h3>` +
       `${costBars.length ? barChart(costBars, {max: Math.max(...costBars.map((b) => b.value), 1e-9)}) : ""}</div>` : "";
     // accuracy per breakdown label (report.json's `breakdowns`: GAIA's tool family and steps bucket, question type...)
-    const names = {tool_family: "Accuracy per tool family", steps: "Accuracy per steps bucket"};
+    const names = {tool_family: "Accuracy per tool family", steps: "Accuracy per annotated step count"};
     const breakdownCards = Object.entries(s.breakdowns || {}).filter(([field]) => !((s.figures || {}).gaia2 && ["capability", "variant"].includes(field))).map(([field, groups]) => {
       const bars = Object.entries(groups).map(([k, g]) => ({label: k, value: g.accuracy, lo: g.ci95 ? g.ci95[0] : undefined,
         hi: g.ci95 ? g.ci95[1] : undefined, text: rateText(g.accuracy, `${g.correct}/${g.n - (g.no_verdict || 0)}`, unjudged(g.no_verdict)), color: "#2c8a8a"}));
