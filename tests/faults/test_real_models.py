@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import pytest
 
@@ -32,27 +33,33 @@ from tests.helpers.e2e import (
     trace,
 )
 
-CALL = json.dumps({"name": "run_python", "arguments": {"code": "print(6 * 7)"}})
-IN_ANSWER_TAG = f"<solution>{CALL}</solution>"
-AFTER_TOOLS = f"<tools></tools>\n```json\n{CALL}\n```"
+SMOKE = Path(__file__).resolve().parents[2] / "datasets" / "gaia-smoke"
+# three of the smoke set's tasks, in its order: a CSV's, a log's, one without a file (its answer 18531)
+TAGGED, FENCED, CUT = ("c4eea2af-0a09-5074-981e-18781a06799d", "d500fee3-f57f-5f9b-b9cd-4543389aaa9c",
+                       "cea369f5-6545-5e4f-9006-a6e7a6c3d3f5")
+IN_ANSWER_TAG = "<solution>" + json.dumps({"name": "find_in_file", "arguments": {
+    "path": "/workspace/station_daily_2022.csv", "text": "2022-07"}}) + "</solution>"
+AFTER_TOOLS = "<tools></tools>\n```json\n" + json.dumps({"name": "find_in_file", "arguments": {
+    "path": "/workspace/web_access.log", "text": "404"}}) + "\n```"
 LOOPING = "I will call the tool. " * 60
-REJECT = "The candidate says forty-two while the reference says 42.\nVERDICT: INCORRECT"
+PARAPHRASE = "<solution>eighteen thousand five hundred thirty-one</solution>"
+REJECT = "The candidate spells the number out; the reference is 18531.\nVERDICT: INCORRECT"
 
 
 @pytest.mark.docker
 def test_a_smoke_run_of_such_a_model_reports_text_calls_cut_replies_and_the_judges_words(tmp_path, image, page,
                                                                                         reliability):
     out = out_dir(tmp_path)
-    tagged, fenced, cut = (f"{name}-{out.name}" for name in ("tagged", "fenced", "cut"))
-    data = tasks_file(tmp_path, [tagged, fenced, cut])
+    tagged, fenced, cut = TAGGED, FENCED, CUT
     script = [text(IN_ANSWER_TAG),  # no answer: nothing for the judge
               *[text(AFTER_TOOLS)] * 4,  # the task and the simulated user's three replies
-              text(LOOPING, usage=(300, 512), finish="length"), text("<solution>forty-two</solution>"),
+              text(LOOPING, usage=(300, 512), finish="length"), text(PARAPHRASE),
               text(REJECT)]  # the judge's call, in the parent, after the instance's last
     t0 = time.monotonic()
     try:
         with FakeOpenAI(script) as server:
-            proc = harness("run", "--dataset", data, "--model", "openai-compatible/fake-model-1",
+            proc = harness("run", "--dataset", SMOKE, "--ids", ",".join((TAGGED, FENCED, CUT)),
+                           "--model", "openai-compatible/fake-model-1",
                            "--model-base-url", server.base_url, "--judge-model", "openai-compatible/fake-model-1",
                            "--scorer", "gaia", "--scorer", "llm_judge", "--output-dir", out, "--agent", "plain",
                            "--workers", 1, "--instance-timeout", 120, timeout=300)
@@ -77,7 +84,7 @@ def test_a_smoke_run_of_such_a_model_reports_text_calls_cut_replies_and_the_judg
 
         judged = [e for e in trace(out, got[cut]) if e["type"] == "judge_call"]
         assert len(judged) == 1 and judged[0]["reply"] == REJECT, judged
-        assert "forty-two" in judged[0]["messages"][0]["content"]
+        assert "eighteen thousand" in judged[0]["messages"][0]["content"]
         assert got[cut]["scores"]["llm_judge"]["correct"] is False
         assert "judge_call" not in got[cut]["scores"]["llm_judge"]["details"]  # in the trace, not the row
 
@@ -88,6 +95,7 @@ def test_a_smoke_run_of_such_a_model_reports_text_calls_cut_replies_and_the_judg
         page.click(f"#rows tbody tr[data-id='{cut}']")
         page.wait_for_selector("#trace .ev-judge_call")
         assert "VERDICT: INCORRECT" in page.inner_text("#trace .ev-judge_call")
+        assert "eighteen thousand" in page.text_content("#trace .ev-judge_call details")  # the prompt, folded
         assert "the judge's reply" in page.inner_text("#trace .summary-box")
         assert not page.errors
     finally:
