@@ -1,6 +1,6 @@
 """What real models do, round 2 (issue 41), end to end: the real CLI, real sandboxes, and the scripted
-OpenAI-compatible server (tests/fakes/openai_server.py), started by the test, replaying what a real
-Qwen2.5-Coder 0.5B and 1.5B wrote through a llama.cpp server:
+OpenAI-compatible server (tests/fakes/openai_server.py), started by the test, replaying on three of the bundled
+smoke set's tasks what a real Qwen2.5-Coder 0.5B and 1.5B wrote through a llama.cpp server:
 
 - a tool call inside the answer tag, `<solution>{"name": ..., "arguments": ...}</solution>` (the 0.5B: the JSON
   became the answer), and an empty `<tools></tools>` before a fenced call (the 1.5B: the JSON became the
