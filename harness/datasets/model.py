@@ -32,6 +32,7 @@ class Instance(BaseModel):
     # The task's own wall seconds and resources (a Harbor task.toml's), instead of the run's --instance-timeout,
     # --cpus and --memory.
     timeout: float | None = Field(None, gt=0)
+    build_timeout: float | None = Field(None, gt=0)  # the most seconds its own image (`image`, a context) may build
     cpus: float | None = Field(None, gt=0)
     memory: str | None = None
     # "none": this task's sandbox has no network whatever the run's --network (a task may narrow the policy, never

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -184,8 +185,9 @@ def check_recorded_web(sandbox: Sandbox, search: SearchSettings) -> None:
                              "again (or search with another --search provider)")
 
 
-def check_capacity(sandbox: Sandbox, capacity: Capacity | None) -> None:
-    """Each sandbox's --cpus and --memory must fit the engine (None: the provider cannot tell)."""
+def check_capacity(sandbox: Sandbox, capacity: Capacity | None, instances: Iterable[Instance] = ()) -> None:
+    """Each sandbox's --cpus and --memory, and an instance's own (a task's), must fit the engine (None: the provider
+    cannot tell)."""
     if capacity is None:
         return
     cpus, memory = sandbox.cpus, sandbox.memory
@@ -193,6 +195,13 @@ def check_capacity(sandbox: Sandbox, capacity: Capacity | None) -> None:
         raise InputError(f"--cpus {cpus}: the engine has {capacity.cpus:g} CPU(s)")
     if capacity.memory and parse_size(memory) > capacity.memory:
         raise InputError(f"--memory {memory}: the engine has {capacity.memory / 2**30:.1f} GiB in all")
+    for instance in instances:
+        if capacity.cpus and instance.cpus is not None and instance.cpus > capacity.cpus:
+            raise InputError(f"instance {instance.instance_id}: its own cpus {instance.cpus:g} are more than the "
+                             f"engine's {capacity.cpus:g} CPU(s)")
+        if capacity.memory and instance.memory is not None and parse_size(instance.memory) > capacity.memory:
+            raise InputError(f"instance {instance.instance_id}: its own memory {instance.memory} is more than the "
+                             f"engine's {capacity.memory / 2**30:.1f} GiB in all")
 
 
 def _check_output_dir(path: Path) -> None:

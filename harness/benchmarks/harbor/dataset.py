@@ -30,6 +30,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from harness.datasets import harbor_lint
 from harness.datasets.fingerprint import dataset_fingerprint
 from harness.datasets.model import Dataset, Instance
 from harness.datasets.problems import raise_problems, refuse_split
@@ -59,6 +60,7 @@ class _Environment(_Part):
     network_mode: Literal["no-network", "public", "allowlist"] = "public"
     allow_internet: bool | None = None  # Harbor's older spelling of no-network (False)
     cpus: float = Field(1, gt=0)
+    build_timeout_sec: float = Field(600.0, gt=0)
     memory: str | None = None
     memory_mb: int | None = Field(None, gt=0)
 
@@ -116,6 +118,11 @@ def load(found: Path, split: str | None = None) -> Dataset:
     if not folders:
         raise InputError(f"--dataset {PREFIX}{found}: no task.toml in it nor in any folder in it")
     problems: list[str] = []
+    for folder in folders:
+        if folder.is_symlink() and not folder.resolve().is_relative_to(found.resolve()):
+            problems.append(f"task folder {folder} is a link to {folder.resolve()}, outside {found}")
+    if problems:
+        raise_problems(f"{found} (Harbor tasks)", problems)
     instances = [instance for folder in folders if (instance := _task(folder.resolve(), problems)) is not None]
     if problems:
         raise_problems(f"{found} (Harbor tasks)", problems)
@@ -124,16 +131,23 @@ def load(found: Path, split: str | None = None) -> Dataset:
 
 def _task(folder: Path, problems: list[str]) -> Instance | None:
     found = len(problems)
+    if unsafe := harbor_lint.files(folder):  # before any of its files is read
+        problems.extend(f"task {folder}: {problem}" for problem in unsafe)
+        return None
     for name in ("instruction.md", "environment/Dockerfile", "tests/test.sh"):
         if not (folder / name).is_file():
             compose = name == "environment/Dockerfile" and any(folder.glob("environment/docker-compose.y*ml"))
             problems.append(f"task {folder}: no {name}" + (" (a docker-compose environment is not supported: one "
                                                             "sandbox is one container)" if compose else ""))
     try:
-        config = TaskConfig.model_validate(tomllib.loads((folder / "task.toml").read_text(encoding="utf-8")))
+        raw = tomllib.loads((folder / "task.toml").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         problems.append(f"task {folder}: task.toml cannot be read: {exc}")
         return None
+    problems.extend(f"task {folder}: task.toml: {problem}"
+                    for problem in harbor_lint.unknown_keys(raw) + harbor_lint.engine_values(raw))
+    try:
+        config = TaskConfig.model_validate(raw)
     except ValidationError as exc:
         wrong = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         problems.append(f"task {folder}: task.toml: {wrong}")
@@ -151,5 +165,6 @@ def _task(folder: Path, problems: list[str]) -> Instance | None:
     return Instance(instance_id=folder.name, question=(folder / "instruction.md").read_text(encoding="utf-8"),
                     answer=TARGET, root=folder, image=str(folder / "environment"),
                     timeout=config.agent.timeout_sec + config.verifier.timeout_sec,
+                    build_timeout=config.environment.build_timeout_sec,
                     cpus=config.environment.cpus, memory=config.environment.memory_size(), network=config.network(),
                     metadata=metadata, benchmark="harbor")

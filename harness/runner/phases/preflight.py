@@ -61,11 +61,11 @@ def preflight(cfg: RunConfiguration, provider: SandboxProvider, console: Console
     for warning in probe_all(prepared.models):
         say(console, warning, style="yellow")
     image = provider.preflight(network=cfg.sandbox.network, log=lambda m: say(console, m))
+    check_capacity(cfg.sandbox, provider.capacity(), prepared.selected)  # before any image is built
     named = sorted({instance.image for instance in prepared.selected if instance.image})
     for name in named:  # every one first: a task whose base is missing is refused before any image is built
         provider.check_image(name)
     images = {name: provider.image_of(name, log=lambda m: say(console, m)) for name in named}
-    check_capacity(cfg.sandbox, provider.capacity())
     checked = Checked(prepared, image, new_run_id(cfg), images)
     for warning in check_run(run_setup(cfg, provider, checked, cfg.output.dir, console, None)):
         say(console, warning, style="yellow")
