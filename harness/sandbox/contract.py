@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field, field_validator
 
-from harness.errors import InputError
+from harness.errors import InputError, SandboxUnsupported
 
 WORKSPACE = "/workspace"
 DEFAULT_MAX_OUTPUT = 1024 * 1024  # bytes kept per stream; the rest is counted, not kept
@@ -224,6 +224,12 @@ class Sandbox(abc.ABC):
     def start_browser(self, force: bool = False) -> str:
         """Start (or find, or restart) the sandbox's browser; return its DevTools WebSocket path,
         reachable through `connection()`. force: kill a running but stuck browser first."""
+
+    def end_processes(self) -> int:
+        """End every process in the sandbox but the provider's own service (agent code's daemons included) and
+        return how many are still alive (0: nothing agent code started can run or write any more), before a
+        verdict is taken in the sandbox. The default: SandboxUnsupported (the provider cannot)."""
+        raise SandboxUnsupported(f"the sandbox {self.name} cannot end its processes")
 
     def close(self) -> None:  # noqa: B027 - a default, not abstract: a provider without connections keeps it
         """Drop this process's connections (the sandbox itself keeps running)."""

@@ -229,6 +229,10 @@ class ServiceClient:
         resp.release_conn()
         return b"".join(chunks)
 
+    def end_processes(self) -> dict:
+        """End every process in the sandbox but its service; {"ended": N, "left": M} (sandboxd's /end-processes)."""
+        return self._json("POST", "/end-processes", timeout=60)
+
     def start_browser(self, force: bool = False) -> dict:
         """Start (or find, or restart) Chromium inside the sandbox; returns its DevTools ws path.
         force: kill a running but stuck Chromium first."""
@@ -306,6 +310,9 @@ class ServiceSandbox(Sandbox):
 
     def start_browser(self, force: bool = False) -> str:
         return self._service_call(self._service.start_browser, force)["ws_path"]
+
+    def end_processes(self) -> int:
+        return int(self._service_call(self._service.end_processes)["left"])
 
     def close(self) -> None:
         self._service.close()

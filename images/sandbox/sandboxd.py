@@ -14,6 +14,9 @@ exec costs ~50 ms. Endpoints (JSON unless said otherwise):
                                in chunks and extracted as it arrives (never whole in memory); nothing
                                is written to DIR unless the whole archive is accepted
   GET  /file?path=P&max_bytes=N -> the file's bytes, streamed; refused when larger than N
+  POST /end-processes          -> {"ended": N, "left": M}: SIGKILLs every process of the sandbox but this service
+                                  (agent code's daemons included) and answers once none is left but zombies
+                                  (`end_processes`): what a verdict taken next in the sandbox needs
   POST /browser/start          -> {"ws_path": "/devtools/browser/..."}: starts Chromium on first use
                                   (and again after a crash), DevTools on 127.0.0.1:9222 only
   /devtools/..., /json/...     -> forwarded byte for byte to Chromium's DevTools (WebSocket included),
@@ -253,6 +256,47 @@ async def kill_and_wait(proc: asyncio.subprocess.Process, tag: str, limit: float
             return len(left)
         kill_tree(proc.pid, tag, with_root=False)
         if os.getpid() == 1:
+            reap_orphans()
+        await asyncio.sleep(0.02)
+
+
+def _living(me: int) -> set[int]:
+    """Every process this one can see but itself and PID 1 (itself, or an init before it) that is not a zombie."""
+    found = set()
+    for pid in _proc_table():
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                state = fh.read().decode(errors="replace").rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if pid not in (me, 1) and state not in ("Z", "X"):
+            found.add(pid)
+    return found
+
+
+async def end_processes(limit: float = KILL_WAIT_S) -> dict:
+    """SIGKILL every process of the sandbox but this one, again and again (what forked meanwhile too) until none
+    is left alive, at most `limit` seconds: kill(-1) reaches every process this uid may signal (in the sandbox's
+    pid namespace, all but this one: commands cannot become another user), and a process found alive after it is
+    killed by its pid. As init, this process reaps what it inherits. Returns how many were ended and how many
+    were still alive at the end (0: nothing of agent code runs any more, so nothing it started can write)."""
+    me, ended = os.getpid(), set()
+    deadline = time.monotonic() + limit
+    while True:
+        alive = _living(me)
+        ended |= alive
+        if not alive or time.monotonic() > deadline:
+            return {"ended": len(ended), "left": len(alive)}
+        try:
+            os.kill(-1, signal.SIGKILL)  # never this process (nor PID 1)
+        except (ProcessLookupError, PermissionError):
+            pass
+        for pid in alive:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:  # gone meanwhile, or (it cannot be, but then it is counted as left) not ours to signal
+                pass
+        if me == 1:
             reap_orphans()
         await asyncio.sleep(0.02)
 
@@ -776,6 +820,8 @@ async def dispatch(method: str, target: str, body) -> tuple[int, bytes, str]:
     if method == "GET" and url.path == "/file":
         max_bytes = _field(query, "max_bytes", int, 64 * 1024 * 1024)
         return 200, FileBody(query.get("path", ""), max_bytes), "application/octet-stream"
+    if method == "POST" and url.path == "/end-processes":
+        return 200, json.dumps(await end_processes()).encode(), "application/json"
     if method == "POST" and url.path == "/browser/start":
         force = query.get("force") == "1"
         timeout = min(max(_field(query, "timeout", float, BROWSER_START_S), 1.0), BROWSER_START_CAP_S)

@@ -1,8 +1,11 @@
 """A Harbor task's verifier, run in the instance's sandbox once the agent's turns are over (the harbor tool family,
 harness/benchmarks/harbor/family.py), and the task's folders put where Harbor puts them.
 
-As Harbor does: the task's tests/ are copied to /tests (anything already there, which the agent could have
-planted, removed first), /logs/verifier is emptied, and `bash /tests/test.sh` runs in the task's working
+As Harbor does, with what agent code left behind out of the way first: every process in the sandbox but its
+service is ended (`Sandbox.end_processes`: a daemon the agent left, such as a `setsid` loop writing a reward, is
+gone; one that cannot be ended means no verifier run, an `error`), then the task's tests/ are copied to /tests
+through a staging folder made afresh (both emptied first, a link in their place removed, so nothing the agent
+planted is copied along), /logs/verifier is made afresh, and `bash /tests/test.sh` runs in the task's working
 directory with [verifier] env, for at most [verifier] timeout_sec. The reward is what test.sh wrote:
 /logs/verifier/reward.json (a number, or an object: its "reward", or its only value), else reward.txt (one number),
 in Harbor's order (harbor 0.25's verifier reads the JSON first); the
@@ -16,6 +19,10 @@ reward file over MAX_REWARD_BYTES is refused unread. The verdict keeps reward.js
 A verifier that did not end in time, wrote no reward or wrote one that is none of these gives a verdict with an
 `error`: the harbor scorer (harness/benchmarks/harbor/scorer.py) then cannot judge the row (a ScorerError), never a
 wrong answer. A sandbox that died meanwhile raises, as every sandbox request does (an infra error of the row).
+
+What stays as in Harbor's shared verifier mode: the verifier runs the image's programs as the agent's user, so an
+agent whose user may change them (a root task user, its own home's Python site) can change what the verifier
+runs (docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import SandboxFileNotFound, SandboxOutputLimit
+from harness.errors import SandboxFileNotFound, SandboxOutputLimit, SandboxUnsupported
 from harness.sandbox.contract import ExecResult, Sandbox
 
 STAGE = "/tmp/harness-harbor"  # where copy_in may write; moved from there to Harbor's place
@@ -60,18 +67,27 @@ def workdir(sandbox: Sandbox) -> str:
 
 
 def place(sandbox: Sandbox, task_dir: Path, name: str, target: str, also: str = "") -> str | None:
-    """Copy the task's folder `name` to `target` in the sandbox (emptied first), after the shell command `also`;
-    None, or why it could not be done."""
-    sandbox.copy_in(task_dir, [name], dest=STAGE)
+    """Copy the task's folder `name` to `target` in the sandbox, after the shell command `also`, through a staging
+    folder: both made afresh first (emptied, a link in their place removed); None, or why it could not be done."""
     quoted = shlex.quote(target)
-    done = sandbox.shell(f"{also}mkdir -p {quoted} && find {quoted} -mindepth 1 -delete && "
-                         f"cp -a {STAGE}/{name}/. {quoted}/ && rm -rf {STAGE}", timeout=PREP_TIMEOUT_S, cwd="/")
-    return None if done.ok else f"the task's {name}/ could not be put in {target}: {done.stderr.strip()[-500:]}"
+    fresh = sandbox.shell(f"{also}rm -rf {STAGE} && {{ [ ! -L {quoted} ] || rm -f {quoted}; }} && mkdir -p {quoted} "
+                          f"&& find {quoted} -mindepth 1 -delete", timeout=PREP_TIMEOUT_S, cwd="/")
+    if fresh.ok:
+        sandbox.copy_in(task_dir, [name], dest=STAGE)
+        fresh = sandbox.shell(f"cp -a {STAGE}/{name}/. {quoted}/ && rm -rf {STAGE}", timeout=PREP_TIMEOUT_S, cwd="/")
+    return None if fresh.ok else f"the task's {name}/ could not be put in {target}: {fresh.stderr.strip()[-500:]}"
 
 
 def verify(env: HarborEnv) -> dict[str, Any]:
     """Run the task's verifier in its sandbox; the verdict (`reward`, or `error`)."""
     sandbox = env.sandbox
+    try:
+        left = sandbox.end_processes()
+    except SandboxUnsupported as exc:
+        return {"error": f"the agent's processes could not be ended before the verifier ran: {exc}"}
+    if left:
+        return {"error": f"{left} process(es) the agent left were still alive after being killed: the verifier "
+                         "did not run"}
     clear = f"rm -rf {REWARDS} && mkdir -p {REWARDS} /logs/agent && "
     if (problem := place(sandbox, env.task_dir, "tests", "/tests", clear)) is not None:
         return {"error": problem}

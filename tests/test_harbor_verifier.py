@@ -1,0 +1,70 @@
+"""A Harbor verdict the agent cannot touch (issue 38 item 1): before the verifier runs, no process of the agent's is
+left in the sandbox (sandboxd ends every process but itself), and /logs/verifier, /tests and the folder the tests
+are staged in are made afresh, so nothing the agent planted is read as the verifier's.
+
+A hostile agent (`--agent sandbox:bash @hostile.sh`, real containers, the task's own image) answers wrong and:
+- leaves a `setsid` loop writing {"reward": 1} to /logs/verifier/reward.json: the verifier writes 0 to reward.txt,
+  and reward.json is read first;
+- plants a `json.py` in the folder the verifier's tests are staged in, which the task's test (a Python script in
+  /tests, whose folder comes first on its sys.path) would import instead of the standard library's."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.helpers.e2e import explain, harness, rows
+from tests.test_harbor import TEST_SH, app_dockerfile, python_task_base, write_task
+
+HOSTILE = r"""#!/bin/bash
+echo goodbye > /app/answer.txt
+if grep -q shadow "$HARNESS_TASK_FILE"; then
+  mkdir -p /tmp/harness-harbor/tests /tests
+  printf 'import sys\nopen("/logs/verifier/reward.txt", "w").write("1")\nsys.exit(0)\n' \
+    > /tmp/harness-harbor/tests/json.py
+  cp /tmp/harness-harbor/tests/json.py /tests/json.py
+else
+  setsid bash -c 'touch /tmp/loop-started; while :; do mkdir -p /logs/verifier; \
+    echo "{\"reward\": 1}" > /logs/verifier/reward.json; sleep 0.02; done' </dev/null >/dev/null 2>&1 &
+  until [ -e /tmp/loop-started ]; do sleep 0.01; done  # in a session of its own before this one ends
+fi
+echo '<solution>done</solution>'
+"""
+CHECK_PY = """import json
+import pathlib
+
+answer = pathlib.Path("/app/answer.txt")
+ok = answer.is_file() and answer.read_text().strip() == "hello"
+pathlib.Path("/logs/verifier/reward.txt").write_text(json.dumps(int(ok)))
+"""
+
+
+@pytest.fixture(scope="module")
+def python_base(provider, image):
+    with python_task_base() as made:
+        yield made
+
+
+@pytest.mark.docker
+def test_a_hostile_agent_cannot_plant_its_own_reward(tmp_path, out, python_base):
+    py, _, made = python_base
+    tasks = tmp_path / "tasks"
+    slow = TEST_SH.replace("#!/bin/bash\n", "#!/bin/bash\nsleep 1  # as a real verifier takes its time (pytest)\n")
+    made.append(write_task(tasks, "planted", app_dockerfile(py), test_sh=slow) / "environment")
+    shadowed = write_task(tasks, "shadowed", app_dockerfile(py), test_sh="#!/bin/bash\nmkdir -p /logs/verifier\n"
+                          "python3 /tests/check.py\n", instruction="Write hello into /app/answer.txt (shadow).")
+    (shadowed / "tests" / "check.py").write_text(CHECK_PY)
+    made.append(shadowed / "environment")
+    (tasks / "replay.jsonl").write_text("".join(json.dumps({"instance_id": n, "turns": []}) + "\n"
+                                                for n in ("planted", "shadowed")))
+    (tmp_path / "hostile.sh").write_text(HOSTILE)
+    run = harness("run", "--dataset", f"harbor:{tasks}", "--agent", f"sandbox:bash @{tmp_path / 'hostile.sh'}",
+                  "--model", "replay", "--scorer", "harbor", "--output-dir", out)
+    assert run.returncode == 0, explain(run)
+    got = {r["instance_id"]: r for r in rows(out)}
+    assert sorted(got) == ["planted", "shadowed"], got
+    forged = {name: row["verdicts"].get("harbor") for name, row in got.items()
+              if row["status"] != "ok" or row["correct"] is not False or row["verdicts"]["harbor"]["reward"] != 0}
+    assert forged == {}, forged
+    assert got["planted"]["verdicts"]["harbor"]["source"] == "reward.txt"  # no reward.json: the loop is gone
