@@ -68,3 +68,23 @@ def test_a_hostile_agent_cannot_plant_its_own_reward(tmp_path, out, python_base)
               if row["status"] != "ok" or row["correct"] is not False or row["verdicts"]["harbor"]["reward"] != 0}
     assert forged == {}, forged
     assert got["planted"]["verdicts"]["harbor"]["source"] == "reward.txt"  # no reward.json: the loop is gone
+
+
+@pytest.mark.docker
+def test_end_processes_leaves_nothing_but_the_service(provider, run_id, image):
+    """Daemons in sessions of their own, a process that ignores SIGTERM and one that keeps forking: all ended, the
+    service still answers, and nothing of them is alive after (zombies reaped or dead)."""
+    from harness.sandbox.contract import SandboxSpec
+
+    with provider.open(SandboxSpec(image=image, run_id=run_id, instance_id="end")) as sandbox:
+        quiet = "</dev/null >/dev/null 2>&1 &"
+        started = sandbox.shell(f"setsid sleep 1000 {quiet} "
+                                f"setsid bash -c 'trap \"\" TERM; while :; do sleep 0.05; done' {quiet} "
+                                f"setsid bash -c 'while :; do (sleep 5 &); sleep 0.01; done' {quiet} "
+                                "sleep 0.5; echo ok")
+        assert started.ok, started
+        assert sandbox.end_processes() == 0
+        # What is left: zombies (dead; sandboxd, their init, reaps them) and this command's own processes.
+        left = sandbox.shell("ps -eo pid=,stat=,comm= | awk '$1 != 1 && $2 !~ /^Z/ && $3 !~ /^(ps|awk|bash)$/'")
+        assert left.ok and left.stdout.strip() == "", left
+        assert sandbox.shell("echo still here").stdout == "still here\n"
