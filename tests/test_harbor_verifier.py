@@ -88,3 +88,81 @@ def test_end_processes_leaves_nothing_but_the_service(provider, run_id, image):
         left = sandbox.shell("ps -eo pid=,stat=,comm= | awk '$1 != 1 && $2 !~ /^Z/ && $3 !~ /^(ps|awk|bash)$/'")
         assert left.ok and left.stdout.strip() == "", left
         assert sandbox.shell("echo still here").stdout == "still here\n"
+
+
+# ---------------------------------------------------------------- a task's build has a deadline (issue 38 item 4)
+
+
+@pytest.mark.docker
+def test_a_build_that_never_ends_is_stopped_at_its_build_timeout(tmp_path, out, python_base):
+    """A task whose Dockerfile never finishes a step: the run ends at its build_timeout_sec (exit 2, naming the task and
+    the field), the engine's build is cancelled (no container of it left running) and the image lock is free after."""
+    import time
+
+    from filelock import FileLock
+
+    from harness.sandbox.docker import images
+    from tests.helpers.wait import wait_for
+
+    marker = f"harness-test-endless-{time.monotonic_ns()}"
+    tasks = tmp_path / "tasks"
+    toml = "[environment]\nbuild_timeout_sec = 8.0\n"
+    folder = write_task(tasks, "endless", app_dockerfile(python_base[0], f"RUN sleep 3600 # {marker}\n"), toml=toml)
+    python_base[2].append(folder / "environment")
+    (tasks / "replay.jsonl").write_text(json.dumps({"instance_id": "endless", "turns": []}) + "\n")
+    started = time.monotonic()
+    run = harness("run", "--dataset", f"harbor:{tasks}", "--agent", "oracle", "--model", "replay", "--scorer",
+                  "harbor", "--output-dir", out, timeout=300)
+    spent = time.monotonic() - started
+    assert run.returncode == 2, explain(run)
+    assert f"task {folder.resolve()}: its image did not build within its build_timeout_sec (8 s;" in run.stderr, \
+        explain(run)
+    assert spent < 120, spent
+
+    def building() -> list[str]:
+        import subprocess
+
+        listed = subprocess.run(["docker", "ps", "--no-trunc", "--format", "{{.ID}} {{.Command}}"],
+                                capture_output=True, text=True, timeout=60)
+        return [line for line in listed.stdout.splitlines() if marker in line]
+
+    wait_for(lambda: not building(), 60, "the cancelled build's container to go")
+    lock = FileLock(str(images.lock_path()), timeout=60)
+    lock.acquire()  # free again (another test's build may hold it a while: never forever)
+    lock.release()
+
+
+@pytest.mark.docker
+def test_a_task_build_waits_for_the_image_lock_no_longer_than_its_bound(tmp_path, python_base, monkeypatch):
+    """Another process holding the engine's image lock (a build that hangs elsewhere) makes a task's build give up
+    (at LOCK_WAIT_S, or its build_timeout_sec when longer), saying so, instead of waiting forever."""
+    import multiprocessing
+    import time
+
+    from harness.errors import InfraError
+    from harness.sandbox.docker import images, task_images
+
+    context = write_task(tmp_path, "waits", app_dockerfile(python_base[0], "# waits\n")) / "environment"
+    python_base[2].append(context)
+    spawn = multiprocessing.get_context("spawn")
+    held, release = spawn.Event(), spawn.Event()
+    holder = spawn.Process(target=_hold_lock, args=(str(images.lock_path()), held, release))
+    monkeypatch.setattr(task_images, "LOCK_WAIT_S", 1.0)
+    holder.start()
+    try:
+        assert held.wait(600)  # another test's build may hold it first
+        started = time.monotonic()
+        with pytest.raises(InfraError, match="image lock .* was held by another build for longer than 3 s: is a build stuck"):
+            task_images.build_task(context, log=lambda m: None, build_timeout=3.0)
+        assert time.monotonic() - started < 30
+    finally:
+        release.set()
+        holder.join(60)
+
+
+def _hold_lock(path: str, held, release) -> None:
+    from filelock import FileLock
+
+    with FileLock(path):
+        held.set()
+        release.wait(300)

@@ -290,11 +290,12 @@ class SandboxProvider(abc.ABC):
         or built, network policy possible); return the image reference. InputError for a bad
         setting, InfraError/EngineUnavailable when the engine is the problem."""
 
-    def image_of(self, name: str, *, log: Callable[[str], None] = print) -> str:
+    def image_of(self, name: str, *, log: Callable[[str], None] = print, build_timeout: float | None = None) -> str:
         """Make present the image a benchmark or task names (`Instance.image`: a build context images/NAME of
         the harness, built on the sandbox image, or the path of a task's own build context) and return its
         reference; called by the preflight for every name the run's instances use, before anything is written.
-        The default refuses (InputError)."""
+        A task's own build ends within `build_timeout` seconds (`Instance.build_timeout`; None: the provider's
+        default), waiting for another build no longer. The default refuses (InputError)."""
         from harness.errors import InputError
 
         raise InputError(f"the {self.name} sandbox provider cannot run instances of the image {name!r} "

@@ -238,6 +238,11 @@ class BuildFailed(InfraError):
     """An image build that the engine ran and that failed at a step (its Dockerfile's doing, not the engine's)."""
 
 
+class BuildTimedOut(InfraError):
+    """An image build that had not ended by its deadline: its stream was closed, and the engine cancels a build
+    whose client went away."""
+
+
 class BuildLacksTools(BuildFailed):
     """A task image's build failed at the harness's own check that the image has python3 and bash."""
 

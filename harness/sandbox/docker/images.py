@@ -201,15 +201,34 @@ def _build_context(context: Path, tag: str, args: dict[str, str], extra: dict[st
         engine.call("build", lambda: _stream_build(ctx, tag, args), retries=0)
 
 
-def _stream_build(ctx: str, tag: str, args: dict[str, str]) -> None:
+def _stream_build(ctx: str, tag: str, args: dict[str, str], deadline: float | None = None) -> None:
+    """Build `ctx` as `tag`, reading the engine's stream; with a `deadline` (time.monotonic()), on a client of its
+    own that waits no longer for the next line, closed at the deadline (the engine then cancels the build):
+    engine.BuildTimedOut."""
+    import requests.exceptions
+    import urllib3.exceptions
+
+    # The longest wait for the next line: given to the build call itself, whose default is none (not the client's).
+    wait = None if deadline is None else max(1.0, deadline - time.monotonic())
+    client = engine.client() if deadline is None else engine.new_client(timeout=wait)
     tail: list[str] = []
-    for chunk in engine.client().api.build(path=ctx, tag=tag, buildargs=args,
-                                           labels={LABEL: tag}, rm=True, forcerm=True, decode=True):
-        line = chunk.get("stream") or chunk.get("status") or ""
-        if line.strip():
-            tail = (tail + [line.rstrip()])[-40:]
-        if "error" in chunk:
-            raise engine.build_failure(tag, chunk["error"], tail)
+    try:
+        for chunk in client.api.build(path=ctx, tag=tag, buildargs=args, labels={LABEL: tag}, rm=True, forcerm=True,
+                                      decode=True, timeout=wait):
+            line = chunk.get("stream") or chunk.get("status") or ""
+            if line.strip():
+                tail = (tail + [line.rstrip()])[-40:]
+            if "error" in chunk:
+                raise engine.build_failure(tag, chunk["error"], tail)
+            if deadline is not None and time.monotonic() > deadline:
+                raise engine.BuildTimedOut(f"building {tag} did not end in time:\n" + "\n".join(tail))
+    except (requests.exceptions.ConnectionError, requests.exceptions.Timeout, urllib3.exceptions.HTTPError, OSError):
+        if deadline is None or time.monotonic() < deadline:
+            raise
+        raise engine.BuildTimedOut(f"building {tag} did not end in time:\n" + "\n".join(tail)) from None
+    finally:
+        if deadline is not None:
+            client.close()  # the stream with it: the engine cancels the build
 
 
 def list_images() -> list[ImageInfo]:

@@ -177,8 +177,9 @@ class DockerProvider(SandboxProvider):
     def check_image(self, name: str) -> None:
         task_images.check_image(name)
 
-    def image_of(self, name: str, *, log=print) -> str:
-        return task_images.image_of(name, log=log)  # a task's own build context, or images/NAME
+    def image_of(self, name: str, *, log=print, build_timeout: float | None = None) -> str:
+        # a task's own build context, or images/NAME
+        return task_images.image_of(name, log=log, build_timeout=build_timeout)
 
     def image_ref(self) -> str:
         return images.sandbox_tag()  # what preflight's images.build returns: the tree hash of the build context

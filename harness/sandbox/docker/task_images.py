@@ -24,11 +24,12 @@ import hashlib
 import re
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
-from harness.errors import InputError
+from harness.errors import InfraError, InputError
 from harness.fsutil import tree_hash
 from harness.sandbox.docker import engine, images
 from harness.settings import settings
@@ -37,6 +38,10 @@ TASK_LABEL = "harness.task.writable"  # the places its sandboxes write, space-se
 # Harbor's own places in a task's container: the verifier's tests and its reward (/logs/verifier), the oracle's
 # solution, the agent's logs.
 TASK_PLACES = ("/logs", "/tests", "/solution")
+DEFAULT_BUILD_TIMEOUT_S = 600.0  # Harbor's default build_timeout_sec
+# The engine's image lock is waited for at most this long, or the build's own seconds when longer: another
+# process's build (the sandbox image's takes minutes) holds it meanwhile, never forever.
+LOCK_WAIT_S = 1800.0
 CHECK = "command -v python3 >/dev/null && command -v bash >/dev/null"
 
 
@@ -52,10 +57,10 @@ def check_image(name: str) -> None:
         check_task(Path(name))
 
 
-def image_of(name: str, *, log=print) -> str:
+def image_of(name: str, *, log=print, build_timeout: float | None = None) -> str:
     """The provider's `image_of` on this engine: a task's own image (build_task) or a harness image images/NAME."""
     if is_context(name):
-        return build_task(Path(name), log=log)
+        return build_task(Path(name), log=log, build_timeout=build_timeout)
     return images.build_named(name, log=log)
 
 
@@ -114,20 +119,32 @@ def check_task(context: Path) -> None:
                              f"have and cannot pull (no registry answers): build or load {base} first")
 
 
-def build_task(context: Path, *, log=print) -> str:
-    """Make the sandbox image of the task whose build context is `context` present; return its tag."""
+def build_task(context: Path, *, log=print, build_timeout: float | None = None) -> str:
+    """Make the sandbox image of the task whose build context is `context` present; return its tag. Its builds take
+    at most `build_timeout` seconds (DEFAULT_BUILD_TIMEOUT_S when None; past it: InputError naming the task), and
+    the engine's image lock, which another process's build may hold, is waited for at most LOCK_WAIT_S or that
+    long (InfraError)."""
     context = context.resolve()
     task, tag = _task(context), task_tag(context)
     if images._exists(tag):
         return tag
     check_task(context)
-    with FileLock(str(images.lock_path())):
+    seconds = build_timeout or DEFAULT_BUILD_TIMEOUT_S
+    lock = FileLock(str(images.lock_path()), timeout=max(seconds, LOCK_WAIT_S))
+    try:
+        lock.acquire()
+    except Timeout:
+        raise InfraError(f"task {task}: the engine's image lock {lock.lock_file} was held by another build for "
+                         f"longer than {max(seconds, LOCK_WAIT_S):g} s: is a build stuck elsewhere?") from None
+    try:
         if images._exists(tag):
             return tag
+        deadline = time.monotonic() + seconds
         own = f"harness-taskenv:{tree_hash(context)}"
         if not images._exists(own):
             log(f"building task {task.name}'s image {own} ...")
-            _build(task, lambda: images._stream_build(str(context), own, {}), "its Dockerfile does not build")
+            _build(task, lambda: images._stream_build(str(context), own, {}, deadline), "its Dockerfile does not build",
+                   seconds)
         workdir = engine.call("image inspect", lambda: engine.client().api.inspect_image(own))["Config"].get(
             "WorkingDir") or "/"
         log(f"building {tag} (sandboxd into {own}) ...")
@@ -137,14 +154,19 @@ def build_task(context: Path, *, log=print) -> str:
             shutil.copy(images.images_dir() / "sandbox" / "sandboxd.py", ctx)
             Path(ctx, "workdir").write_text(workdir + "\n")
             Path(ctx, "Dockerfile").write_text(_dockerfile(workdir))
-            _build(task, lambda: images._stream_build(ctx, tag, {"TASK_IMAGE": own}), "")
+            _build(task, lambda: images._stream_build(ctx, tag, {"TASK_IMAGE": own}, deadline), "", seconds)
+    finally:
+        lock.release()
     return tag
 
 
-def _build(task: Path, build, problem: str) -> None:
+def _build(task: Path, build, problem: str, seconds: float) -> None:
     """A build of the task's; its failure is the task's (InputError), unless the engine is the trouble."""
     try:
         engine.call("build", build, retries=0)
+    except engine.BuildTimedOut as late:
+        raise InputError(f"task {task}: its image did not build within its build_timeout_sec ({seconds:g} s; "
+                         f"task.toml's [environment], else {DEFAULT_BUILD_TIMEOUT_S:g}): {late}") from None
     except engine.BuildLacksTools:
         raise InputError(f"task {task}: its image has no python3 or no bash, which the harness's sandbox "
                          "service needs: install them in its Dockerfile") from None

@@ -108,9 +108,9 @@ class SwarmProvider(SandboxProvider):
     def check_image(self, name: str) -> None:
         task_images.check_image(name)  # on the manager, as the docker provider does
 
-    def image_of(self, name: str, *, log=print) -> str:
+    def image_of(self, name: str, *, log=print, build_timeout: float | None = None) -> str:
         """Built on the manager as the docker provider builds it; every usable node must have it (nodecheck)."""
-        image = task_images.image_of(name, log=log)
+        image = task_images.image_of(name, log=log, build_timeout=build_timeout)
         spent = nodecheck.check_nodes(image, self._network, settings().swarm_task_timeout)
         log(f"swarm: {image} runs on every usable node (checked in {spent:.1f}s)")
         return image
