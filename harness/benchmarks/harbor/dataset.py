@@ -30,7 +30,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness.datasets import harbor_lint
+from harness.benchmarks.harbor import lint as harbor_lint
 from harness.datasets.fingerprint import dataset_fingerprint
 from harness.datasets.model import Dataset, Instance
 from harness.datasets.problems import raise_problems, refuse_split

@@ -1,6 +1,6 @@
 """A Harbor task folder checked at load, as `harbor lint` checks one, before anything reads its files for the run or
 starts a container: each check returns its problems (strings naming the file or key), the loader
-(harness/datasets/harbor.py) raises them all at once (exit 2).
+(harness/benchmarks/harbor/dataset.py) raises them all at once (exit 2).
 
 - `files`: every file of the folder, once. A link that leads out of it (or nowhere, or round in a cycle), a FIFO, a
   socket or a device is refused naming the file: the host never reads a file the task did not hold
