@@ -179,3 +179,70 @@ def test_more_cpus_than_the_engine_has_is_refused_naming_the_instance():
     Task.cpus, Task.memory = 1.0, "64g"
     with pytest.raises(InputError, match="instance big: its own memory 64g is more than the engine's 8.0 GiB"):
         check_capacity(Sandbox(), Capacity(cpus=2, memory=8 * 2**30), [Task()])
+
+
+# ---------------------------------------------------------------- the guide's Harbor examples, as written
+
+
+def guide_commands() -> list[str]:
+    """The commands of the guide's first code block under "### Harbor tasks" (continuation lines joined)."""
+    import re
+
+    from tests.helpers.e2e import REPO
+
+    text = (REPO / "docs" / "guide.md").read_text(encoding="utf-8").split("### Harbor tasks", 1)[1]
+    block = re.search(r"```bash\n(.*?)```", text, re.S)
+    assert block, "no bash block under Harbor tasks"
+    return [line.split("  #")[0].strip() for line in block.group(1).replace("\\\n", " ").splitlines() if line.strip()]
+
+
+def test_the_guides_harbor_examples_name_agents_that_exist():
+    import re
+
+    from harness.agents.registry import resolve
+
+    commands = guide_commands()
+    agents = [agent for command in commands for agent in re.findall(r"--agent (\S+)", command)]
+    assert agents, commands
+    for agent in agents:
+        resolve(agent)  # an unknown agent (`autogen`) is an InputError, exit 2
+    for command in commands:
+        if "datasets/harbor-smoke" in command:
+            load_dataset(command.split("--dataset ", 1)[1].split()[0])  # the shipped example loads
+
+
+@pytest.mark.docker
+def test_the_guides_harbor_examples_run_as_written(tmp_path, provider, image):
+    """The guide's offline commands, run as written (the base made by its build line: the harness's own offline
+    base, tagged as the line tags it when the engine does not have the tag yet), each passing its task."""
+    import json
+    import shlex
+    import subprocess
+
+    from harness.sandbox.docker import images
+    from tests.helpers.e2e import REPO, out_dir
+
+    build, *runs = guide_commands()
+    tag = shlex.split(build)[-1]
+    assert build.startswith("bash images/base/build.sh ") and (REPO / "images/base/build.sh").is_file()
+    made = subprocess.run(["docker", "image", "inspect", tag], capture_output=True).returncode != 0
+    if made:  # what build.sh makes, made once already by the harness (images/base/build.sh either way)
+        subprocess.run(["docker", "tag", images._ensure_base(lambda m: None), tag], check=True, timeout=60)
+    offline = [shlex.split(run) for run in runs if "--config" not in run]
+    assert len(offline) == 2, runs
+    try:
+        for argv in offline:
+            assert argv[:2] == [".venv/bin/harness", "run"], argv
+            out = out_dir(tmp_path)
+            argv[argv.index("--output-dir") + 1] = str(out)
+            proc = harness(*argv[2:])
+            assert proc.returncode == 0, explain(proc)
+            rows = [json.loads(line) for line in (out / "output.jsonl").read_text().splitlines()]
+            assert [(r["instance_id"], r["correct"]) for r in rows] == [("hello", True)], rows
+    finally:
+        from harness.sandbox.docker.task_images import task_tag
+
+        context = REPO / "datasets/harbor-smoke/hello/environment"
+        subprocess.run(["docker", "rmi", task_tag(context)], capture_output=True, timeout=120)
+        if made:
+            subprocess.run(["docker", "rmi", tag], capture_output=True, timeout=120)
