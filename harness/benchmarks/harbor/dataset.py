@@ -19,7 +19,9 @@ tests/ and solution/ stay on the host, read by the verifier (harness/benchmarks/
 
 Refused, every problem in one InputError naming the task folder: no task.toml or instruction.md, a task.toml
 that is not TOML or has a field of the wrong type, no environment/Dockerfile (a docker-compose environment
-cannot be one sandbox), no tests/test.sh, a memory that is no size; --split.
+cannot be one sandbox), no tests/test.sh, a memory that is no size; --split; and what lint.py finds first, as
+`harbor lint` would (a file that links out of the folder, a key Harbor does not know, a value the engine cannot
+give). [environment] build_timeout_sec bounds the build of the task's image (`Instance.build_timeout`).
 """
 
 from __future__ import annotations

@@ -65,10 +65,11 @@ def preflight(cfg: RunConfiguration, provider: SandboxProvider, console: Console
     named = sorted({instance.image for instance in prepared.selected if instance.image})
     for name in named:  # every one first: a task whose base is missing is refused before any image is built
         provider.check_image(name)
-    deadlines = {name: max((i.build_timeout for i in prepared.selected if i.image == name and i.build_timeout),
-                           default=None) for name in named}
-    images = {name: provider.image_of(name, log=lambda m: say(console, m), build_timeout=deadlines[name])
-              for name in named}
+    images = {}
+    for name in named:
+        seconds = [i.build_timeout for i in prepared.selected if i.image == name and i.build_timeout]
+        deadline = {"build_timeout": max(seconds)} if seconds else {}  # a task's own, for the build of its image
+        images[name] = provider.image_of(name, log=lambda m: say(console, m), **deadline)
     checked = Checked(prepared, image, new_run_id(cfg), images)
     for warning in check_run(run_setup(cfg, provider, checked, cfg.output.dir, console, None)):
         say(console, warning, style="yellow")
