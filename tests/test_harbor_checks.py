@@ -235,7 +235,7 @@ def test_the_guides_harbor_examples_run_as_written(tmp_path, provider, image):
             assert argv[:2] == [".venv/bin/harness", "run"], argv
             out = out_dir(tmp_path)
             argv[argv.index("--output-dir") + 1] = str(out)
-            proc = harness(*argv[2:])
+            proc = harness(*argv[1:])
             assert proc.returncode == 0, explain(proc)
             rows = [json.loads(line) for line in (out / "output.jsonl").read_text().splitlines()]
             assert [(r["instance_id"], r["correct"]) for r in rows] == [("hello", True)], rows
