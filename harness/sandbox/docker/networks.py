@@ -124,15 +124,16 @@ def _iptables(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["iptables", "-w", "10", *args], capture_output=True, text=True, timeout=60)
 
 
-def _why_not(bridge: str = ISOLATED_BRIDGE) -> str | None:
-    """Why our rules cannot be applied on this machine, or None."""
+def _why_not(bridge: str = ISOLATED_BRIDGE, witnesses: tuple[str, ...] = ()) -> str | None:
+    """Why our rules cannot be applied on this machine, or None. The engine's bridges are on this host when
+    `bridge` is, or one of `witnesses` (other bridges of the engine's, for a bridge that comes and goes)."""
     if not engine.engine_is_local():
         return "the engine is remote: its host's firewall is not this machine's"
     if os.geteuid() != 0:
         return "not running as root"
     if shutil.which("iptables") is None or shutil.which("iptables-restore") is None:
         return "no iptables or iptables-restore command"
-    if not os.path.exists(f"/sys/class/net/{bridge}"):
+    if not any(os.path.exists(f"/sys/class/net/{device}") for device in (bridge, *witnesses)):
         return "the engine's bridges are not on this host (a VM or another network namespace)"
     return None
 
@@ -191,11 +192,12 @@ def _ensure_jump(chain: str, bridge: str = ISOLATED_BRIDGE) -> None:
             raise InfraError(f"iptables -I {chain} 1 {' '.join(rule)}: {done.stderr.strip()}")
 
 
-def apply_firewall(bridge: str = ISOLATED_BRIDGE) -> str | None:
+def apply_firewall(bridge: str = ISOLATED_BRIDGE, witnesses: tuple[str, ...] = ()) -> str | None:
     """Apply (idempotently: each rule checked before it is added) the rules for our bridge
-    (`bridge`: another harness-owned bridge, e.g. the swarm provider's). Returns None when they
-    are in place, else the reason they could not be."""
-    problem = _why_not(bridge)
+    (`bridge`: another harness-owned bridge, e.g. the swarm provider's, with the `witnesses` that show the
+    engine's bridges are on this host while it is absent: _why_not). Returns None when they are in place, else
+    the reason they could not be."""
+    problem = _why_not(bridge, witnesses)
     if problem:
         return problem
     try:
