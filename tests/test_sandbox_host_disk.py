@@ -99,18 +99,18 @@ def test_a_root_task_image_leaves_no_setuid_file_on_the_host(provider, root_task
 def test_a_task_images_volume_is_a_share_of_disk_not_the_engines_disk(provider, root_task, run_id):
     """`VOLUME /data` made an anonymous volume on the engine's disk, outside --disk: now a tmpfs share of it,
     seeded with what the image holds there, and the engine makes no volume."""
-    disk = parse_size("64m")
-    shares = storage.tmpfs_places(root_task, disk)
-    assert "/data" in shares and sum(size for size, _ in shares.values()) == disk
     with provider.open(spec(root_task, run_id, disk="64m")) as sb:
+        filled = sb.shell("head -c 100M /dev/zero > /data/big; echo $?", timeout=120)
+        assert filled.stdout.strip() != "0" and "No space left" in filled.stderr, filled
         mounts = engine.client().api.inspect_container(sb.id)["Mounts"]
         assert [m for m in mounts if m.get("Type") == "volume"] == [], mounts
         assert sb.shell("cat /data/seed.txt").stdout == "seeded\n"  # the image's own file, copied in
         assert sb.shell("cat /app/mark").stdout.strip()  # the working directory still seeded too
         df = sb.shell("df -k --output=fstype,size /data | tail -1").stdout.split()
-        assert df == ["tmpfs", str(-(-shares["/data"][0] // 4096) * 4)], df  # in whole pages
-        filled = sb.shell("head -c 100M /dev/zero > /data/big; echo $?", timeout=120)
-        assert filled.stdout.strip() != "0" and "No space left" in filled.stderr, filled
+    disk = parse_size("64m")
+    shares = storage.tmpfs_places(root_task, disk)
+    assert sum(size for size, _ in shares.values()) == disk
+    assert df == ["tmpfs", str(-(-shares["/data"][0] // 4096) * 4)], df  # in whole pages
 
 
 @pytest.mark.docker

@@ -175,6 +175,31 @@ def test_the_firewall_holds_for_the_swarms_bridge_applied_while_it_is_away(provi
         assert got.startswith("refused [Errno 113]"), got
 
 
+def test_a_task_images_volume_is_a_tmpfs_share_of_disk_on_swarm(provider, image, run_id, tmp_path):
+    """A task image's `VOLUME /data` made an anonymous volume on the node's disk, outside --disk: on swarm too it
+    is one of the sandbox's size-limited tmpfs places (storage.tmpfs_places), holding the image's files."""
+    from harness.fsutil import tree_hash
+    from harness.sandbox.docker import storage
+    from harness.sandbox.docker.task_images import task_tag
+
+    context = tmp_path / "environment"
+    context.mkdir()
+    (context / "Dockerfile").write_text(f"FROM {image}\nUSER root\nRUN mkdir -p /data && echo seeded > "
+                                        f"/data/seed.txt\nVOLUME /data\n")
+    tag = provider.image_of(str(context), log=lambda m: None)
+    try:
+        with provider.open(SandboxSpec(image=tag, run_id=run_id, instance_id="vol", cpus=0.5, disk="64m")) as sb:
+            assert sb.shell("cat /data/seed.txt").stdout == "seeded\n"
+            filled = sb.shell("head -c 100M /dev/zero > /data/big; echo $?", timeout=120)
+            assert filled.stdout.strip() != "0" and "No space left" in filled.stderr, filled
+            df = sb.shell("df -k --output=fstype,size /data | tail -1").stdout.split()
+        share = storage.tmpfs_places(tag, 64 << 20)["/data"][0]
+        assert df == ["tmpfs", str(-(-share // 4096) * 4)], df
+    finally:
+        subprocess.run(["docker", "rmi", task_tag(context), f"harness-taskenv:{tree_hash(context)}"],
+                       capture_output=True, timeout=120)
+
+
 def test_cli_cleanup_removes_a_runs_services(provider, image, run_id):
     sb = provider.start(SandboxSpec(image=image, run_id=run_id, instance_id="cli"))
     dry = subprocess.run([sys.executable, "-m", "harness", "cleanup", "--sandbox", "swarm", "--run-id", run_id,
