@@ -109,7 +109,7 @@ def _key(name: str) -> str:
 
 
 def paths(name: str) -> tuple[Path, Path]:
-    """The sandbox's mounted directory and the private path its socket is renamed to."""
+    """The sandbox's mounted directory and the private path of the socket sandboxd serves."""
     key = _key(name)
     return _base() / key, _base() / f"{key}.sock"
 
