@@ -106,8 +106,8 @@ def harness_side(dataset: Path, out: Path, workers: int, n: int, fork: bool = Tr
 
 def raw_instance(client: docker.DockerClient, image: str, run_id: str, iid: str, archive: bytes,
                  unix: bool = False) -> None:
-    """unix: the harness's socket transport (no network, sandboxd's socket in a mounted directory, renamed out
-    of the sandbox's reach once it appears), else a published port on the harness's `none` network."""
+    """unix: the harness's socket transport (no network, sandboxd's socket handed over by the harness:
+    sockets.take), else a published port on the harness's `none` network."""
     spec = SandboxSpec(image=image, run_id=run_id, instance_id=iid)
     token, name = secrets.token_urlsafe(24), naming.container_name(run_id, iid, 0)
     kwargs = _create_kwargs(spec, name, token, unix=unix)
@@ -116,12 +116,8 @@ def raw_instance(client: docker.DockerClient, image: str, run_id: str, iid: str,
     try:
         container.start()
         if unix:
-            directory, private = sockets.paths(name)
-            deadline = time.monotonic() + 30
-            while not (directory / sockets.NAME).exists() and time.monotonic() < deadline:
-                time.sleep(0.002)
-            os.rename(directory / sockets.NAME, private)
-            http: urllib3.HTTPConnectionPool = UnixConnectionPool(str(private), retries=False, maxsize=1)
+            private = sockets.take(name, 30, lambda: None)
+            http: urllib3.HTTPConnectionPool = UnixConnectionPool(private, retries=False, maxsize=1)
         else:
             container.reload()
             http = urllib3.HTTPConnectionPool(ports.bind_address(), ports.read_port(container.attrs),

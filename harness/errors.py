@@ -66,6 +66,11 @@ class SandboxExhausted(SandboxDied):
     oom_killed = True
 
 
+class SocketRefused(InfraError):
+    """A sandbox's Unix socket path is not a socket of this user (a FIFO, a link, a file, another user's
+    socket): refused before anything connects or follows it."""
+
+
 class EngineUnavailable(InfraError):
     """No sandbox engine answers."""
 

@@ -113,8 +113,9 @@ class Settings(BaseSettings):
 ELSEWHERE = {
     "HARNESS_SANDBOX_TOKEN": "inside the sandbox: sandboxd's per-sandbox token (set by the provider)",
     "HARNESS_SANDBOX_PORT": "inside the sandbox: sandboxd's port (8765)",
-    "HARNESS_SANDBOX_SOCKET": "inside the sandbox: the Unix socket sandboxd listens on instead of its port (set by "
-                              "the docker provider's socket transport)",
+    "HARNESS_SANDBOX_HANDOFF": "inside the sandbox: the harness's Unix socket, in a read-only directory, that hands "
+                               "sandboxd the socket it serves instead of its port (set by the docker provider's "
+                               "socket transport)",
     "HARNESS_CHROMIUM": "inside the sandbox: the Chromium binary sandboxd starts",
     "HARNESS_BROWSER_FLAGS": "inside the sandbox: Chromium flags a --web-record/--web-replay run adds (its proxy, "
                              "its CA's key hash; set by the provider)",

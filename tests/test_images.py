@@ -43,10 +43,18 @@ def test_images_dir_is_the_top_level_context_unless_overridden(tmp_path, monkeyp
         # the sandbox's own contexts alone: another image's context (webproxy, gaia2) changing leaves its tag
         assert images.sandbox_tag() == f"harness-sandbox:{tree_hash(packaged / 'base')[:6]}" \
                                        f"{tree_hash(packaged / 'sandbox')[:6]}"
-        assert images.named_tag("gaia2").endswith(images.sandbox_tag().split(":")[1][:6])
+        assert images.named_tag("gaia2").endswith(images.sandbox_tag().split(":")[1])
         settings.cache_clear()
         monkeypatch.setenv("HARNESS_IMAGES_DIR", str(tmp_path))
         assert images.images_dir() == tmp_path
+        # A benchmark's image is built on the sandbox's: a change of sandboxd alone is a new tag for it too (it
+        # named the base's hash only, so a gaia2 image with the previous sandboxd was taken as it was).
+        for part, text in (("base/build.sh", "b"), ("sandbox/sandboxd.py", "one"), ("gaia2/Dockerfile", "g")):
+            (tmp_path / part).parent.mkdir(exist_ok=True)
+            (tmp_path / part).write_text(text)
+        before = images.named_tag("gaia2")
+        (tmp_path / "sandbox" / "sandboxd.py").write_text("two")
+        assert images.named_tag("gaia2") != before
     finally:
         monkeypatch.undo()
         settings.cache_clear()

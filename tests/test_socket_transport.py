@@ -1,6 +1,7 @@
 """The socket transport (harness/sandbox/docker/sockets.py): a sandbox of policy `none` on the local engine
-has no network at all and its sandboxd answers on a Unix socket the sandbox cannot reach; where the engine
-cannot see the socket's directory, the process publishes ports instead."""
+has no network at all and its sandboxd answers on a Unix socket the harness hands it, which the sandbox cannot
+reach; where the engine cannot see the socket's directory, the process publishes ports instead (what agent code
+cannot do to that directory: tests/test_sandbox_host_disk.py)."""
 
 from __future__ import annotations
 
@@ -20,9 +21,10 @@ from harness.sandbox.unix_http import Forward
 PROBE = ("import socket, sys\nfor target in sys.argv[1:]:\n    host, port = target.split(':')\n    try:\n"
          "        socket.create_connection((host, int(port)), timeout=2); print('open')\n"
          "    except OSError:\n        print('blocked')\n")
-# Agent code takes the socket's place in the mounted directory: a listener that would read the harness's requests.
-IMPOSTOR = ("import os, socket, time\npath = '/run/harness/sandboxd.sock'\ns = socket.socket(socket.AF_UNIX)\n"
-            "s.bind(path); s.listen(); print('planted', flush=True)\n")
+# Agent code tries to put a listener of its own in the mounted directory, to read the harness's requests.
+IMPOSTOR = ("import os, socket, time\npath = '/run/harness/handoff.sock'\ns = socket.socket(socket.AF_UNIX)\n"
+            "try:\n    s.bind(path); s.listen(); print('planted', flush=True)\n"
+            "except OSError as exc:\n    print(exc.strerror)\n")
 
 
 def spec(image, run_id, instance="i", **kw):
@@ -40,8 +42,8 @@ def test_a_none_sandbox_has_no_network_and_its_socket_is_out_of_the_sandboxs_rea
         interfaces = sb.shell("tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '").stdout.split()
         assert interfaces == ["lo"]
         assert sb.exec(["python3", "-c", PROBE, "1.1.1.1:443", "172.17.0.1:22"]).stdout.split() == ["blocked"] * 2
-        assert sb.shell("ls -A /run/harness").stdout == ""  # renamed out before anything ran
-        assert sb.exec(["python3", "-c", IMPOSTOR]).stdout == "planted\n"
+        assert sb.shell("ls -A /run/harness").stdout == ""  # handed over and removed before anything ran
+        assert sb.exec(["python3", "-c", IMPOSTOR]).stdout == "Read-only file system\n"
         assert sb.shell("echo still sandboxd").stdout == "still sandboxd\n"
         other = provider.attach(handle)  # another process's view: the handle carries the socket
         try:

@@ -22,8 +22,8 @@ exec costs ~50 ms. Endpoints (JSON unless said otherwise):
   /devtools/..., /json/...     -> forwarded byte for byte to Chromium's DevTools (WebSocket included),
                                   so the harness reaches the browser through this one published port
 
-With HARNESS_SANDBOX_SOCKET=PATH it listens on a Unix socket at PATH instead of the port (the
-harness's socket transport, for a sandbox with no network at all; `listen`).
+With HARNESS_SANDBOX_HANDOFF=PATH it serves a Unix socket the harness hands over at PATH instead
+of the port (the harness's socket transport, for a sandbox with no network at all; `listen`).
 
 Every request must carry the header X-Harness-Token equal to $HARNESS_SANDBOX_TOKEN; without
 that variable the service refuses to start. A refusal is {"error": text, "code": CODE} with
@@ -54,6 +54,7 @@ As init it also reaps the orphans that end up as its children.
 
 from __future__ import annotations
 
+import array
 import asyncio
 import base64
 import ctypes
@@ -1053,19 +1054,24 @@ def _seal_memory() -> None:
 
 
 def listen() -> socket.socket:
-    """The TCP port, or with HARNESS_SANDBOX_SOCKET a Unix socket at that path (the harness's
-    socket transport: a sandbox with no network, the path in a directory the host mounted in).
-    Connectable by any user: requests still need the token, and the host renames the socket
-    out of the mounted directory as soon as it appears, out of agent code's reach."""
-    path = os.environ.pop("HARNESS_SANDBOX_SOCKET", "")
+    """The TCP port, or with HARNESS_SANDBOX_HANDOFF the Unix socket the harness hands over there (its
+    socket transport, for a sandbox with no network): this process connects to the handoff socket in
+    the read-only directory the host mounted in and receives, as a file descriptor, a listening socket
+    the harness bound in a directory of its own, out of agent code's reach."""
+    path = os.environ.pop("HARNESS_SANDBOX_HANDOFF", "")
     if not path:
         return socket.create_server(("0.0.0.0", PORT), backlog=LISTEN_BACKLOG)
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    partial = path + ".new"  # bound and opened to all, then renamed: the path appears ready to connect
-    sock.bind(partial)
-    os.chmod(partial, 0o666)
+    fds = array.array("i")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as handoff:
+        handoff.connect(path)
+        _, ancillary, _, _ = handoff.recvmsg(1, socket.CMSG_SPACE(fds.itemsize))
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(data[:len(data) - len(data) % fds.itemsize])
+    if len(fds) != 1:
+        raise SystemExit(f"sandboxd: the harness handed over no socket at {path}")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, 0, fds[0])
     sock.listen(LISTEN_BACKLOG)
-    os.rename(partial, path)
     return sock
 
 

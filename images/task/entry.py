@@ -23,6 +23,21 @@ def seed() -> None:
     shutil.copytree(source, workdir, symlinks=True, dirs_exist_ok=True)
 
 
+def seed_volumes() -> None:
+    """The image's VOLUMEs are size-limited tmpfs mounts too, empty at start: their files, kept at build time in
+    /opt/harness/seed-volumes/N, are copied in (N: the place's line in /opt/harness/volumes)."""
+    try:
+        with open(os.path.join(HERE, "volumes"), encoding="utf-8") as handle:
+            declared = handle.read().splitlines()
+    except FileNotFoundError:
+        return
+    for number, path in enumerate(declared):
+        source = os.path.join(HERE, "seed-volumes", str(number))
+        if os.path.isdir(source) and os.path.isdir(path) and not os.listdir(path):
+            shutil.copytree(source, path, symlinks=True, dirs_exist_ok=True)
+
+
 if __name__ == "__main__":
     seed()
+    seed_volumes()
     os.execv(sys.executable, [sys.executable, "-u", os.path.join(HERE, "sandboxd.py")])

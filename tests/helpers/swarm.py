@@ -5,13 +5,15 @@ and undone to leave the engine as found.
 inactive, and at the end (only then) `docker swarm leave --force` and removes the local
 networks the swarm and the harness made there (docker_gwbridge, the swarm provider's
 config-only network) if they were not there before, and the firewall jumps for the provider's
-bridge. An engine already in a swarm is used as it is (a worker: the test is skipped).
+bridge that were not there before either (once that bridge is gone: remove_firewall_jumps).
+An engine already in a swarm is used as it is (a worker: the test is skipped).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -22,6 +24,7 @@ from tests.helpers.locks import machine_lock
 LOCAL_NETWORKS = ("docker_gwbridge", "harness-swarm-none-config")
 # Set by a swarm test for a pytest it starts under its own swarm lock (single_node_swarm).
 HELD_ENV = "TESTS_SWARM_LOCK_HELD"
+BRIDGE_GONE_S = 30  # the swarm's bridge goes ~2 s after its last task (measured)
 SWARM_WAIT_S = 1800  # the host engine is in one swarm at a time: another suite's swarm tests may hold it that long
 
 
@@ -51,13 +54,37 @@ def wait_swarm_network_gone(host: str | None = None, timeout: float = 60) -> Non
         time.sleep(0.2)
 
 
-def remove_firewall_jumps() -> None:
+def firewall_jumps() -> set[str]:
+    """The jumps into the harness's chain for the swarm provider's bridge (`iptables -S` lines), when root."""
     from harness.sandbox.docker.networks import CHAIN
     from harness.sandbox.swarm.networks import BRIDGE
 
-    for chain in ("INPUT", "DOCKER-USER", "FORWARD"):
-        subprocess.run(["iptables", "-w", "10", "-D", chain, "-i", BRIDGE, "-j", CHAIN], capture_output=True,
-                       timeout=60)
+    if os.geteuid() != 0 or shutil.which("iptables") is None:
+        return set()
+    return {line for chain in ("INPUT", "DOCKER-USER", "FORWARD")
+            for line in subprocess.run(["iptables", "-w", "10", "-S", chain], capture_output=True, text=True,
+                                       timeout=60).stdout.splitlines()
+            if line.endswith(f" -i {BRIDGE} -j {CHAIN}")}
+
+
+def remove_firewall_jumps(found: set[str]) -> None:
+    """After the swarm is left: delete the jumps for the swarm provider's bridge that were not there when the swarm
+    was made (`found`), under the harness's firewall lock, and only once the bridge is gone from this host (nothing
+    can rely on them then: a harness process applies them, under that lock, only for a swarm's bridge). A bridge
+    still there after BRIDGE_GONE_S keeps its jumps: they name that bridge alone."""
+    from harness.sandbox.docker.networks import _firewall_lock
+    from harness.sandbox.swarm.networks import BRIDGE
+
+    deadline = time.monotonic() + BRIDGE_GONE_S
+    while os.path.exists(f"/sys/class/net/{BRIDGE}"):
+        if time.monotonic() > deadline:
+            return
+        time.sleep(0.2)
+    with _firewall_lock():
+        if os.path.exists(f"/sys/class/net/{BRIDGE}") or swarm_state().get("LocalNodeState") != "inactive":
+            return
+        for line in firewall_jumps() - found:
+            subprocess.run(["iptables", "-w", "10", "-D", *line.split()[1:]], capture_output=True, timeout=60)
 
 
 @contextmanager
@@ -82,7 +109,7 @@ def _single_node_swarm() -> Iterator[bool]:
             pytest.skip("the host engine is a swarm worker")
         yield False
         return
-    before = network_names()
+    before, jumps = network_names(), firewall_jumps()
     docker("swarm", "init", "--advertise-addr", "127.0.0.1")
     try:
         yield True
@@ -95,7 +122,7 @@ def _single_node_swarm() -> Iterator[bool]:
                     if name not in network_names() or not docker("network", "rm", name, check=False) == "":
                         break
                     time.sleep(0.5)
-        remove_firewall_jumps()
+        remove_firewall_jumps(jumps)
         from harness.sandbox.swarm import networks
 
         networks._ready = False  # this process made the network of a swarm that is gone
@@ -131,7 +158,7 @@ def _two_node_swarm(worker, image: str) -> Iterator[dict]:
 
     if swarm_state().get("LocalNodeState") != "inactive":
         pytest.skip("the host engine is already in a swarm")
-    before = network_names()
+    before, jumps = network_names(), firewall_jumps()
     # The worker's engine is the tests' own (persistent data root): sandboxes of a session that
     # stopped it mid-run are still recorded there; remove them (harness labels only).
     stale = worker.docker("ps", "-aq", "--filter", "label=harness.managed=1").stdout.split()
@@ -167,7 +194,7 @@ def _two_node_swarm(worker, image: str) -> Iterator[dict]:
                         if name not in network_names(host) or docker("network", "rm", name, check=False, host=host):
                             break
                         time.sleep(0.5)
-        remove_firewall_jumps()
+        remove_firewall_jumps(jumps)
         networks._ready = False
         from harness.sandbox.swarm import volumes
 

@@ -48,8 +48,9 @@ def sandbox_tag() -> str:
 
 
 def named_tag(name: str) -> str:
-    """A benchmark's image (images/NAME, built on the sandbox image): its context's hash and the sandbox's."""
-    return f"harness-{name}:{tree_hash(images_dir() / name)[:6]}{sandbox_tag().split(':')[1][:6]}"
+    """A benchmark's image (images/NAME, built on the sandbox image): its context's hash and the sandbox's whole
+    (its base's and its own: a new sandboxd is a new benchmark image too)."""
+    return f"harness-{name}:{tree_hash(images_dir() / name)[:6]}{sandbox_tag().split(':')[1]}"
 
 
 def build_named(name: str, *, log=print) -> str:

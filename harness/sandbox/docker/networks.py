@@ -59,7 +59,7 @@ import shutil
 import subprocess
 import threading
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from harness.errors import EngineNotFound, InfraError, InputError
 from harness.sandbox.docker import engine
@@ -124,15 +124,16 @@ def _iptables(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["iptables", "-w", "10", *args], capture_output=True, text=True, timeout=60)
 
 
-def _why_not(bridge: str = ISOLATED_BRIDGE) -> str | None:
-    """Why our rules cannot be applied on this machine, or None."""
+def _why_not(bridge: str = ISOLATED_BRIDGE, witnesses: tuple[str, ...] = ()) -> str | None:
+    """Why our rules cannot be applied on this machine, or None. The engine's bridges are on this host when
+    `bridge` is, or one of `witnesses` (other bridges of the engine's, for a bridge that comes and goes)."""
     if not engine.engine_is_local():
         return "the engine is remote: its host's firewall is not this machine's"
     if os.geteuid() != 0:
         return "not running as root"
-    if shutil.which("iptables") is None:
-        return "no iptables command"
-    if not os.path.exists(f"/sys/class/net/{bridge}"):
+    if shutil.which("iptables") is None or shutil.which("iptables-restore") is None:
+        return "no iptables or iptables-restore command"
+    if not any(os.path.exists(f"/sys/class/net/{device}") for device in (bridge, *witnesses)):
         return "the engine's bridges are not on this host (a VM or another network namespace)"
     return None
 
@@ -144,25 +145,46 @@ _CHAIN_RULES = [
     ["-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED", "-j", "RETURN"],
     ["-j", "REJECT", "--reject-with", "icmp-admin-prohibited"],
 ]
+_DROP = ["-j", "DROP"]  # where the kernel has no REJECT target
+# Every harness process on this host checks and changes our rules under this one lock (only root does: _why_not),
+# wherever its state directory is: two processes that found the chain incomplete at once used to flush it in turn
+# and append their rules, leaving it empty for a moment (every sandbox on the bridge reached the host) or with its
+# rules twice, which the next process found "incomplete" and flushed again.
+FIREWALL_LOCK = "/run/harness-firewall.lock"
+
+
+def _firewall_lock() -> FileLock:
+    return FileLock(FIREWALL_LOCK, timeout=120)
+
+
+def _chain_complete() -> bool:
+    """Exactly our two rules (the last a REJECT, or a DROP where the kernel has no REJECT)."""
+    rules = [line for line in _iptables("-S", CHAIN).stdout.splitlines() if line.startswith("-A ")]
+    checked = lambda rule: _iptables("-C", CHAIN, *rule).returncode == 0  # noqa: E731
+    return len(rules) == 2 and checked(_CHAIN_RULES[0]) and (checked(_CHAIN_RULES[1]) or checked(_DROP))
+
+
+def _restore_chain(last: list[str]) -> subprocess.CompletedProcess:
+    """Our chain made (or replaced) whole in one transaction: `iptables-restore --noflush` leaves every other chain
+    as it is and replaces the one it declares, so nobody ever sees it empty or half-made."""
+    rules = "".join(f"-A {CHAIN} {' '.join(rule)}\n" for rule in (_CHAIN_RULES[0], last))
+    return subprocess.run(["iptables-restore", "-w", "10", "--noflush"], capture_output=True, text=True, timeout=60,
+                          input=f"*filter\n:{CHAIN} - [0:0]\n{rules}COMMIT\n")
 
 
 def _ensure_chain() -> None:
-    if _iptables("-n", "-L", CHAIN).returncode != 0:
-        _iptables("-N", CHAIN)
-    present = all(_iptables("-C", CHAIN, *rule).returncode == 0 for rule in _CHAIN_RULES)
-    count = sum(line.startswith("-A ") for line in _iptables("-S", CHAIN).stdout.splitlines())
-    if present and count == len(_CHAIN_RULES):
+    """Our chain, exactly its rules; call under _firewall_lock."""
+    if _iptables("-n", "-L", CHAIN).returncode == 0 and _chain_complete():
         return
-    _iptables("-F", CHAIN)
-    for rule in _CHAIN_RULES:
-        done = _iptables("-A", CHAIN, *rule)
-        if done.returncode != 0 and "REJECT" in rule:  # no REJECT target: drop instead
-            done = _iptables("-A", CHAIN, "-j", "DROP")
-        if done.returncode != 0:
-            raise InfraError(f"iptables -A {CHAIN} {' '.join(rule)}: {done.stderr.strip()}")
+    done = _restore_chain(_CHAIN_RULES[1])
+    if done.returncode != 0:  # no REJECT target: drop instead
+        done = _restore_chain(_DROP)
+    if done.returncode != 0:
+        raise InfraError(f"iptables-restore of chain {CHAIN}: {done.stderr.strip()}")
 
 
 def _ensure_jump(chain: str, bridge: str = ISOLATED_BRIDGE) -> None:
+    """The jump from `chain` into ours for `bridge`, once; call under _firewall_lock."""
     rule = ["-i", bridge, "-j", CHAIN]
     if _iptables("-C", chain, *rule).returncode != 0:
         done = _iptables("-I", chain, "1", *rule)
@@ -170,19 +192,21 @@ def _ensure_jump(chain: str, bridge: str = ISOLATED_BRIDGE) -> None:
             raise InfraError(f"iptables -I {chain} 1 {' '.join(rule)}: {done.stderr.strip()}")
 
 
-def apply_firewall(bridge: str = ISOLATED_BRIDGE) -> str | None:
+def apply_firewall(bridge: str = ISOLATED_BRIDGE, witnesses: tuple[str, ...] = ()) -> str | None:
     """Apply (idempotently: each rule checked before it is added) the rules for our bridge
-    (`bridge`: another harness-owned bridge, e.g. the swarm provider's). Returns None when they
-    are in place, else the reason they could not be."""
-    problem = _why_not(bridge)
+    (`bridge`: another harness-owned bridge, e.g. the swarm provider's, with the `witnesses` that show the
+    engine's bridges are on this host while it is absent: _why_not). Returns None when they are in place, else
+    the reason they could not be."""
+    problem = _why_not(bridge, witnesses)
     if problem:
         return problem
     try:
-        _ensure_chain()
-        _ensure_jump("INPUT", bridge)  # the host itself, via the gateway address or any other
-        forward = "DOCKER-USER" if _iptables("-n", "-L", "DOCKER-USER").returncode == 0 else "FORWARD"
-        _ensure_jump(forward, bridge)  # through the host to anywhere (other bridges, the world)
-    except (InfraError, OSError, subprocess.SubprocessError) as exc:
+        with _firewall_lock():
+            _ensure_chain()
+            _ensure_jump("INPUT", bridge)  # the host itself, via the gateway address or any other
+            forward = "DOCKER-USER" if _iptables("-n", "-L", "DOCKER-USER").returncode == 0 else "FORWARD"
+            _ensure_jump(forward, bridge)  # through the host to anywhere (other bridges, the world)
+    except (InfraError, OSError, subprocess.SubprocessError, Timeout) as exc:
         return f"iptables failed: {exc}"
     return None
 
@@ -208,9 +232,10 @@ def seal_site(bridge: str) -> str | None:
     if problem:
         return problem
     try:
-        _ensure_chain()
-        _ensure_jump("INPUT", bridge)
-    except (InfraError, OSError, subprocess.SubprocessError) as exc:
+        with _firewall_lock():
+            _ensure_chain()
+            _ensure_jump("INPUT", bridge)
+    except (InfraError, OSError, subprocess.SubprocessError, Timeout) as exc:
         return f"iptables failed: {exc}"
     return None
 
@@ -222,15 +247,16 @@ def unseal_gone_sites() -> None:
     if os.geteuid() != 0 or shutil.which("iptables") is None:
         return
     try:
-        for chain in ("INPUT", "DOCKER-USER", "FORWARD"):
-            for line in _iptables("-S", chain).stdout.splitlines():
-                parts = line.split()
-                if len(parts) != 6 or parts[:3] != ["-A", chain, "-i"] or parts[4:] != ["-j", CHAIN]:
-                    continue
-                device = parts[3]
-                if device.startswith(SITE_BRIDGE_PREFIX) and not os.path.exists(f"/sys/class/net/{device}"):
-                    _iptables("-D", chain, "-i", device, "-j", CHAIN)
-    except (OSError, subprocess.SubprocessError) as exc:
+        with _firewall_lock():
+            for chain in ("INPUT", "DOCKER-USER", "FORWARD"):
+                for line in _iptables("-S", chain).stdout.splitlines():
+                    parts = line.split()
+                    if len(parts) != 6 or parts[:3] != ["-A", chain, "-i"] or parts[4:] != ["-j", CHAIN]:
+                        continue
+                    device = parts[3]
+                    if device.startswith(SITE_BRIDGE_PREFIX) and not os.path.exists(f"/sys/class/net/{device}"):
+                        _iptables("-D", chain, "-i", device, "-j", CHAIN)
+    except (OSError, subprocess.SubprocessError, Timeout) as exc:
         log.warning("could not delete the firewall rules of removed site networks: %s", exc)
 
 

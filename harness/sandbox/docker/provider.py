@@ -205,6 +205,9 @@ class DockerProvider(SandboxProvider):
                     sockets.remove(name)
                     sockets.give_up(f"the engine does not see this machine's {sockets.paths(name)[0].parent} ({exc})")
                     unix = False
+                except BaseException:
+                    sockets.remove(name)  # the handoff socket this process listens on
+                    raise
             if not unix:
                 kwargs, port_range = _create_kwargs(spec, name, token), ports.port_range()
                 if port_range is None:

@@ -97,30 +97,43 @@ def task_tmpfs_sizes(disk: int, places: tuple[str, ...]) -> dict[str, int]:
     """How a task's sandbox splits `disk`: its working directory (the first place; /workspace when it has none)
     half, /tmp a quarter, the rest (/workspace, Harbor's /logs, /tests, /solution) evenly; the sum is disk."""
     main, tmp = disk // 2, disk // 4
-    rest = [place for place in ("/workspace", *places[1:]) if place not in (places[0], "/tmp")]
+    rest = list(dict.fromkeys(place for place in ("/workspace", *places[1:]) if place not in (places[0], "/tmp")))
     each = (disk - main - tmp) // len(rest)
     sizes = {places[0]: main, "/tmp": tmp, **dict.fromkeys(rest, each)}
     sizes[rest[-1]] += disk - sum(sizes.values())
     return sizes
 
 
-_labels: dict[str, tuple[str, ...] | None] = {}
+_images: dict[str, tuple[tuple[str, ...] | None, tuple[str, ...]]] = {}
 
 
-def task_places(image: str) -> tuple[str, ...] | None:
-    """The places a task's own image says its sandboxes write (its working directory first, when it has one),
-    or None for a harness image (read once per image from its label: task_images.py), and for an image this
-    engine lacks (not remembered: the start that follows says what is missing, on a swarm node by node)."""
-    if image not in _labels:
+def _image(image: str) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
+    """(task_places, volumes) of an image, read once from its inspect; (None, ()) for an image this engine lacks
+    (not remembered: the start that follows says what is missing, on a swarm node by node)."""
+    if image not in _images:
         from harness.sandbox.docker.task_images import TASK_LABEL
 
         try:
             config = engine.call("image inspect", lambda: engine.client().api.inspect_image(image)).get("Config") or {}
         except EngineNotFound:
-            return None
+            return None, ()
         written = (config.get("Labels") or {}).get(TASK_LABEL)
-        _labels[image] = None if written is None else tuple(written.split())
-    return _labels[image]
+        volumes = tuple(sorted(path.rstrip("/") or "/" for path in config.get("Volumes") or {}))
+        _images[image] = (None if written is None else tuple(written.split()), volumes)
+    return _images[image]
+
+
+def task_places(image: str) -> tuple[str, ...] | None:
+    """The places a task's own image says its sandboxes write (its working directory first, when it has one),
+    or None for a harness image (its label: task_images.py)."""
+    return _image(image)[0]
+
+
+def volumes(image: str) -> tuple[str, ...]:
+    """The image's declared VOLUMEs. The engine would give each an anonymous volume on its own disk, outside
+    --disk and outside the quota: the harness mounts a size-limited tmpfs there instead (tmpfs_places, and
+    create_options on a quota engine), which the engine takes for that path's mount and makes no volume."""
+    return _image(image)[1]
 
 
 def workdir(image: str) -> str:
@@ -131,15 +144,24 @@ def workdir(image: str) -> str:
 
 
 def tmpfs_places(image: str, disk: int) -> dict[str, tuple[int, str]]:
-    """The tmpfs backend's writable places of a sandbox of `image` (read-only root): place -> (size in bytes,
-    owner and mode options), the sizes adding up to `disk`. Also the swarm provider's (swarm/volumes.py)."""
-    places = task_places(image)
+    """The tmpfs backend's writable places of a sandbox of `image` (read-only root), its declared VOLUMEs among
+    them: place -> (size in bytes, owner and mode options), the sizes adding up to `disk`. Also the swarm
+    provider's (swarm/volumes.py)."""
+    places, declared = _image(image)
     if places is None:
         owned = f"uid={AGENT_UID},gid={AGENT_UID},mode=0755"
-        modes = {"/workspace": owned, "/tmp": "mode=1777", "/home/agent": owned}
-        return {place: (size, modes[place]) for place, size in tmpfs_sizes(disk).items()}
+        sizes = tmpfs_sizes(disk) if not declared else task_tmpfs_sizes(disk, ("/workspace", "/home/agent", *declared))
+        return {place: (size, owned if place in ("/workspace", "/home/agent") else "mode=1777")
+                for place, size in sizes.items()}
     # a task's own image (task_images.py): its user is its own, so each place is open to any
-    return {place: (size, "mode=1777") for place, size in task_tmpfs_sizes(disk, places).items()}
+    return {place: (size, "mode=1777") for place, size in task_tmpfs_sizes(disk, (*places, *declared)).items()}
+
+
+def volume_shares(image: str, disk: int) -> dict[str, int]:
+    """On a quota engine: each declared VOLUME's size-limited tmpfs, half of `disk` between them (the quota of
+    the writable layer is the rest)."""
+    declared = volumes(image)
+    return {path: disk // 2 // len(declared) for path in declared} if declared else {}
 
 
 def create_options(spec: SandboxSpec) -> dict:
@@ -147,7 +169,11 @@ def create_options(spec: SandboxSpec) -> dict:
     disk, memory = parse_size(spec.disk), parse_size(spec.memory)
     options: dict = {"log_config": LOG_CONFIG}
     if backend(spec.image, spec.disk).kind == "quota":
-        options.update(storage_opt={"size": str(disk)}, mem_limit=memory, memswap_limit=memory)
+        shares = volume_shares(spec.image, disk)
+        held = sum(shares.values())  # tmpfs pages are memory: the volumes' room on top of `memory`
+        options.update(storage_opt={"size": str(disk - held)}, mem_limit=memory + held, memswap_limit=memory + held)
+        if shares:
+            options["tmpfs"] = {path: f"rw,exec,nosuid,nodev,size={size},mode=1777" for path, size in shares.items()}
         return options
     options.update(
         read_only=True,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shlex
 import shutil
 import tempfile
 import time
@@ -145,15 +146,16 @@ def build_task(context: Path, *, log=print, build_timeout: float | None = None) 
             log(f"building task {task.name}'s image {own} ...")
             _build(task, lambda: images._stream_build(str(context), own, {}, deadline), "its Dockerfile does not build",
                    seconds)
-        workdir = engine.call("image inspect", lambda: engine.client().api.inspect_image(own))["Config"].get(
-            "WorkingDir") or "/"
+        config = engine.call("image inspect", lambda: engine.client().api.inspect_image(own))["Config"] or {}
+        workdir, declared = config.get("WorkingDir") or "/", sorted(config.get("Volumes") or {})
         log(f"building {tag} (sandboxd into {own}) ...")
         with tempfile.TemporaryDirectory(prefix="harness-task-") as ctx:
             shutil.copytree(images.images_dir() / "task", ctx, dirs_exist_ok=True,
                             ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
             shutil.copy(images.images_dir() / "sandbox" / "sandboxd.py", ctx)
             Path(ctx, "workdir").write_text(workdir + "\n")
-            Path(ctx, "Dockerfile").write_text(_dockerfile(workdir))
+            Path(ctx, "volumes").write_text("".join(f"{path}\n" for path in declared))
+            Path(ctx, "Dockerfile").write_text(_dockerfile(workdir, declared))
             _build(task, lambda: images._stream_build(ctx, tag, {"TASK_IMAGE": own}, deadline), "", seconds)
     finally:
         lock.release()
@@ -176,12 +178,23 @@ def _build(task: Path, build, problem: str, seconds: float) -> None:
         raise InputError(f"task {task}: {problem}: {failed}") from None
 
 
-def _dockerfile(workdir: str) -> str:
+def _dockerfile(workdir: str, declared: list[str] | tuple[str, ...] = ()) -> str:
+    """The sandbox of a task's image. `declared`: its VOLUMEs, which its sandboxes get as size-limited tmpfs
+    (storage.volumes): what the image holds there is kept in /opt/harness/seed-volumes/N (N: the place's line in
+    /opt/harness/volumes) for the entry point to copy in, as its working directory's is."""
     seeded = workdir not in ("", "/")
     writable = " ".join(dict.fromkeys(((workdir,) if seeded else ("/workspace",)) + TASK_PLACES))  # workdir first
-    lines = ["ARG TASK_IMAGE", "FROM ${TASK_IMAGE} AS task", "FROM ${TASK_IMAGE}",
-             f"RUN {CHECK} || {{ echo 'the image has no python3 or no bash'; exit 3; }}",
-             "COPY sandboxd.py entry.py workdir /opt/harness/"]
+    lines = ["ARG TASK_IMAGE", "FROM ${TASK_IMAGE} AS task"]
+    checked = f"RUN {CHECK} || {{ echo 'the image has no python3 or no bash'; exit 3; }}"
+    if declared:  # a path the image declares but never made is no error: nothing to seed there
+        copy = ("import os, shutil, sys; [shutil.copytree(p, f\"/opt/harness-seed/{n}\", symlinks=True) "
+                "for n, p in enumerate(sys.argv[1:]) if os.path.isdir(p)]")
+        lines += ["FROM ${TASK_IMAGE} AS volumes", "USER root", checked,
+                  f"RUN mkdir -p /opt/harness-seed && python3 -c {shlex.join([copy, *declared])}"]
+    lines += ["FROM ${TASK_IMAGE}", checked,
+              f"COPY sandboxd.py entry.py workdir {'volumes ' if declared else ''}/opt/harness/"]
+    if declared:
+        lines.append("COPY --from=volumes /opt/harness-seed/ /opt/harness/seed-volumes/")
     if seeded:
         lines.append(f'COPY --from=task ["{workdir}", "/opt/harness/seed/"]')
     lines += ['ENTRYPOINT ["python3", "/opt/harness/entry.py"]', "CMD []", f'LABEL {TASK_LABEL}="{writable}"']

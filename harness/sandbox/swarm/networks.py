@@ -167,10 +167,16 @@ def remove_isolated(api) -> None:
     _ready = False
 
 
+# The engine's own bridges, one of which a node of this host has. Our bridge itself is there only while a task on
+# the network runs on the node, and for about 2 s after the last one (measured): the rules name the device, so they
+# hold whenever it comes back, and are made whether or not it is there at the moment.
+ENGINE_BRIDGES = ("docker0", "docker_gwbridge")
+
+
 def apply_firewall() -> str | None:
-    """The docker provider's rules for our bridge on this machine (a local manager's node; the
-    bridge exists once a task used the network there, e.g. after preflight's image check).
-    None when applied, else why not (workers' bridges are in their own hosts or namespaces)."""
+    """The docker provider's rules for our bridge on this machine (a local manager's node), whether or not the
+    bridge is there now. None when applied, else why not (workers' bridges are in their own hosts or
+    namespaces)."""
     from harness.sandbox.docker import networks as docker_networks
 
-    return docker_networks.apply_firewall(BRIDGE)
+    return docker_networks.apply_firewall(BRIDGE, ENGINE_BRIDGES)
