@@ -437,6 +437,69 @@ def report_cmd(
             log(comparison_line(c))
 
 
+@app.command("compare")
+def compare_cmd(
+    output_dirs: list[Path] = typer.Argument(..., help="Two or more run directories; the first is the baseline."),
+    as_json: bool = typer.Option(False, "--json", help="Print the comparisons as JSON on stdout."),
+    html: Path | None = typer.Option(None, "--html", help="Also write the HTML report of the runs to this file."),
+    force: bool = typer.Option(False, "--force", help="Compare runs of another dataset or selection too (over the "
+                                                      "instances they have in common)."),
+) -> None:
+    """Is run B better than run A? Each run against the first, paired by instance: fixed, broken, unchanged,
+    not comparable; the paired difference and its interval; an exact McNemar test (a paired bootstrap for
+    graded values), against the runs' measured noise floor when `harness noise` measured one. Exit 0."""
+    import json
+
+    from harness.report.compare import comparison_text
+    from harness.report.html import build_data
+
+    if len(output_dirs) < 2:
+        fail(InputError("harness compare needs two or more run directories (the first is the baseline)"))
+    for d in output_dirs:
+        if not (d / "output.jsonl").exists() and not (d / "run.json").exists():
+            fail(InputError(f"{d} is not a run output directory (no output.jsonl or run.json)"))
+    comparisons = build_data(list(output_dirs), with_traces=False, force=force, calls=True)["comparisons"]
+    if html is not None:
+        from harness.report.html import write_html_report
+
+        write_html_report(list(output_dirs), html, force=force)
+        log(f"wrote {html}")
+    if as_json:
+        print(json.dumps(comparisons, indent=2, default=str))
+        return
+    stdout = Console()
+    for c in comparisons:
+        for line in comparison_text(c):
+            say(stdout, line)
+
+
+@app.command("noise", context_settings={**HELP_OPTIONS, "allow_extra_args": True})
+def noise_cmd(
+    ctx: typer.Context,
+    output_dir: Path = typer.Argument(..., help="A finished run's output directory."),
+    reruns: int = typer.Option(3, "--reruns", help="How many times to rerun the instances (and re-judge them)."),
+    limit: int | None = typer.Option(None, "--limit", help="Rerun the first N instances that ended with a verdict "
+                                                           "(default: all of them)."),
+    config: Path | None = typer.Option(None, help="TOML file with the run's \\[llm.NAME] sections."),
+) -> None:
+    """Measure a run's noise floor: rerun its instances K times with its configuration (model and judge live,
+    the web replayed where the run recorded it), re-judge its answers K times; per-instance flip rates, the
+    headline's spread, the minimum detectable difference, judge vs agent churn, in DIR/noise.json (which
+    `harness compare` uses). Run flags that run.json keeps only by hash (--website, --prompt-template) go
+    after --."""
+    from harness.report.noise import noise_lines
+    from harness.runner.noise import noise
+
+    try:
+        figures = noise(output_dir, reruns, limit=limit, config_file=config, extra=list(ctx.args), log=log)
+    except HarnessError as exc:
+        fail(exc)
+    stdout = Console()
+    for line in noise_lines(figures):
+        say(stdout, line)
+    log(f"wrote {output_dir / 'noise.json'}")
+
+
 @app.command("export")
 def export_cmd(
     output_dir: Path = typer.Argument(..., help="A run's output directory."),

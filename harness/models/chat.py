@@ -104,6 +104,8 @@ class OpenAIChat(ChatModel):
             kwargs["temperature"] = self.section.temperature
         if self.section.max_tokens is not None:
             kwargs["max_tokens"] = self.section.max_tokens
+        if self.section.seed is not None:
+            kwargs["seed"] = self.section.seed
         try:
             # the runner's messages are in the chat format (role, content, tool_calls, tool_call_id)
             chat_messages = cast("list[ChatCompletionMessageParam]", messages)

@@ -82,6 +82,8 @@ def _completer(section: ModelSection) -> Chat:
 
     def complete(messages: list[dict[str, Any]]) -> Completion:
         kwargs: dict[str, Any] = {"temperature": section.temperature} if section.temperature is not None else {}
+        if section.seed is not None:
+            kwargs["seed"] = section.seed
         sent = cast("list[ChatCompletionMessageParam]", messages)
         try:
             reply = client.chat.completions.create(model=section.model, messages=sent, **kwargs)

@@ -162,6 +162,8 @@ class ModelSection(BaseModel):
     api_key_env: str | None = None
     temperature: float | None = None
     max_tokens: int | None = Field(None, ge=1)  # per completion
+    # sent as `seed` where the provider takes one (OpenAI-compatible, Azure, Gemini; not Anthropic's Messages API)
+    seed: StrictInt | None = None
     model_info: dict | None = None
     price_input_per_1k: FiniteFloat = Field(0.0, ge=0)
     price_output_per_1k: FiniteFloat = Field(0.0, ge=0)  # reasoning tokens are output tokens, priced as such
@@ -252,7 +254,7 @@ class ModelSection(BaseModel):
 
         A replay file counts by its content, not by how its path was spelled."""
         data = self.model_dump(exclude={"timeout", "max_retries", "max_connections"})
-        for key in ("transcription_model", "transcription_base_url", "transcription_api_key_env",
+        for key in ("seed", "transcription_model", "transcription_base_url", "transcription_api_key_env",
                     "price_cached_input_per_1k", "price_cache_write_per_1k",
                     "azure_endpoint", "api_version", "deployment"):
             if data.get(key) is None:  # runs made before the key existed resume unchanged

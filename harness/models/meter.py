@@ -143,13 +143,14 @@ class Meter:
         """`request` and `turn` of one call as the meter makes them: the request with the usage tap open
         (harness/usage.py), the turn with the usage the provider sent, its cost added to the run's spend."""
         wire: list[dict[str, int]] = []
+        said: dict[str, Any] = {}  # the request's sampling, the reply's model id and fingerprint (models/tap.py)
 
         async def heard() -> T:
-            with tap(wire), on_send(self._sending(model)):
+            with tap(wire, said), on_send(self._sending(model)):
                 return await request()
 
         def read(reply: T) -> dict[str, Any]:
-            done = turn(reply)
+            done = {**turn(reply), **said}
             if wire:
                 done = {**done, "usage": wire[-1]}
             if admission is not None:
@@ -330,7 +331,10 @@ class Meter:
                                        n_messages=None if messages is None else len(messages), messages=new,
                                        cached=cached, text_tool_call=None if turn.get("tool_calls") else
                                        text_tool_call(turn.get("content"), offered),
-                                       finish_reason=turn.get("finish_reason")))
+                                       finish_reason=turn.get("finish_reason"),
+                                       response_model=None if cached else turn.get("response_model"),
+                                       fingerprint=None if cached else turn.get("fingerprint"),
+                                       sampling=None if cached else turn.get("sampling")))
 
     def cap_tool_calls(self, model: str, calls: list[T]) -> list[T]:
         """The calls of one reply that run: the first `max_tool_calls`; the rest dropped, and traced."""

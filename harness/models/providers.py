@@ -25,6 +25,7 @@ from typing import Any
 
 from harness.models.config import ModelSection
 from harness.models.http import async_client, sync_client
+from harness.models.tap import tapped
 
 
 def openai_client(section: ModelSection, *, asynchronous: bool, headers: dict[str, str] | None = None,
@@ -35,7 +36,8 @@ def openai_client(section: ModelSection, *, asynchronous: bool, headers: dict[st
 
     common: dict[str, Any] = {"api_key": section.api_key(), "max_retries": section.max_retries,
                               "timeout": section.timeout, "default_headers": headers,
-                              "http_client": async_client(paced=paced) if asynchronous else sync_client()}
+                              "http_client": tapped(async_client(paced=paced), usage=False) if asynchronous
+                              else sync_client()}
     if section.provider == "azure":
         azure: Any = openai.AsyncAzureOpenAI if asynchronous else openai.AzureOpenAI
         return azure(azure_endpoint=section.azure_endpoint, api_version=section.api_version,
@@ -50,7 +52,7 @@ def anthropic_client(section: ModelSection, *, asynchronous: bool, headers: dict
     import anthropic
 
     cls = anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic
-    http = async_client("anthropic", paced=paced) if asynchronous else sync_client("anthropic")
+    http = tapped(async_client("anthropic", paced=paced), usage=False) if asynchronous else sync_client("anthropic")
     return cls(api_key=section.api_key(), base_url=section.endpoint(), max_retries=section.max_retries,
                timeout=section.timeout, default_headers=headers, http_client=http)
 

@@ -162,14 +162,15 @@ def unique_names(runs: list[dict]) -> None:
 
 
 def build_data(dirs: list[Path], *, with_traces: bool, baseline: int | None = 0, force: bool = False,
-               watchers: dict[Path, Watcher] | None = None) -> dict:
-    """Every run's data; with a baseline (an index into dirs), each other run compared with it."""
+               watchers: dict[Path, Watcher] | None = None, calls: bool | None = None) -> dict:
+    """Every run's data; with a baseline (an index into dirs), each other run compared with it (`calls`: what
+    makes their model calls comparable read from the traces too; default: with_traces)."""
     runs = [load_run(Path(d), with_traces=with_traces, watcher=(watchers or {}).get(Path(d))) for d in dirs]
     unique_names(runs)
     if baseline is not None and not 0 <= baseline < len(runs):
         baseline = None
     comparisons = [] if baseline is None else [
-        dict(compare(runs[baseline], run, force=force), other_index=k) for k, run in enumerate(runs) if k != baseline]
+        dict(compare(runs[baseline], run, force=force, calls=with_traces if calls is None else calls), other_index=k) for k, run in enumerate(runs) if k != baseline]
     for run in runs:
         for key in ("_ids", "_verdicts", "_running"):
             run.pop(key)

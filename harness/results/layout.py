@@ -19,6 +19,9 @@
     traces/          one JSONL trace per instance attempt (and epoch) (harness/traces), screenshots beside them; the
                  parent appends `limit` (a wall-clock kill), `divergence` (a replayed tool result that
                  differs from the recording) and `verdict` (after scoring) events
+    noise.json       `harness noise DIR` (harness/report/noise.py): the run's measured noise floor (flip rates,
+                 the headline's spread over reruns, the minimum detectable difference, judge vs agent churn)
+    noise/           its reruns (rerun-K/, each a run directory) and re-judgings (rejudge-K/)
     .harness.lock    held while a run or rescore writes here (a second one is refused)
     report.html      `harness report DIR --html` (harness/report/html.py): one self-contained page, opens offline
     output.rescue.jsonl  rows output.jsonl would not take (it became unwritable); the next run merges them
@@ -115,6 +118,14 @@ class RunDir:
     @property
     def traces(self) -> Path:
         return self.root / "traces"
+
+    @property
+    def noise(self) -> Path:
+        return self.root / "noise.json"
+
+    @property
+    def noise_runs(self) -> Path:
+        return self.root / "noise"
 
     def trace_name(self, instance_id: str, attempt: int, epoch: int = 1) -> str:
         """The trace's path relative to the run directory (what a row's `trace` holds); epochs after

@@ -17,7 +17,8 @@ flushed as it is written, so a killed agent still leaves its trace.
     model_call    one model call: seconds, usage, the reply (content or tool calls), and the request:
                   n_messages (how many it sent) and messages, only those whose text the trace does
                   not hold yet (role, content, source/call_id); `cached` when --cache answered it
-                  (harness/models/cache.py); a message already written (the
+                  (harness/models/cache.py); response_model, fingerprint and sampling: the reply's model id,
+                  its system_fingerprint and the request's sampling as sent; a message already written (the
                   system prompt, the task, a tool result, an earlier reply) is not repeated, so a
                   trace grows linearly with the conversation, not quadratically
     model_wait    inside a model call: a 429/503 answer waited out before the call tried again (its
@@ -139,6 +140,12 @@ class ModelCall(_Event):
     # why the reply ended, as the provider said ("stop", "tool_calls", "length": cut at the server's or the
     # section's token cap); None: not said (a replayed turn recorded without it)
     finish_reason: str | None = None
+    # what makes two calls comparable (harness/models/tap.py): the model id the reply names (an alias's current
+    # target), the provider's build of it (OpenAI's system_fingerprint) and the sampling the request sent
+    # (temperature, top_p, seed, max_tokens, ... as on the wire); None: not read (a replayed or cached reply)
+    response_model: str | None = None
+    fingerprint: str | None = None
+    sampling: dict[str, Any] | None = None
 
 
 class ModelWait(_Event):

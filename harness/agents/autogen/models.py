@@ -83,6 +83,8 @@ def inner_client(section: ModelSection, replay_turns: list[dict] | None = None,
         kwargs["temperature"] = section.temperature
     if section.max_tokens is not None:
         kwargs["max_tokens"] = section.max_tokens
+    if section.seed is not None and section.provider != "anthropic":  # the Messages API takes no seed
+        kwargs["seed"] = section.seed
     if headers:
         kwargs["default_headers"] = headers
     client_class = _client_class(section, kwargs, paced)

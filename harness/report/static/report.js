@@ -257,6 +257,11 @@
         <td>${shown ? c.unchanged_pass.length + c.unchanged_fail.length : ""}</td></tr>`;
     });
     h += `</tbody></table>`;
+    cs.forEach((c) => {
+      if (c.conclusion) h += `<p class="cmp-conclusion">${esc(c.other)}: ${esc(c.conclusion)}</p>`;
+      if (c.not_comparable && c.not_comparable.length) h += `<p class="muted cmp-not-comparable">${esc(c.other)}: ${c.not_comparable.length} not comparable (in one selection only, unfinished or without a verdict in a run)</p>`;
+      (c.calls || []).forEach((d) => { h += `<p class="no cmp-calls">${esc(c.other)}: ${esc(d)}</p>`; });
+    });
     cs.filter((c) => c.compared).forEach((c) => {
       h += `<details class="cmp-detail"><summary>${esc(c.other)}: ids fixed and broken</summary>
         <p><b>fixed</b> <span class="cmp-list fixed-ids">${c.fixed.map(esc).join(" ")}</span></p>
