@@ -459,6 +459,10 @@ def compare_cmd(
         if not (d / "output.jsonl").exists() and not (d / "run.json").exists():
             fail(InputError(f"{d} is not a run output directory (no output.jsonl or run.json)"))
     comparisons = build_data(list(output_dirs), with_traces=False, force=force, calls=True)["comparisons"]
+    refused = [c for c in comparisons if c["reasons"] and not c["forced"]]
+    if refused:  # like with like only, unless --force: bad input, before anything is written
+        fail(InputError("; ".join(f"{c['other']} vs {c['base']}: not compared: {'; '.join(c['reasons'])}"
+                                  for c in refused) + " (--force compares them over the instances they share)"))
     if html is not None:
         from harness.report.html import write_html_report
 

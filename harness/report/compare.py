@@ -62,7 +62,7 @@ def compare(base: dict, other: dict, *, force: bool = False, calls: bool = False
            "n_left_out": len(common) - len(paired), "compared": False, "base_accuracy": None,
            "other_accuracy": None, "delta": None, "delta_ci95": None,
            "fixed": [], "broken": [], "unchanged_pass": [], "unchanged_fail": [],
-           "not_comparable": sorted(set(base["_ids"]) | theirs - set(paired)), "graded": False, "test": None,
+           "not_comparable": sorted((set(base["_ids"]) | theirs) - set(paired)), "graded": False, "test": None,
            "p_value": None, "noise": None, "distinguishable": None, "conclusion": "",
            "calls": call_differences(identity(Path(base["path"])), identity(Path(other["path"])), base["run"],
                                      other["run"]) if calls and base.get("path") and other.get("path") else []}

@@ -57,6 +57,9 @@ Servers that refuse, as real ones do (probes included, before any script item is
 - ``strict_model=True``: a request naming another model than ``model`` is answered 404, as vLLM
   and OpenAI answer an unknown model id.
 
+``fingerprint="fp_1"`` answers with that ``system_fingerprint`` (default none), ``answers_as="gpt-x-0613"``
+names that model id in every reply whatever the request asked for (an alias the provider re-pointed).
+
 Each recorded request has ``at`` (time.monotonic() on arrival), and ``status`` once answered.
 
 Other wire formats subclass it (tests/fakes/providers.py): ``route`` is the chat path served (query
@@ -142,8 +145,12 @@ class FakeOpenAI:
                  probe: Item | None = None, probe_delay: float = 0.0, delay: float = 0.0, rate_limited: int = 0,
                  retry_after: str = "1",
                  refuse_tools: bool = False, strict_model: bool = False,
-                 transcript: str | Item = "fake transcript"):
+                 transcript: str | Item = "fake transcript", fingerprint: str | None = None,
+                 answers_as: str | None = None):
         probe = probe or text("OK")
+        # what makes calls comparable: the reply's system_fingerprint, and the model id it names (None: the one
+        # asked for; another: an alias the provider re-pointed)
+        self.fingerprint, self.answers_as = fingerprint, answers_as
         for item in list(script) + ([default] if default else []) + [probe]:
             if not (isinstance(item, tuple) and item and item[0] in KINDS):
                 raise ValueError(f"not a script item: {item!r}")
@@ -248,6 +255,7 @@ class FakeOpenAI:
             _, status, payload, headers = item
             return status, payload, headers
         model = body.get("model", self.model) if isinstance(body, dict) else self.model
+        model = self.answers_as or model
         if kind == "tool_calls":
             _, calls, usage = item
             message = {"role": "assistant", "content": None, "tool_calls": [
@@ -261,7 +269,7 @@ class FakeOpenAI:
             finish = said[0] if said else "stop"
         return 200, {
             "id": f"chatcmpl-fake-{next(self._ids)}", "object": "chat.completion", "created": int(time.time()),
-            "model": model, "system_fingerprint": None,
+            "model": model, "system_fingerprint": self.fingerprint,
             "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
             "usage": _usage(usage),
         }, {}
