@@ -83,6 +83,8 @@ def significance(pairs: list[tuple[float, float]], fixed: int, broken: int, delt
                  other: dict) -> dict[str, Any]:
     """The test, the noise floor used and the conclusion in words (the module docstring)."""
     graded = any(v not in (0.0, 1.0) for pair in pairs for v in pair)
+    low: float | None
+    high: float | None
     if graded:
         low, high = paired_bootstrap(pairs)
         test, p = f"paired bootstrap 95% interval [{low:+.1%}, {high:+.1%}]", None

@@ -169,8 +169,10 @@ def build_data(dirs: list[Path], *, with_traces: bool, baseline: int | None = 0,
     unique_names(runs)
     if baseline is not None and not 0 <= baseline < len(runs):
         baseline = None
+    calls = with_traces if calls is None else calls
     comparisons = [] if baseline is None else [
-        dict(compare(runs[baseline], run, force=force, calls=with_traces if calls is None else calls), other_index=k) for k, run in enumerate(runs) if k != baseline]
+        dict(compare(runs[baseline], run, force=force, calls=calls), other_index=k)
+        for k, run in enumerate(runs) if k != baseline]
     for run in runs:
         for key in ("_ids", "_verdicts", "_running"):
             run.pop(key)
