@@ -209,29 +209,41 @@ def test_compare_writes_the_html_report_with_the_conclusion(tmp_path):
 
 # -- what makes calls comparable, recorded --------------------------------------------------------------------
 
-def test_a_model_call_records_the_reply_s_model_id_fingerprint_and_the_sampling_sent(tmp_path, monkeypatch):
+async def _plain(section: ModelSection, meter: Meter) -> None:
     from harness.models.chat import OpenAIChat
 
+    chat = OpenAIChat(section, meter)
+    try:
+        await chat.complete([{"role": "user", "content": "hi"}], [])
+    finally:
+        await chat.close()
+
+
+async def _autogen(section: ModelSection, meter: Meter) -> None:
+    from autogen_core.models import UserMessage
+
+    from harness.agents.autogen.models import build_client
+
+    client = build_client(section.model_copy(update={"model_info": {"function_calling": True}}), meter, None)
+    try:
+        await client.create([UserMessage(content="hi", source="user")])
+    finally:
+        await client.close()
+
+
+@pytest.mark.parametrize("client", [_plain, _autogen], ids=["plain", "autogen"])
+def test_a_model_call_records_the_reply_s_model_id_fingerprint_and_the_sampling_sent(tmp_path, monkeypatch, client):
     monkeypatch.setenv(KEY_ENV, "sk-test")
     with FakeOpenAI([text("<solution>1</solution>")], fingerprint="fp_42", answers_as="gpt-x-2026-01") as server:
         section = ModelSection(name="fake", model="gpt-x", base_url=server.base_url, api_key_env=KEY_ENV,
                                temperature=0.0, seed=7, max_retries=0, timeout=30)
         tracer = Tracer(tmp_path / "trace.jsonl")
-        meter = Meter(max_tokens=None, max_steps=None, call_deadline=30, tracer=tracer)
-
-        async def main():
-            chat = OpenAIChat(section, meter)
-            try:
-                return await chat.complete([{"role": "user", "content": "hi"}], [])
-            finally:
-                await chat.close()
-
-        asyncio.run(main())
+        asyncio.run(client(section, Meter(max_tokens=None, max_steps=None, call_deadline=30, tracer=tracer)))
         assert server.chat_requests[0]["json"]["seed"] == 7  # sent where the provider takes one
     (call,) = [e for e in map(json.loads, (tmp_path / "trace.jsonl").read_text().splitlines())
                if e["type"] == "model_call"]
     assert call["response_model"] == "gpt-x-2026-01" and call["fingerprint"] == "fp_42"
-    assert call["sampling"] == {"temperature": 0.0, "seed": 7}
+    assert call["sampling"]["temperature"] == 0.0 and call["sampling"]["seed"] == 7
     assert ModelSection(name="x", seed=7).public()["seed"] == 7  # said in run.json
     assert "seed" not in ModelSection(name="x").public()  # a run.json of before: resumes unchanged
 
