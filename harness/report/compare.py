@@ -46,8 +46,10 @@ def differences(base: dict, other: dict) -> list[str]:
 def compare(base: dict, other: dict, *, force: bool = False, calls: bool = False) -> dict:
     """Per instance fixed (failed in base, passed in other) / broken / unchanged, and the paired
     delta with its 95% interval (stats.paired_delta), over the ids both runs selected and finished
-    with a verdict. `compared` is False, with no delta, when there is nothing to pair or the runs
-    differ (`reasons`) and force is not set."""
+    with a verdict; every other id either run selected is `not_comparable`. `compared` is False, with no
+    delta, when there is nothing to pair or the runs differ (`reasons`) and force is not set; else the test,
+    the noise floor used and the conclusion (`significance`). `calls`: what differs between the runs' calls,
+    read from their traces (report/calls.py)."""
     reasons = differences(base, other)
     theirs = set(other["_ids"])
     common = [i for i in base["_ids"] if i in theirs]
