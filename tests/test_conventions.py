@@ -278,13 +278,21 @@ def harness_problems(words: list[str]) -> list[str]:
         command = command.commands[args.pop(0)]
     if hasattr(command, "commands") and args and not args[0].startswith("-"):
         return [f"{' '.join(path)} {args[0]}: no such command"]
-    flags = {name for param in command.params for name in (*param.opts, *param.secondary_opts)} | {"--version"}
-    problems = [f"{word.split('=')[0]}: not a flag of {command.name}" for word in args
-                if word.startswith("-") and word.split("=")[0] not in flags]
-    for flag, value in zip(args, args[1:], strict=False):
+    passed: list[str] = []  # after `--`: `harness run` flags a command hands on (harness noise)
+    if "--" in args and command.context_settings.get("allow_extra_args"):
+        args, passed = args[:args.index("--")], args[args.index("--") + 1:]
+    problems = _unknown(command, args)
+    problems += _unknown(typer.main.get_command(app).commands["run"], passed)
+    for flag, value in zip(args + passed, (args + passed)[1:], strict=False):
         if flag in ("--dataset", "--website") and value.startswith("datasets/") and not (REPO / value).exists():
             problems.append(f"{flag} {value}: no such path")
     return problems
+
+
+def _unknown(command, args: list[str]) -> list[str]:
+    flags = {name for param in command.params for name in (*param.opts, *param.secondary_opts)} | {"--version"}
+    return [f"{word.split('=')[0]}: not a flag of {command.name}" for word in args
+            if word.startswith("-") and word.split("=")[0] not in flags]
 
 
 def test_every_command_example_of_the_readme_and_docs_names_real_commands_flags_and_paths():
@@ -295,6 +303,8 @@ def test_every_command_example_of_the_readme_and_docs_names_real_commands_flags_
     assert not problems, "\n".join(problems)
     assert harness_problems(["harness", "run", "--datset", "x", "--website", "datasets/none"]) == \
         ["--datset: not a flag of run", "--website datasets/none: no such path"]
+    assert harness_problems(["harness", "noise", "r", "--reruns", "2", "--", "--websit", "x"]) == \
+        ["--websit: not a flag of run"]
     assert harness_problems(["harness", "images", "burn"]) == ["harness images burn: no such command"]
 
 
