@@ -231,7 +231,8 @@ def run_cmd(
     stride: int = typer.Option(1, help="Take every N-th instance."),
     shuffle: bool = typer.Option(False, help="Shuffle before offset/stride/limit."),
     seed: int = typer.Option(0, help="Seed for --shuffle."),
-    scorer: list[str] = typer.Option(["gaia"], help="Scorers; the first decides 'correct'."),
+    scorer: list[str] | None = typer.Option(None, help="Scorers; the first decides 'correct' (default: the "
+                                                       "benchmark's own, e.g. gaia, math, gaia2, harbor)."),
     network: str = typer.Option("none", help="none, internet, or internal:NAME. With internet, agent code can read a "
                                               "blocked page directly (the leakage guard filters the tools only) and "
                                               "reach any host service on 0.0.0.0, such as a keyless model server, "
@@ -377,7 +378,8 @@ _group_run_flags()
 @app.command("score")
 def score_cmd(
     output_dir: Path = typer.Argument(..., help="A run's output directory."),
-    scorer: list[str] = typer.Option(["gaia"], help="Scorers; the first decides 'correct'."),
+    scorer: list[str] | None = typer.Option(None, help="Scorers; the first decides 'correct' (default: those "
+                                                       "the run was scored with)."),
     config: Path | None = typer.Option(None, help="TOML config (for the judge's model section)."),
     judge_model: str | None = typer.Option(None, help="\\[llm.NAME] section for --scorer llm_judge."),
 ) -> None:

@@ -221,6 +221,7 @@ class Scoring(Section):
     soft checks, asked through the host: benchmarks/gaia2/environment.py)."""
 
     names: tuple[str, ...] = ("gaia",)
+    given: bool = True  # --scorer was given; else the dataset's benchmark's default scorers replace `names`
     judge_model: str | None = None  # --judge-model as given (run.json lists it beside the scorers)
     judge: ModelSection | None = None  # the judge's section, when an llm_judge scorer is asked for
     rubric: str | None = None
@@ -241,11 +242,14 @@ class Scoring(Section):
         return list(self.names) + ([f"judge={self.judge_model}"] if self.judge_model else [])
 
     @classmethod
-    def from_flags(cls, names: list[str], judge_model: str | None, toml: TomlConfig,
+    def from_flags(cls, names: list[str] | None, judge_model: str | None, toml: TomlConfig,
                    base_url: str | None = None, key_env: str | None = None) -> Scoring:
-        """`base_url`, `key_env`: --model-base-url and --model-key-env, the server a `--judge-model
-        openai-compatible/NAME` is asked at (`harness run` only: `score` has no such flags)."""
-        raw: dict[str, object] = {"names": tuple(names), "judge_model": judge_model, "rubric": toml.judge_rubric}
+        """`names` None: no --scorer (the benchmark's default scorers, chosen once the dataset is read:
+        runner/scorers.py `judging`). `base_url`, `key_env`: --model-base-url and --model-key-env, the server a
+        `--judge-model openai-compatible/NAME` is asked at (`harness run` only: `score` has no such flags)."""
+        raw: dict[str, object] = {"names": tuple(names or ("gaia",)), "given": bool(names), "judge_model": judge_model,
+                                  "rubric": toml.judge_rubric}
+        names = names or []
         judge = judge_model or toml.judge_model
         if judge and judge_model and judge.startswith(QUICK_PREFIX):
             raw["judge"] = flag_judge(judge, base_url, key_env)
@@ -351,7 +355,7 @@ class RunConfiguration(Section):
         agent_section = flag_section(model, model_base_url, model_key_env) or toml.section(model, root)
         raw = {"dataset": {"path": dataset, "split": split, "subset": subset},
                "model": agent_section, "model_flag": model,
-               "scoring": Scoring.from_flags(scorers or ["gaia"], judge_model, toml, model_base_url, model_key_env),
+               "scoring": Scoring.from_flags(scorers, judge_model, toml, model_base_url, model_key_env),
                **sections}
         sandbox = sections.get("sandbox")
         website = isinstance(sandbox, dict) and sandbox.get("website") is not None

@@ -22,12 +22,14 @@ IDS = ["proto_find_image_file", "proto_forward_email", "proto_multi_turn"]
 
 @pytest.mark.docker
 def test_the_oracle_passes_every_smoke_scenario_and_an_idle_agent_fails_each_with_ares_reason(tmp_path):
-    oracle = harness("run", "--dataset", SMOKE, "--agent", "oracle", "--model", "replay", "--scorer", "gaia2",
-                     "--workers", "3", "--output-dir", tmp_path / "oracle")  # no --epochs: Gaia2's three
+    # The natural command, no --scorer, --model or --epochs: Gaia2's own scorer (before: GAIA's, 0 %, exit 0) and
+    # its three epochs.
+    oracle = harness("run", "--dataset", SMOKE, "--agent", "oracle", "--workers", "3", "--output-dir",
+                     tmp_path / "oracle")
     assert oracle.returncode == 0, explain(oracle)
     assert "gaia2: each instance runs 3 times" in oracle.stderr, explain(oracle)
     run = json.loads((tmp_path / "oracle" / "run.json").read_text())
-    assert (run["epochs"], run["epochs_default"]) == (3, "gaia2")
+    assert (run["epochs"], run["epochs_default"], run["scorers"]) == (3, "gaia2", ["gaia2"])
     every = rows(tmp_path / "oracle")
     assert sorted((r["instance_id"], r["epoch"]) for r in every) == [(i, e) for i in IDS for e in (1, 2, 3)]
     got = {r["instance_id"]: r for r in every}
@@ -58,7 +60,7 @@ def test_the_oracle_passes_every_smoke_scenario_and_an_idle_agent_fails_each_wit
     assert "AgentUserInterface__send_message_to_user" in offered
     assert all("__" in name for name in offered), offered  # ARE's App__function names, no code/file/browser tool
 
-    again = harness("score", tmp_path / "oracle", "--scorer", "gaia2")  # from the rows' verdicts alone
+    again = harness("score", tmp_path / "oracle")  # from the rows' verdicts alone, by the run's own scorers
     assert again.returncode == 0, explain(again)
     assert all(r["correct"] is True for r in rows(tmp_path / "oracle"))
 

@@ -307,9 +307,10 @@ def test_the_oracle_passes_every_task_and_a_wrong_agent_fails_each(tmp_path, out
              {"content": "<solution>done</solution>"}]
     (tasks / "replay.jsonl").write_text("".join(json.dumps({"instance_id": n, "turns": wrong}) + "\n"
                                                 for n in ("hello", "hello-json")))
-    oracle = harness("run", "--dataset", f"harbor:{tasks}", "--agent", "oracle", "--model", "replay",
-                     "--scorer", "harbor", "--output-dir", out)
+    # The natural command, no --scorer: Harbor's own (before: GAIA's judged 'done' against 'pass', 0 %, exit 0).
+    oracle = harness("run", "--dataset", f"harbor:{tasks}", "--agent", "oracle", "--output-dir", out)
     assert oracle.returncode == 0, explain(oracle)
+    assert json.loads((out / "run.json").read_text())["scorers"] == ["harbor"]
     got = {r["instance_id"]: r for r in rows(out)}
     assert sorted(got) == ["hello", "hello-json"] and all(r["correct"] is True for r in got.values()), got
     assert got["hello"]["verdicts"]["harbor"]["source"] == "reward.txt"
@@ -469,14 +470,18 @@ def test_an_agent_works_in_the_tasks_working_directory(tmp_path, python_base):
     turns = [{"tool_calls": [{"name": "run_shell", "arguments": {"command": "pwd; echo hello > answer.txt"}}]},
              {"content": "<solution>done</solution>"}]
     (tasks / "replay.jsonl").write_text(json.dumps({"instance_id": "hello", "turns": turns}) + "\n")
-    for agent in ("plain", "sandbox:echo hello > answer.txt && echo \"<solution>$(pwd)</solution>\""):
+    # The last: a CLI agent whose output has no <solution> runs once (no simulated user on Harbor): before, it ran
+    # four times on the one sandbox, answer.txt held four lines and the verifier failed it.
+    for agent in ("plain", "sandbox:echo hello > answer.txt && echo \"<solution>$(pwd)</solution>\"",
+                  "sandbox:echo hello >> answer.txt"):
         out = out_dir(tmp_path)
         try:
             run = harness("run", "--dataset", f"harbor:{tasks}", "--agent", agent, "--model", "replay",
-                          "--scorer", "harbor", "--output-dir", out)
+                          "--output-dir", out)
             assert run.returncode == 0, explain(run)
             [row] = rows(out)
             assert row["status"] == "ok" and row["correct"] is True, row  # the verifier read /app/answer.txt
+            assert row["user_replies"] == 0, row
             if agent == "plain":
                 events = trace(out, row)
                 shown = next(e["content"] for e in events if e["type"] == "tool_result")
@@ -484,7 +489,7 @@ def test_an_agent_works_in_the_tasks_working_directory(tmp_path, python_base):
                 system = next(e["content"] for e in events if e["type"] == "system_prompt")
                 assert "/app" in system and "/workspace" not in system, system
                 assert "/workspace" not in next(e["task"] for e in events if e["type"] == "task"), events
-            else:
+            elif "solution" in agent:
                 assert row["answer"] == "/app", row
         finally:
             assert remove_leftovers(out) == [], "containers left behind"

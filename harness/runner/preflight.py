@@ -41,7 +41,7 @@ from harness.report.capabilities import labels as capability_labels
 from harness.results.layout import RunDir
 from harness.runner.prompt import DEFAULT as DEFAULT_PROMPT
 from harness.runner.prompt import PromptTemplate, load_template
-from harness.runner.scorers import build_scorers
+from harness.runner.scorers import build_scorers, judging
 from harness.sandbox.contract import Capacity, SandboxProvider, parse_size
 from harness.sandbox.registry import get_provider
 from harness.sandbox.site import site_info
@@ -82,6 +82,7 @@ def prepare(cfg: RunConfiguration) -> Prepared:
     prompt = load_template(cfg.prompt_template)
     dataset = load_dataset(cfg.dataset.path, cfg.dataset.split, cfg.dataset.subset)
     cfg = default_epochs(cfg, dataset)
+    cfg = cfg.model_copy(update={"scoring": judging(cfg.scoring, {i.benchmark for i in dataset.instances})})
     selected = select(dataset.instances, **cfg.selection.model_dump())
     oracle_alone = cfg.agent == "oracle" and cfg.model.kind == "replay" and not Path(cfg.model.path or "").is_file()
     section = cfg.model if oracle_alone else check_section(cfg.model)  # the oracle calls no model: no file needed

@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 
 from harness.agents.contract import Limits
+from harness.benchmark import CUSTOM
 from harness.config import Scoring
 from harness.errors import InputError
 from harness.fsutil import write_atomic
@@ -27,7 +28,7 @@ from harness.results.layout import RunDir
 from harness.results.store import latest_by_key, read_rows
 from harness.runner.appends import append_verdict, judge_calls
 from harness.runner.run_config import load_run_config, lock_output_dir
-from harness.runner.scorers import build_scorers
+from harness.runner.scorers import build_scorers, judging
 from harness.scoring.apply import context_for, judge_usage, score_row, unscored_reason
 from harness.text import model_json
 from harness.traces import JudgeCall
@@ -38,12 +39,17 @@ def rescore(output_dir: Path, scoring: Scoring) -> Report:
     layout = RunDir(Path(output_dir))
     if not layout.output.exists() or not layout.selected.exists():
         raise InputError(f"{output_dir} is not a harness run directory (no output.jsonl / selected.json)")
-    scorers = build_scorers(scoring)
     selected = json.loads(layout.selected.read_text())
     questions = json.loads(layout.questions.read_text()) if layout.questions.exists() else {}
     expected = json.loads(layout.tasks.read_text()) if layout.tasks.exists() else {}
     metadata = json.loads(layout.metadata.read_text()) if layout.metadata.exists() else {}
     run_config = load_run_config(layout.root)
+    if not scoring.given and run_config is not None and run_config.scorers:  # the run's own scorers
+        recorded = tuple(name for name in run_config.scorers if not name.startswith("judge="))
+        scoring = scoring.model_copy(update={"names": recorded, "given": True})
+    benchmarks = {expected.get(iid, {}).get("benchmark") or metadata.get(iid, {}).get("benchmark") or CUSTOM
+                  for iid in selected}  # tasks.json's; a run from before Instance.benchmark: its metadata's
+    scorers = build_scorers(judging(scoring, benchmarks))
     limits = run_config.limits if run_config else Limits()
     with lock_output_dir(layout.root):
         rows = read_rows(layout.output)

@@ -138,8 +138,10 @@ def _kind(runner: AgentRunner | None, exc: BaseException, meter) -> ErrorKind:
 
 
 async def _drive(runner: AgentRunner, ctx: AgentContext, request: AgentRequest, reply, result: AgentResult) -> None:
-    """The task, then a simulated user's reply to each turn that ends without <solution>."""
+    """The task, then a simulated user's reply to each turn that ends without <solution>, for an instance of a
+    benchmark whose agents answer in text (`Benchmark.user`; one whose agent ends by acting is never nudged)."""
     from harness.agents.user import wants_reply
+    from harness.benchmark import get
     from harness.traces import UserReply
 
     try:
@@ -147,7 +149,8 @@ async def _drive(runner: AgentRunner, ctx: AgentContext, request: AgentRequest, 
         if (offered := runner.tools_offered()) is not None:
             ctx.tracer.emit(offered)
         result.final_message = await runner.turn(request.task)
-        while wants_reply(result.final_message) and result.user_replies < request.user.max_replies:
+        replies = request.user.max_replies if get(request.instance.benchmark).user else 0
+        while wants_reply(result.final_message) and result.user_replies < replies:
             if ctx.model.kind == "replay" and ctx.meter.calls >= len(ctx.replay_turns or []):
                 break  # a recording with no answers left cannot take a reply
             answer = reply(result.final_message, request.instance, result.user_replies + 1)

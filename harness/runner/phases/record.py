@@ -9,6 +9,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
+from harness.benchmark import CUSTOM
 from harness.config import RunConfiguration
 from harness.errors import InputError
 from harness.fsutil import write_atomic
@@ -41,8 +42,9 @@ def record(cfg: RunConfiguration, checked: Checked, layout: RunDir) -> Recorded:
         website=site_info(website) if website is not None else None,
         prompt_template=prepared.prompt.fingerprint, run_id=checked.run_id,
         dataset_revision=prepared.dataset.revision), force=force)
-    tasks = {i.instance_id: t for i in selected
-             if (t := {**i.expectations(), **task_labels(i.metadata), **unscored_task(i.answer)})}
+    tasks = {i.instance_id: t for i in selected  # an instance's benchmark but a dataset of one's own's (most rows)
+             if (t := {**i.expectations(), **task_labels(i.metadata), **unscored_task(i.answer),
+                       **({"benchmark": i.benchmark} if i.benchmark != CUSTOM else {})})}
     tasks_json = json.dumps(tasks)
     # selected.json, questions.json and metadata.json follow from the dataset and the selection:
     # unchanged since the run before (the same dataset fingerprint and selection), they are not written again.
