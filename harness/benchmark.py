@@ -62,7 +62,7 @@ class Words:
     instances: str = "instances"
     rate: str = "accuracy"
     correct: str = "correct"
-    wrong: str = "wrong"
+    wrong: str = "wrong answer"
     unjudged: str = "no verdict"
     groups: str = "level"  # what instances are grouped by in the headline ("" : no grouping)
     target: str = "target"  # what an instance's expected answer is called ("": it has none to show)
@@ -97,6 +97,7 @@ Verdict = Callable[[Any], "dict[str, Any] | None"]  # (the instance's Environmen
 Refusal = Callable[[Any, Any], "str | None"]  # (Instance, the run's ModelSection or None) -> why it cannot run
 Metered = Callable[[Any, Any], None]  # (Environments, the agent's Meter): hand it the meter, its clocks
 Oracle = Callable[[Any], Any]  # (AgentContext) -> awaitable of the oracle's final message
+Explain = Callable[[dict[str, Any]], "str | None"]  # (its verdict of a run) -> what a report says of a failed one
 
 
 @dataclass(frozen=True)
@@ -125,6 +126,7 @@ class Benchmark:
     refusal: Refusal | None = None
     metered: Metered | None = None
     words: Words = Words()
+    explain: Explain | None = None  # a failed or unjudged instance's line in a report, from its verdict
     figures: Figures | None = None
     exports: Mapping[str, Export] = field(default_factory=dict)
     settings: type | None = None  # its own run-level settings (a pydantic model), when it has any

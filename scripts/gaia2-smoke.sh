@@ -6,5 +6,5 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 bash scripts/setup.sh
-.venv/bin/harness run --dataset datasets/gaia2-smoke --agent oracle --scorer gaia2 --epochs 1 \
+.venv/bin/harness run --dataset datasets/gaia2-smoke --agent oracle --epochs 1 \
   --output-dir "runs/gaia2-smoke-$(date +%Y%m%d-%H%M%S)" --workers 2 "$@"

@@ -12,11 +12,15 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from rich.console import Console
 
 from harness.agents.contract import AgentResult, AgentRunner, UserSimulation
 from harness.config import Scoring, TomlConfig
 from harness.datasets.model import Instance
 from harness.errors import InputError
+from harness.report.build import build_report
+from harness.report.output import end_lines, render
+from harness.results.model import ResultRow
 from harness.runner.agent_process.child import _drive
 from harness.runner.scorers import judging
 from tests.helpers.e2e import harness
@@ -95,3 +99,43 @@ def test_the_simulated_user_answers_only_a_benchmark_that_asks_for_it(benchmark,
     request = SimpleNamespace(task="Q?", instance=instance, user=UserSimulation())
     asyncio.run(_drive(runner, ctx, request, lambda message, instance, number: "carry on", result))
     assert runner.turns == turns and result.user_replies == turns - 1  # before: 4 turns on Harbor and Gaia2 too
+
+
+def _row(iid: str, correct: bool | None, scorer: str, verdict: dict) -> ResultRow:
+    score = {"scorer": scorer, "correct": correct, "value": float(bool(correct)),
+             "explanation": "" if correct is not None else "scorer error: ScorerError: no reward"}
+    return ResultRow(instance_id=iid, status="ok", correct=correct, target="pass", answer="done",
+                     scores={scorer: score}, verdicts={scorer: verdict})
+
+
+def _said(report) -> str:
+    console = Console(width=200, record=True)
+    console.print(render(report))
+    return console.export_text() + "\n".join(end_lines(report))
+
+
+def test_a_harbor_report_says_the_reward_and_the_verifiers_exit_code_and_output_of_each_failed_task():
+    rows = [_row("ok", True, "harbor", {"reward": 1.0, "exit_code": 0, "output": "1 passed"}),
+            _row("bad", False, "harbor", {"reward": 0.0, "exit_code": 1, "output": "E   assert 'bye' == 'hello'\n"
+                                                                                   "1 failed"}),
+            _row("broke", None, "harbor", {"error": "the verifier wrote no /logs/verifier/reward.txt",
+                                           "exit_code": 127, "output": "test.sh: pytest: not found"})]
+    tasks = {iid: {"benchmark": "harbor"} for iid in ("ok", "bad", "broke")}
+    report = build_report(rows, ["ok", "bad", "broke"], leaked_containers=0, tasks=tasks)
+    said = _said(report)
+    assert (report.benchmark, report.words["wrong"]) == ("harbor", "failed")
+    assert "solved (reward 1) (harbor)" in said and "failed (1): bad" in said  # before: "wrong answer (1): bad"
+    assert "bad: reward 0; verifier exit code 1; output: …E assert 'bye' == 'hello' 1 failed" in said
+    assert ("broke: no reward: the verifier wrote no /logs/verifier/reward.txt; verifier exit code 127; output: "
+            "…test.sh: pytest: not found") in said  # before: the exit code and output were in the row alone
+    assert "wrong answer" not in said and "level unknown" not in said
+
+
+def test_a_gaia2_report_speaks_of_scenarios_passed_and_failed_never_of_levels_or_wrong_answers():
+    rows = [_row("a", True, "gaia2", {"verdict": "pass"}), _row("b", False, "gaia2", {"verdict": "fail"})]
+    tasks = {iid: {"benchmark": "gaia2", "capability": "execution", "variant": "standard"} for iid in "ab"}
+    said = _said(build_report(rows, ["a", "b"], leaked_containers=0, tasks=tasks))
+    assert "success rate (gaia2)" in said and "failed (1): b" in said
+    assert "wrong answer" not in said and "level unknown" not in said  # before: both
+    gaia = _said(build_report([_row("a", False, "gaia", {})], ["a"], leaked_containers=0, levels={"a": 1}))
+    assert "accuracy (gaia)" in gaia and "wrong answer (1): a" in gaia and "level 1" in gaia  # GAIA's words stand

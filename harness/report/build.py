@@ -70,13 +70,14 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from statistics import mean, median
 
 from pydantic import BaseModel, Field
 
 from harness.answers import bracketed, copies_example
-from harness.benchmark import registered
+from harness.benchmark import CUSTOM, Words, get, registered
 from harness.report.breakdown import FIELDS, by_field, retrieval_recall
 from harness.report.disagreement import disagreements
 from harness.report.stats import clustered_interval, mean_interval, wilson_interval
@@ -211,6 +212,11 @@ class Report(BaseModel):
     replay: ReplayStats | None = None  # replay models: tool results against the recording (module docstring)
     disagreements: dict | None = None  # gaia vs llm_judge where they differ (harness/report/disagreement.py)
     figures: dict[str, dict] = Field(default_factory=dict)  # a benchmark's own figures, by benchmark
+    benchmark: str | None = None  # the benchmark of every selected instance; None: a mix (tasks.json's)
+    words: dict[str, str] = Field(default_factory=lambda: asdict(Words()))  # what it calls things (one name a state)
+    # id -> what its benchmark's verdict says of a failed or unjudged instance (Harbor: the verifier's exit code and
+    # the tail of its output), from its latest row
+    verdict_notes: dict[str, str] = Field(default_factory=dict)
 
     @property
     def clean(self) -> bool:
@@ -369,7 +375,14 @@ def build_report(
                if (total := sum(getattr(r.usage, f"{name}_tokens") for r in spent))}
     breakdowns, retrieval = _breakdowns(latest, units, tasks or {}, run_dir)
     costs = _costs(spent, selected, levels)
+    named = {(tasks or {}).get(iid, {}).get("benchmark") or CUSTOM for iid in selected}
+    benchmark = get(named.pop()) if len(named) == 1 else None
+    notes = {iid: note for iid in [*ids["failed"], *ids["no_verdict"]] if benchmark is not None and benchmark.explain
+             and (row := _last(latest, iid, epochs)) is not None and (verdict := row.verdicts.get(benchmark.name))
+             and (note := benchmark.explain(verdict))}
     return Report(
+        benchmark=benchmark.name if benchmark is not None else None, verdict_notes=notes,
+        words=asdict(benchmark.words if benchmark is not None else Words()),
         figures={b.name: b.figures.figures(latest, selected, epochs, tasks or {}, costs.per_instance if priced
                                            else None)
                  for b in registered() if b.figures is not None and b.figures.applies(tasks or {})},
@@ -602,3 +615,7 @@ def _reduce_epochs(latest, selected, judged, epochs, reducers,
         agreement=sum(a for a, _ in agreements) / every if every else 1.0,
         all_agree=sum(all_ for _, all_ in agreements) / every if every else 1.0)
 
+
+def _last(latest: Mapping[tuple[str, int], ResultRow], iid: str, epochs: int) -> ResultRow | None:
+    """The row of `iid`'s last epoch that has one."""
+    return next((row for e in range(epochs, 0, -1) if (row := latest.get((iid, e))) is not None), None)

@@ -219,7 +219,9 @@ def render(report: Report) -> Table:
     head = next(iter(r.scorers.values()), None)
     mean_score = f", mean score {head.mean_score:.3f}" if head and head.mean_score is not None and not r.epochs else ""
     judged = r.n_selected if r.n_judged is None else r.n_judged  # the denominator: ids with a verdict
-    table.add_row(f"accuracy ({r.headline})" if r.headline else "accuracy",
+    words = r.words
+    rate = words.get("rate", "accuracy")
+    table.add_row(f"{rate} ({r.headline})" if r.headline else rate,
                   ("none judged" if r.accuracy is None or not judged
                    else f"{r.n_correct}/{judged} = {_pct(r.accuracy)} (stderr {_pct(r.stderr)}){mean_score}")
                   + (f"  ({r.n_no_verdict} of {r.n_selected} not judged: no verdict)" if r.n_no_verdict else "")
@@ -259,7 +261,7 @@ def render(report: Report) -> Table:
     if r.retrieval and r.retrieval.get("mean") is not None:
         table.add_row("evidence recall", f"{_pct(r.retrieval['mean'])} over {r.retrieval['n']} rows with evidence")
     table.add_section()
-    for level, s in r.per_level.items():
+    for level, s in r.per_level.items() if words.get("groups", "level") == "level" else ():
         table.add_row(f"level {level}", _over_judged(s))
     table.add_section()
     missing = sum(sc.no_verdict for sc in r.scorers.values())
@@ -307,8 +309,8 @@ def render(report: Report) -> Table:
 
 
 # The report's id lists the terminal names after the table, in this order, each bounded (terminal.listed).
-_NAMED = (("errored", "errored"), ("no_verdict", "no verdict (a scorer failed)"), ("missing", "not run"),
-          ("limit", "hit a limit"), ("failed", "wrong answer"))
+_NAMED = (("errored", "errored"), ("no_verdict", "{unjudged} (a scorer failed)"), ("missing", "not run"),
+          ("limit", "hit a limit"), ("failed", "{wrong}"))
 
 
 def model_warnings(report: Report) -> list[str]:
@@ -338,7 +340,11 @@ def end_lines(report: Report, run_dir: Path | None = None) -> list[str]:
     """The lines after the table: the ids of each outcome but a pass (first 10, then "+N more"), the
     instances that met a CAPTCHA or bot wall, then, given the run's directory, where it is and the
     commands that open it."""
-    lines = [f"{words} ({len(ids)}): {listed(ids)}" for outcome, words in _NAMED if (ids := report.ids.get(outcome))]
+    said = {"wrong": report.words.get("wrong", "wrong answer"), "unjudged": report.words.get("unjudged", "no verdict")}
+    lines = [f"{words.format(**said)} ({len(ids)}): {listed(ids)}" for outcome, words in _NAMED
+             if (ids := report.ids.get(outcome))]
+    notes = list(report.verdict_notes.items())  # what the benchmark's verdict says of each (Harbor: the verifier's)
+    lines += [f"  {iid}: {note}" for iid, note in notes[:10]] + ([f"  +{len(notes) - 10} more"] if notes[10:] else [])
     if walls := report.walls():
         lines.append(wall_line(walls, report.n_selected))
     lines += model_warnings(report)

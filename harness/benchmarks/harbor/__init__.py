@@ -26,9 +26,17 @@ def _verdict(envs: Any) -> dict[str, Any] | None:
     return verdict(envs)
 
 
+def _explain(verdict: dict[str, Any]) -> str | None:
+    """The verifier's reward, or why it gave none, its exit code and the tail of its output."""
+    said = f"reward {verdict['reward']:g}" if "reward" in verdict else f"no reward: {verdict.get('error', '?')}"
+    tail = " ".join(str(verdict.get("output") or "").split())[-300:]
+    return said + (f"; verifier exit code {verdict['exit_code']}" if verdict.get("exit_code") is not None else "") \
+        + (f"; output: …{tail}" if tail else "")
+
+
 BENCHMARK = Benchmark(
     name="harbor", title="Harbor", adapters=(dataset,), order=30, prefix="harbor", scorers={"harbor": HarborScorer},
     default_scorers=("harbor",), judges=("harbor",), conventions=RULES, user=False, oracle=_oracle,
-    families=(FAMILY,), verdict=_verdict,
-    words=Words(instances="tasks", rate="solved", correct="passed", wrong="failed", unjudged="not judged", groups="",
-                target=""))
+    families=(FAMILY,), verdict=_verdict, explain=_explain,
+    words=Words(instances="tasks", rate="solved (reward 1)", correct="passed", wrong="failed", unjudged="not judged",
+                groups="", target=""))

@@ -120,6 +120,7 @@
   }
   function renderOverview(run) {
     const s = run.summary || {};
+    const rateWord = (s.words || {}).rate || "accuracy";  // the benchmark's word for its rate (report.json words)
     const g = run.progress || {};
     const unfinished = g.n_selected !== undefined && g.n_finished < g.n_selected;
     const soFar = (label, b, color) => ({label, value: b.accuracy, lo: b.ci95 ? b.ci95[0] : undefined, hi: b.ci95 ? b.ci95[1] : undefined,
@@ -206,7 +207,7 @@
       ${extra}
       <div class="cards">
         ${runningCard}
-        <div class="card" id="chart-accuracy"><h3>${unfinished ? "So far: a" : "A"}ccuracy${headline ? ` (${esc(headline)})` : ""}, 95% CI (Wilson), over the ${unfinished ? "finished and " : ""}judged</h3>${unscoredNote}${accBars.length ? barChart(accBars, unfinished ? {max: 1, width: 720, right: 350} : {max: 1, width: 560, right: 290}) : ""}</div>
+        <div class="card" id="chart-accuracy"><h3>${unfinished ? "So far: " : ""}${esc(unfinished ? rateWord : rateWord.charAt(0).toUpperCase() + rateWord.slice(1))}${headline ? ` (${esc(headline)})` : ""}, 95% CI (Wilson), over the ${unfinished ? "finished and " : ""}judged</h3>${unscoredNote}${accBars.length ? barChart(accBars, unfinished ? {max: 1, width: 720, right: 350} : {max: 1, width: 560, right: 290}) : ""}</div>
         ${ep ? `<div class="card" id="chart-epochs"><h3>${ep.k} epochs: each alone and reduced (headline: ${esc(ep.primary)}); answers agree ${pct(ep.agreement)} of pairs, all ${pct(ep.all_agree)} of instances</h3>${barChart(epochBars, {max: 1, width: 560, right: 290})}</div>` : ""}
         <div class="card" id="chart-outcomes"><h3>Outcomes</h3>${barChart(outcomes)}</div>
         <div class="card" id="chart-errors"><h3>Error kinds</h3>${errs.length ? barChart(errs) : '<p class="muted">no errors</p>'}${Object.entries(s.first_errors || {}).map(([k, v]) =>
@@ -452,10 +453,16 @@
     const v = verdict(row);
     if (row.status === "running")
       return `<div class="summary-box running"><b>${esc(row.instance_id)}</b> · level ${esc(row.level)} · <span class="st-running">running</span> (attempt ${esc(row.attempt)}) · <span class="muted">the trace as written so far, refreshed every second · trace ${esc(row.trace)}</span></div>`;
-    let h = `<div class="summary-box ${row.status === "error" || v === "wrong" ? "bad" : ""}"><b>${esc(row.instance_id)}</b> · level ${esc(row.level)} · <span class="st-${esc(row.status)}">${esc(row.status)}</span> · ${v}`;
+    const summary = ((DATA || {}).runs || [])[current] ? DATA.runs[current].summary || {} : {};
+    const words = summary.words || {};
+    const level = (words.groups || "level") === "level" ? ` · level ${esc(row.level)}` : "";
+    let h = `<div class="summary-box ${row.status === "error" || v === "wrong" ? "bad" : ""}"><b>${esc(row.instance_id)}</b>${level} · <span class="st-${esc(row.status)}">${esc(row.status)}</span> · ${v}`;
     if (row.status === "error") h += `<div><b>error (${esc(row.error_kind)})</b>${pre(row.error)}</div>`;
     if (row.limit) h += `<div><b>limit</b> ${esc(row.limit)}</div>`;
-    h += `<div><b>answer</b> ${esc(row.answer)} <span class="muted">(${esc(row.answer_source)})</span> · <b>target</b> ${esc(row.target)}</div>`;
+    const target = words.target === "" ? "" : ` · <b>${esc(words.target || "target")}</b> ${esc(row.target)}`;
+    h += `<div><b>answer</b> ${esc(row.answer)} <span class="muted">(${esc(row.answer_source)})</span>${target}</div>`;
+    const note = (summary.verdict_notes || {})[row.instance_id];  // the benchmark's verdict (Harbor: the verifier's)
+    if (note) h += `<div class="verdict-note"><b>verdict</b> ${esc(note)}</div>`;
     Object.entries(row.scores || {}).forEach(([name, sc]) => {
       h += `<div><b>scorer ${esc(name)}</b>: ${sc.correct ? '<span class="yes">correct</span>' : '<span class="no">wrong</span>'} ${esc(sc.explanation || "")}</div>`;
       const said = (sc.details || {}).reply;  // the judge's words (its prompt: the trace's judge_call)
