@@ -38,6 +38,10 @@ report.json is this `Report`; its keys, besides the headline ones:
                    Wilson ci95, over the rows (every id and epoch); retrieval: the evidence recall of search_corpus
     figures        a benchmark's own figures, by benchmark, for the benchmarks whose tasks the run has that
                    have some (`Benchmark.figures`, harness/benchmark.py: Gaia2's as ARE's report gives them)
+    benchmark      the benchmark of every selected instance (tasks.json's; null: a mix), its `words` (what the
+                   terminal and the HTML report call the rate and each state) and `verdict_notes`: per failed
+                   or unjudged id, what the benchmark's verdict says of it (Harbor: reward, the verifier's
+                   exit code and the tail of its output)
     disagreements  with both the gaia scorer and llm_judge: the instances where their verdicts differ
                    (lenient_only, strict_only, compared: harness/report/disagreement.py); else null
     epochs         with --epochs K > 1: each reducer's value, CI and passes, the accuracy of each
