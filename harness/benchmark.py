@@ -98,6 +98,8 @@ Refusal = Callable[[Any, Any], "str | None"]  # (Instance, the run's ModelSectio
 Metered = Callable[[Any, Any], None]  # (Environments, the agent's Meter): hand it the meter, its clocks
 Oracle = Callable[[Any], Any]  # (AgentContext) -> awaitable of the oracle's final message
 Explain = Callable[[dict[str, Any]], "str | None"]  # (its verdict of a run) -> what a report says of a failed one
+Labels = Callable[[Mapping[str, Any]], dict[str, Any]]  # (an instance's metadata) -> its labels in tasks.json
+NeedsWeb = Callable[[Mapping[str, Any]], bool]  # (an instance's metadata) -> whether its task needs the web
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,8 @@ class Benchmark:
     metered: Metered | None = None
     words: Words = Words()
     explain: Explain | None = None  # a failed or unjudged instance's line in a report, from its verdict
+    labels: Labels | None = None  # what the report breaks its accuracy down by (GAIA's: tool family, steps)
+    needs_web: NeedsWeb | None = None  # an instance that needs the web (the preflight warns when the run has none)
     figures: Figures | None = None
     exports: Mapping[str, Export] = field(default_factory=dict)
     settings: type | None = None  # its own run-level settings (a pydantic model), when it has any
@@ -155,6 +159,8 @@ def unregister(name: str) -> None:
 
 def _load() -> None:
     global _loaded
+    if _loaded:  # every look-up asks: no lock once loaded
+        return
     with _lock:
         if _loaded:
             return

@@ -232,7 +232,7 @@ def run_cmd(
     shuffle: bool = typer.Option(False, help="Shuffle before offset/stride/limit."),
     seed: int = typer.Option(0, help="Seed for --shuffle."),
     scorer: list[str] | None = typer.Option(None, help="Scorers; the first decides 'correct' (default: the "
-                                                       "benchmark's own, e.g. gaia, math, gaia2, harbor)."),
+                                                       "benchmark's own: harness benchmarks lists them)."),
     network: str = typer.Option("none", help="none, internet, or internal:NAME. With internet, agent code can read a "
                                               "blocked page directly (the leakage guard filters the tools only) and "
                                               "reach any host service on 0.0.0.0, such as a keyless model server, "

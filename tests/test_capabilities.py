@@ -9,10 +9,10 @@ from types import SimpleNamespace
 import pytest
 from rich.console import Console
 
+from harness.benchmarks.gaia.capabilities import labels, steps_bucket, tool_families
 from harness.datasets.model import Instance
 from harness.report.breakdown import by_field, task_labels
 from harness.report.build import build_report
-from harness.report.capabilities import labels, steps_bucket, tool_families
 from harness.report.output import render
 from harness.report.stats import wilson_interval
 from harness.results.model import ResultRow

@@ -12,7 +12,8 @@ Pure functions over plain data: the row dicts of output.jsonl, the trace events 
   value (``tool_family``) counts the row in each of its groups.
   For MultiHop-RAG, ``by_field(rows, "question_type", metadata)`` gives accuracy per
   query type (inference_query, comparison_query, temporal_query, null_query); for GAIA,
-  ``tool_family`` and ``steps`` (harness/report/capabilities.py) per tool family and steps bucket.
+  ``tool_family`` and ``steps`` (GAIA's labels: harness/benchmarks/gaia/capabilities.py) per tool family and steps
+  bucket.
 - ``retrieval_recall(rows, traces, metadata)``: for each row whose instance has evidence
   (``metadata[id]["evidence"]``, a list of ``{title, url, ...}``), the fraction of its distinct
   evidence documents that any ``search_corpus`` call of its trace returned (an ``env`` event
@@ -26,23 +27,24 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.report.capabilities import labels as capability_labels
+from harness.benchmark import CUSTOM, get
 from harness.report.stats import clustered_interval, wilson_interval
 
 __all__ = ["FIELDS", "by_field", "doc_key", "evidence_recall", "retrieval_recall", "searched_docs", "task_labels"]
 
 UNKNOWN = "unknown"
-# metadata the report breaks accuracy down by, where a dataset has it (GAIA's capabilities: capabilities.py)
+# metadata the report breaks accuracy down by, where a dataset has it (a benchmark's labels: `Benchmark.labels`)
 FIELDS = ("question_type", "subject", "tool_family", "steps", "capability", "variant")  # the last two: Gaia2's
 
 
-def task_labels(metadata: Mapping[str, Any]) -> dict[str, Any]:
-    """What of an instance's metadata the report needs later (tasks.json): its FIELDS (GAIA's from
-    its Annotator Metadata) and evidence."""
+def task_labels(metadata: Mapping[str, Any], benchmark: str = CUSTOM) -> dict[str, Any]:
+    """What of an instance's metadata the report needs later (tasks.json): its FIELDS (its benchmark's own labels:
+    `Benchmark.labels`, GAIA's from its Annotator Metadata) and evidence."""
     if not metadata:  # most datasets' rows: nothing to look up (a 100k resume makes this call per row)
         return {}
     found = {key: metadata[key] for key in (*FIELDS, "evidence") if metadata.get(key) is not None}
-    return {**capability_labels(metadata), **found}
+    own = get(benchmark).labels
+    return {**(own(metadata) if own is not None else {}), **found}
 
 
 def _get(item: Any, key: str, default: Any = None) -> Any:

@@ -34,7 +34,7 @@ report.json is this `Report`; its keys, besides the headline ones:
                    errored, else no_verdict when any epoch has no verdict, else passed/failed by the
                    headline reducer
     breakdowns     accuracy per value of each breakdown field the dataset has (question_type, subject;
-                   GAIA's tool_family and steps bucket, harness/report/capabilities.py), each with its
+                   GAIA's tool_family and steps bucket, harness/benchmarks/gaia/capabilities.py), each with its
                    Wilson ci95, over the rows (every id and epoch); retrieval: the evidence recall of search_corpus
     figures        a benchmark's own figures, by benchmark, for the benchmarks whose tasks the run has that
                    have some (`Benchmark.figures`, harness/benchmark.py: Gaia2's as ARE's report gives them)

@@ -32,7 +32,7 @@ from harness.terminal import listed
 from harness.text import model_json
 
 REPORT_JSON = "report.json"
-BREAKDOWN_NAMES = {"tool_family": "per tool family", "steps": "per annotated step count"}  # capabilities.py's labels
+BREAKDOWN_NAMES = {"tool_family": "per tool family", "steps": "per annotated step count"}  # GAIA's labels
 
 
 def write_report(report: Report, output_dir: Path) -> Path:

@@ -36,8 +36,6 @@ from harness.errors import HarnessError, InputError
 from harness.models.config import ModelSection, check_section
 from harness.models.probe import ModelCheck, clean, probe_section
 from harness.models.replay import Turns, has_turns, load_turns
-from harness.report.capabilities import WEB
-from harness.report.capabilities import labels as capability_labels
 from harness.results.layout import RunDir
 from harness.runner.prompt import DEFAULT as DEFAULT_PROMPT
 from harness.runner.prompt import PromptTemplate, load_template
@@ -138,12 +136,12 @@ def unseen_images(section: ModelSection, selected: list[Instance]) -> str | None
 
 def unreachable_web(cfg: RunConfiguration, selected: list[Instance]) -> str | None:
     """A warning when selected instances need web browsing (their GAIA Annotator Metadata names a web
-    tool: harness/report/capabilities.py) and the run offers no web: --network none, no --website and
+    tool: their benchmark's `needs_web`) and the run offers no web: --network none, no --website and
     no search provider."""
     if cfg.sandbox.network != "none" or cfg.sandbox.website is not None or cfg.search.provider != "none":
         return None
     needing = [i.instance_id for i in selected
-               if i.metadata and WEB in capability_labels(i.metadata).get("tool_family", ())]  # none: no labels
+               if i.metadata and (needs := get(i.benchmark).needs_web) is not None and needs(i.metadata)]
     if not needing:
         return None
     return (f"warning: {len(needing)} selected instance(s) need web browsing (their Annotator Metadata names a web "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from harness.benchmark import Benchmark, Export
@@ -15,6 +16,21 @@ def _submission(run: Any, **options: Any) -> tuple[str, list[str]]:
     return render(run, **options)
 
 
+def labels(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """Its Annotator Metadata's tool families and steps bucket (capabilities.py)."""
+    from harness.benchmarks.gaia.capabilities import labels as annotated
+
+    return annotated(metadata) if metadata else {}
+
+
+def needs_web(metadata: Mapping[str, Any]) -> bool:
+    """Its Annotator Metadata names a web tool."""
+    from harness.benchmarks.gaia.capabilities import WEB
+
+    return WEB in labels(metadata).get("tool_family", ())
+
+
 BENCHMARK = Benchmark(
     name="gaia", title="GAIA", adapters=(dataset,), order=80, default_scorers=("gaia",), conventions=RULES,
-    exports={"gaia": Export(_submission, options=("allow_missing", "allow_partial"))})
+    labels=labels, needs_web=needs_web, exports={"gaia": Export(_submission, options=("allow_missing",
+                                                                                       "allow_partial"))})

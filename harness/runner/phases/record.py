@@ -43,7 +43,7 @@ def record(cfg: RunConfiguration, checked: Checked, layout: RunDir) -> Recorded:
         prompt_template=prepared.prompt.fingerprint, run_id=checked.run_id,
         dataset_revision=prepared.dataset.revision), force=force)
     tasks = {i.instance_id: t for i in selected  # an instance's benchmark but a dataset of one's own's (most rows)
-             if (t := {**i.expectations(), **task_labels(i.metadata), **unscored_task(i.answer),
+             if (t := {**i.expectations(), **task_labels(i.metadata, i.benchmark), **unscored_task(i.answer),
                        **({"benchmark": i.benchmark} if i.benchmark != CUSTOM else {})})}
     tasks_json = json.dumps(tasks)
     # selected.json, questions.json and metadata.json follow from the dataset and the selection:
