@@ -23,7 +23,6 @@ import pkgutil
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -161,6 +160,8 @@ def _load() -> None:
     global _loaded
     if _loaded:  # every look-up asks: no lock once loaded
         return
+    from importlib.metadata import entry_points  # ~0.1 s: only for a process that looks a benchmark up
+
     with _lock:
         if _loaded:
             return
