@@ -347,7 +347,7 @@ class MeteredClient(ChatCompletionClient):
                         meter.after_call(done, time.monotonic() - started, self._label, trace_messages(messages),
                                          offered=offered_names(kwargs.get("tools")))
                         if admission is not None:
-                            admission.close(meter.price.cost(counts(done["usage"])))
+                            admission.close(meter.charge(counts(done["usage"]), self._label))
                         item = self._capped(item)
                     yield item
         finally:
