@@ -112,7 +112,9 @@ class Meter:
         self.clocks: list[Clock] = []  # simulated clocks paused while the model generates
         self.judged = Usage()  # the calls of a judge asked from the instance (Gaia2's, through the bridge)
         self.tool_steps = 0  # tool calls no model reply asked for (a sandbox program's own): steps too
+        self.in_flight = 0  # model calls begun and not ended: steps too, so that calls made at once stop at the limit
         self._lock = threading.Lock()  # the totals, added to from the event loop and from tools' threads
+        self._one_paid = threading.Lock()  # held by each paid call under --max-instance-cost (`paying`)
 
     def before_call(self) -> None:
         self._check_steps()
@@ -139,8 +141,9 @@ class Meter:
 
     @property
     def steps(self) -> int:
-        """What --max-steps counts: the model calls, and the tool calls no model reply asked for."""
-        return self.totals.llm_calls + self.tool_steps
+        """What --max-steps counts: the model calls (those in flight too), and the tool calls no model reply asked
+        for."""
+        return self.totals.llm_calls + self.in_flight + self.tool_steps
 
     @property
     def spent(self) -> float:
@@ -167,7 +170,15 @@ class Meter:
         """Around one paid call that is not the agent's model call, in a thread of its own (it may wait for the
         run's budget): checked before it as a model call is (--max-instance-cost, --max-steps when `step`,
         --max-cost's admission: LimitExceeded), then `pay(usage)` counts what it cost, in `judged` for a
-        `judge`'s call, else in the agent's totals; the run's spend gets it as the block ends."""
+        `judge`'s call, else in the agent's totals; the run's spend gets it as the block ends. Under
+        --max-instance-cost such calls go one at a time (ARE's judge asks several at once), so each is checked
+        against the spend of those before it."""
+        with self._one_paid if self.max_cost is not None else contextlib.nullcontext():
+            with self._paying(judge, step) as pay:
+                yield pay
+
+    @contextlib.contextmanager
+    def _paying(self, judge: bool, step: bool) -> Iterator[Callable[[Usage], None]]:
         if step:
             self.tool_step()
         self._check_cost()
@@ -251,6 +262,15 @@ class Meter:
         `hold`: the simulated clocks stand still meanwhile (False: a call made while a tool runs, as Gaia2's app
         agents' are, which ARE's clock does not wait for)."""
         self.before_call()
+        self.in_flight += 1  # a step already: calls made at once (ARE's app agents') cannot all pass --max-steps
+        try:
+            return await self._call(model, request, turn, messages, slots, retries, cached, offered, hold)
+        finally:
+            self.in_flight -= 1
+
+    async def _call(self, model: str, request: Callable[[], Awaitable[T]], turn: Callable[[T], dict[str, Any]],
+                    messages: list[dict[str, Any]] | None, slots: Slots | None, retries: int,
+                    cached: CachedCall[T] | None, offered: Collection[str], hold: bool) -> T:
         if cached is not None and (kept := cached.hit()) is not None:
             self.after_call(kept, 0.0, model, messages, cached=True, offered=offered)
             return cached.rebuild(kept)

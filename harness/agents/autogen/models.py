@@ -312,6 +312,7 @@ class MeteredClient(ChatCompletionClient):
         meter.before_call()
         admission = await meter.admit()
         slot, waited = await meter.take_slot(self._label, self._slots, admission)
+        meter.in_flight += 1  # a step already (Meter.call)
         try:
             meter.started(self._label)
             started = time.monotonic()
@@ -351,6 +352,7 @@ class MeteredClient(ChatCompletionClient):
                         item = self._capped(item)
                     yield item
         finally:
+            meter.in_flight -= 1
             if slot is not None:
                 slot.release()
             if admission is not None:

@@ -1,0 +1,206 @@
+"""Every paid call metered when it is made (issue 38 item 2): whoever asks for it, a call is checked against
+--max-steps, --max-instance-cost and --max-cost before it is made and counted as it ends (models/meter.py).
+
+The clients are the real ones (the openai SDK, mcp's ClientSession, the tool server's MCP endpoint) against
+the fake OpenAI-compatible server (tests/fakes/openai_server.py); no sandbox is needed: a Gaia2 judge's request
+reaches the host as a line of the bridge's `out` file, parsed here by the bridge's own reader (`_parsed`) and
+handed to the session the harness holds, as agent code that appends lines to that file makes it arrive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import anyio
+import mcp.types as types
+import pytest
+from mcp import ClientSession
+from mcp.shared.message import SessionMessage
+
+from harness.agents.sandboxed.tools import ToolServer
+from harness.environments.gaia2 import Gaia2Env
+from harness.environments.mcp_bridge import _parsed
+from harness.errors import LimitExceeded
+from harness.models.budget import BudgetSpec, RunBudget
+from harness.models.chat import OpenAIChat
+from harness.models.config import ModelSection
+from harness.models.meter import Meter
+from harness.traces import Tracer
+from harness.usage import Price, UsageMissing
+from tests.fakes.openai_server import FakeOpenAI, raw, text
+
+NO_USAGE = raw(json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "fake-model-1",
+                           "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
+                                        "message": {"role": "assistant", "content": "OK"}}]}))
+
+
+def section(base_url: str, name: str = "judge", **extra) -> ModelSection:
+    """$0.01 per call of 1000 prompt tokens."""
+    return ModelSection(name=name, model="fake-model-1", base_url=base_url, max_retries=0, timeout=20,
+                        price_input_per_1k=0.01, price_output_per_1k=0.0, **extra)
+
+
+def budget(tmp_path: Path, limit: float) -> RunBudget:
+    return RunBudget(BudgetSpec(directory=str(tmp_path / "budget"), limit=limit))
+
+
+def sampling(index: int, kind: str | None) -> bytes:
+    """One sampling request as a line of the bridge's `out` (what ARE's driver writes, or agent code)."""
+    params = {"messages": [{"role": "user", "content": {"type": "text", "text": f"same meaning? {index}"}}],
+              "maxTokens": 64, **({"metadata": {"harness": kind}} if kind else {})}
+    return json.dumps({"jsonrpc": "2.0", "id": f"injected-{index}", "method": "sampling/createMessage",
+                       "params": params}).encode()
+
+
+async def injected(env: Gaia2Env, lines: list[bytes]) -> list[dict]:
+    """The lines handed to a ClientSession answering sampling with `env.sample`, as the bridge's reader
+    hands the server's output; the session's answers to them, in order of arrival."""
+    to_session, session_reads = anyio.create_memory_object_stream[SessionMessage | Exception](100)
+    session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](100)
+    answers: list[dict] = []
+    async with ClientSession(session_reads, session_writes, sampling_callback=env.sample):
+        for line in lines:
+            await to_session.send(_parsed(line, set()))
+        with anyio.fail_after(120):
+            while len(answers) < len(lines):
+                message = await from_session.receive()
+                answers.append(json.loads(message.message.model_dump_json(by_alias=True, exclude_unset=True)))
+    return answers
+
+
+def test_judge_requests_injected_into_the_bridge_stop_at_the_runs_budget(tmp_path):
+    """40 judge requests appended to the bridge: before, each reached the judge model ($0.40 against
+    --max-cost 0.05) and the spend was known only at the end; now each is admitted by the run's budget before
+    it is made, its cost in the run's spend at once: the budget plus at most one call is spent."""
+    with FakeOpenAI([], default=text("[[True]]", usage=(1000, 0))) as server:
+        run = budget(tmp_path, 0.05)
+        meter = Meter(max_tokens=None, max_steps=None, budget=run)
+        env = Gaia2Env("scenario.json", judge=section(server.base_url), meter=meter)
+        answers = asyncio.run(injected(env, [sampling(i, "judge") for i in range(40)]))
+        reached = len(server.chat_requests)
+    answered = [a for a in answers if "result" in a]
+    refused = [a for a in answers if "error" in a]
+    assert 5 <= reached <= 6 and len(answered) == reached, (reached, answers[:3])
+    assert len(refused) == 40 - reached and all("max_cost" in a["error"]["message"] for a in refused)
+    assert run.spent() == pytest.approx(0.01 * reached) and run.spent() <= 0.05 + 0.01 + 1e-9
+    assert meter.judged.cost == pytest.approx(run.spent()) and meter.totals.cost == 0  # the judge's, not the agent's
+    assert env.judge_usage.llm_calls == reached
+
+
+def test_judge_requests_count_toward_the_instance_cost(tmp_path):
+    """--max-instance-cost bounds an instance's judge calls too, asked by whoever."""
+    with FakeOpenAI([], default=text("[[True]]", usage=(1000, 0))) as server:
+        meter = Meter(max_tokens=None, max_steps=None, max_cost=0.03)
+        env = Gaia2Env("scenario.json", judge=section(server.base_url), meter=meter)
+        answers = asyncio.run(injected(env, [sampling(i, "judge") for i in range(10)]))
+        reached = len(server.chat_requests)
+    assert reached == 3 and meter.judged.cost == pytest.approx(0.03)
+    assert all("max_instance_cost" in a["error"]["message"] for a in answers if "error" in a)
+
+
+def test_a_request_of_a_kind_the_phase_does_not_have_is_refused(tmp_path):
+    """App agents' requests ({"harness": "a2a"}) in a standard-phase run, and requests of no kind, were answered
+    (with the agent's model and the judge's); now only the kinds the run has are: nothing reaches a model."""
+    with FakeOpenAI([], default=text("sure", usage=(10, 5))) as server:
+        meter = Meter(max_tokens=None, max_steps=1)
+        agent = section(server.base_url, name="agent")
+        env = Gaia2Env("scenario.json", judge=section(server.base_url), agent=agent, meter=meter)
+        lines = [sampling(i, "a2a") for i in range(5)] + [sampling(5, None), sampling(6, "other")]
+        answers = asyncio.run(injected(env, lines))
+        reached = len(server.chat_requests)
+    assert reached == 0 and meter.calls == 0 and meter.judged.llm_calls == 0
+    assert all("not one this run's phase has" in a["error"]["message"] for a in answers), answers
+
+
+def test_app_agent_requests_keep_to_max_steps_in_an_agent2agent_run(tmp_path):
+    """ARE's app agents' calls asked at once (or injected): the calls in flight are steps already."""
+    with FakeOpenAI([], default=text("done", usage=(10, 5))) as server:
+        meter = Meter(max_tokens=None, max_steps=2)
+        env = Gaia2Env("scenario.json", a2a=True, agent=section(server.base_url, name="agent"), meter=meter)
+        answers = asyncio.run(injected(env, [sampling(i, "a2a") for i in range(6)]))
+        reached = len(server.chat_requests)
+    assert reached == 2 and meter.calls == 2  # before, all 6: asked at once, each passed the check of calls ended
+    assert sorted("result" in a for a in answers) == [False] * 4 + [True] * 2
+    assert all("max_steps" in a["error"]["message"] for a in answers if "error" in a)
+
+
+async def _own_calls(server: ToolServer, n: int) -> list[dict]:
+    await server.start()
+    try:
+        headers = {"Content-Type": "application/json", "Authorization": "Bearer tok",
+                   "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
+        answers = []
+        for i in range(n):
+            body = {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "_add",
+                                                                               "arguments": {"a": i, "b": 1}}}
+            answer = await server.answer({"method": "POST", "path": "/mcp", "body": json.dumps(body).encode(),
+                                          "headers": headers})
+            answers.append(json.loads(answer["body"])["result"])
+        return answers
+    finally:
+        await server.close()
+
+
+async def _add(a: int, b: int) -> str:
+    """Add two whole numbers."""
+    return str(a + b)
+
+
+def test_a_programs_own_tool_calls_over_mcp_are_steps(tmp_path):
+    """30 tool calls through $HARNESS_MCP_URL under --max-steps 1, with no model call: before, all ran; now each
+    call no model reply asked for is a step, and past the limit it is refused and the instance ends (max_steps),
+    as the plain runner's tool calls end with its model calls."""
+    meter = Meter(max_tokens=None, max_steps=1)
+    server = ToolServer([_add], "tok", Tracer(tmp_path / "trace.jsonl"), [], meter)
+    results = asyncio.run(_own_calls(server, 30))
+    ran = [r for r in results if not r["isError"]]
+    assert len(ran) == 1 and ran[0]["content"][0]["text"] == "1"
+    assert all("max_steps" in r["content"][0]["text"] or "has ended" in r["content"][0]["text"]
+               for r in results[1:])
+    assert isinstance(server.stopped, LimitExceeded) and server.stopped.limit == "max_steps"
+    assert meter.tool_steps == 1 and meter.exceeded == "max_steps"
+
+
+def test_a_reply_without_usage_after_the_preflight_is_never_free(tmp_path):
+    """A server that drops `usage` after the preflight: before, 12 calls cost $0 under --max-cost 0.03, in
+    silence; now such a reply stops the run (UsageMissing: an input error naming the section, exit 2 in a run),
+    or costs the section's declared price_per_call_without_usage, which the budget then counts."""
+    async def calls(chat: OpenAIChat, n: int) -> None:
+        try:
+            for _ in range(n):
+                await chat.complete([{"role": "user", "content": "2+2?"}], [])
+        finally:
+            await chat.close()
+
+    with FakeOpenAI([], default=NO_USAGE) as server:
+        meter = Meter(max_tokens=None, max_steps=None, price=Price.of(section(server.base_url, name="fake")),
+                      budget=budget(tmp_path / "a", 0.03))
+        with pytest.raises(UsageMissing, match=r"model fake \[llm.fake\]: a reply without token usage"):
+            asyncio.run(calls(OpenAIChat(section(server.base_url, name="fake"), meter), 12))
+        stopped_after = len(server.chat_requests)
+
+        declared = section(server.base_url, name="fake", price_per_call_without_usage=0.01)
+        run = budget(tmp_path / "b", 0.03)
+        priced = Meter(max_tokens=None, max_steps=None, price=Price.of(declared), budget=run)
+        with pytest.raises(LimitExceeded, match="max_cost"):
+            asyncio.run(calls(OpenAIChat(declared, priced), 12))
+        budgeted = len(server.chat_requests) - stopped_after
+    assert stopped_after == 1 and meter.refused is not None
+    assert budgeted == 3 and priced.totals.cost == pytest.approx(0.03) and run.spent() == pytest.approx(0.03)
+
+
+def test_a_section_priced_at_zero_may_omit_usage(tmp_path):
+    with FakeOpenAI([], default=NO_USAGE) as server:
+        free = ModelSection(name="local", model="fake-model-1", base_url=server.base_url, max_retries=0,
+                            price_input_per_1k=0.0, price_output_per_1k=0.0)
+        meter = Meter(max_tokens=None, max_steps=None, price=Price.of(free))
+        chat = OpenAIChat(free, meter)
+
+        async def one() -> None:
+            await chat.complete([{"role": "user", "content": "hi"}], [])
+            await chat.close()
+
+        asyncio.run(one())
+    assert meter.calls == 1 and meter.totals.cost == 0 and meter.refused is None
