@@ -11,18 +11,21 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 
 import anyio
-import mcp.types as types
 import pytest
 from mcp import ClientSession
 from mcp.shared.message import SessionMessage
 
 from harness.agents.sandboxed.tools import ToolServer
+from harness.config import RunConfiguration
 from harness.environments.gaia2 import Gaia2Env
 from harness.environments.mcp_bridge import _parsed
-from harness.errors import LimitExceeded
+from harness.environments.websearch.env import WebSearch
+from harness.environments.websearch.settings import SearchSettings
+from harness.errors import InputError, LimitExceeded
 from harness.models.budget import BudgetSpec, RunBudget
 from harness.models.chat import OpenAIChat
 from harness.models.config import ModelSection
@@ -30,6 +33,7 @@ from harness.models.meter import Meter
 from harness.traces import Tracer
 from harness.usage import Price, UsageMissing
 from tests.fakes.openai_server import FakeOpenAI, raw, text
+from tests.fakes.search_servers import FakeSearch
 
 NO_USAGE = raw(json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "fake-model-1",
                            "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
@@ -204,3 +208,45 @@ def test_a_section_priced_at_zero_may_omit_usage(tmp_path):
 
         asyncio.run(one())
     assert meter.calls == 1 and meter.totals.cost == 0 and meter.refused is None
+
+
+def test_paid_searches_are_priced_and_stop_at_the_runs_budget(tmp_path, monkeypatch):
+    """A keyed provider's searches cost [search.PROVIDER] price_per_search, checked by the meter before each is sent;
+    a cached one costs nothing."""
+    monkeypatch.setenv("TEST_SEARCH_KEY", "test-key")
+    with FakeSearch("tavily") as server:
+        settings = SearchSettings(provider="tavily", base_url=server.base_url, api_key_env="TEST_SEARCH_KEY",
+                                  price_per_search=0.01, cache_dir=str(tmp_path / "cache"))
+        search = WebSearch(settings, Tracer(tmp_path / "trace.jsonl"))
+        run = budget(tmp_path, 0.03)
+        search.meter = meter = Meter(max_tokens=None, max_steps=None, budget=run)
+        search.search("teak bench")
+        search.search("teak bench")  # the run's cache: no call, no cost
+        with pytest.raises(LimitExceeded, match="max_cost"):
+            for i in range(30):
+                search.search(f"teak bench {i}")
+        sent = len(server.requests)
+    assert sent == 3 and meter.totals.cost == pytest.approx(0.03) and run.spent() == pytest.approx(0.03)
+
+
+@pytest.mark.parametrize(("extra", "search", "named"), [
+    ('transcription_model = "whisper-1"\n', None, "offers transcribe_audio (whisper-1) with no "
+                                                  "transcription_price_per_call in its [llm.fake] section"),
+    ("", "tavily", "--search tavily has no price_per_search in [search.tavily]")])
+def test_a_budget_needs_the_price_of_every_paid_call(extra, search, named, tmp_path, monkeypatch):
+    """--max-cost with an unpriced transcription model or search provider: exit 2 naming the key, before any
+    container (with the prices, the configuration is taken)."""
+    monkeypatch.setenv("TEST_SEARCH_KEY", "test-key")
+    data = tmp_path / "tasks.jsonl"
+    data.write_text(json.dumps({"instance_id": "a", "question": "6*7?", "answer": "42"}) + "\n")
+    config = tmp_path / "models.toml"
+    base = ('[llm.fake]\nmodel = "m"\nbase_url = "http://127.0.0.1:9/v1"\nprice_input_per_1k = 0.01\n'
+            'price_output_per_1k = 0.01\n' + extra + '[search.tavily]\napi_key_env = "TEST_SEARCH_KEY"\n')
+    flags = {"dataset": data, "model": "fake", "config": config, "search": search,
+             "output": {"dir": tmp_path / "o"}, "execution": {"max_cost": 1.0}}
+    config.write_text(base)
+    with pytest.raises(InputError, match=re.escape(named)):
+        RunConfiguration.from_flags(**flags)
+    config.write_text(base.replace(extra, extra + "transcription_price_per_call = 0.006\n") if extra
+                      else base + "price_per_search = 0.008\n")
+    assert RunConfiguration.from_flags(**flags).execution.max_cost == 1.0
