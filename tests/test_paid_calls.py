@@ -19,6 +19,7 @@ import pytest
 from mcp import ClientSession
 from mcp.shared.message import SessionMessage
 
+from harness import exit_codes
 from harness.agents.sandboxed.tools import ToolServer
 from harness.config import RunConfiguration
 from harness.environments.gaia2 import Gaia2Env
@@ -34,6 +35,8 @@ from harness.traces import Tracer
 from harness.usage import Price, UsageMissing
 from tests.fakes.openai_server import FakeOpenAI, raw, text
 from tests.fakes.search_servers import FakeSearch
+from tests.helpers.e2e import FAKE_KEY, FAKE_KEY_ENV, REPO, explain, harness, out_dir, rows
+from tests.test_media_tools import tone_wav
 
 NO_USAGE = raw(json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "fake-model-1",
                            "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
@@ -250,3 +253,60 @@ def test_a_budget_needs_the_price_of_every_paid_call(extra, search, named, tmp_p
     config.write_text(base.replace(extra, extra + "transcription_price_per_call = 0.006\n") if extra
                       else base + "price_per_search = 0.008\n")
     assert RunConfiguration.from_flags(**flags).execution.max_cost == 1.0
+
+
+# ------------------------------------------------------------------ end to end, in real sandboxes
+LOOP = Path(__file__).resolve().parent / "data" / "paid" / "transcribe_loop.py"
+
+
+def _model_config(path: Path, base_url: str, extra: str) -> Path:
+    path.write_text(f'[llm.fake]\nmodel = "fake-model-1"\nbase_url = "{base_url}"\napi_key_env = "{FAKE_KEY_ENV}"\n'
+                    f'max_retries = 0\ntimeout = 30\nprice_input_per_1k = 0.01\nprice_output_per_1k = 0.03\n{extra}')
+    return path
+
+
+@pytest.mark.docker
+def test_paid_transcriptions_through_the_mcp_relay_are_priced_and_keep_to_max_steps(tmp_path, image):
+    """30 transcribe_audio calls by an in-sandbox program through $HARNESS_MCP_URL under --max-steps 1 --max-cost
+    0.01: before, all 30 reached the speech-to-text server and the row said $0; now the first is a step and costs
+    transcription_price_per_call, the second is refused and the instance ends as a max_steps limit."""
+    (tmp_path / "tone.wav").write_bytes(tone_wav())
+    data = tmp_path / "tasks.jsonl"
+    data.write_text(json.dumps({"instance_id": "audio-loop", "question": "What is said in tone.wav?",
+                                "answer": "fox", "files": ["tone.wav"]}) + "\n")
+    out = out_dir(tmp_path)
+    with FakeOpenAI([], transcript="a quick brown fox") as server:
+        config = _model_config(tmp_path / "m.toml", server.base_url,
+                               'transcription_model = "whisper-1"\ntranscription_price_per_call = 0.006\n')
+        proc = harness("run", "--dataset", data, "--model", "fake", "--config", config, "--output-dir", out,
+                       "--agent", f"sandbox:python3 @{LOOP.relative_to(REPO)} 30", "--workers", 1,
+                       "--instance-timeout", 180, "--max-retries", 0, "--max-steps", 1, "--max-cost", 0.01,
+                       env={FAKE_KEY_ENV: FAKE_KEY})
+        sent = len(server.transcriptions)
+    (row,) = rows(out)
+    assert sent == 1, (sent, explain(proc))
+    assert row["status"] == "limit" and row["limit"] == "max_steps", row
+    assert row["usage"]["cost"] == pytest.approx(0.006) and row["usage"]["llm_calls"] == 0
+    assert proc.returncode == 0, explain(proc)
+
+
+@pytest.mark.docker
+def test_a_server_that_drops_usage_after_the_preflight_stops_the_run_with_exit_2(tmp_path, image):
+    """The preflight's reply carries `usage`, the run's replies none: before, 12 calls at $0 under --max-cost 0.03,
+    in silence; now the first such reply stops the run, exit 2 naming the section, and no more instances start."""
+    data = tmp_path / "tasks.jsonl"
+    data.write_text("".join(json.dumps({"instance_id": f"nousage-{i}", "question": "What is 6*7?", "answer": "42"})
+                            + "\n" for i in range(3)))
+    out = out_dir(tmp_path)
+    with FakeOpenAI([], default=NO_USAGE) as server:  # the probe: text "OK" with usage
+        config = _model_config(tmp_path / "m.toml", server.base_url, "")
+        proc = harness("run", "--dataset", data, "--model", "fake", "--config", config, "--output-dir", out,
+                       "--agent", "plain", "--workers", 1, "--max-retries", 0, "--max-cost", 0.03,
+                       env={FAKE_KEY_ENV: FAKE_KEY})
+        asked = len(server.chat_requests)
+    assert proc.returncode == exit_codes.INPUT, explain(proc)
+    assert asked == 1  # one call of the run (the preflight's are probes)
+    (row,) = rows(out)
+    assert row["status"] == "error" and row["error_kind"] == "input" and "[llm.fake]" in row["error"], row
+    assert "model fake [llm.fake]: a reply without token usage" in proc.stderr and "Traceback" not in proc.stderr
+    assert "2 instance(s) not started" in proc.stderr, proc.stderr
