@@ -310,3 +310,14 @@ def test_a_server_that_drops_usage_after_the_preflight_stops_the_run_with_exit_2
     assert row["status"] == "error" and row["error_kind"] == "input" and "[llm.fake]" in row["error"], row
     assert "model fake [llm.fake]: a reply without token usage" in proc.stderr and "Traceback" not in proc.stderr
     assert "2 instance(s) not started" in proc.stderr, proc.stderr
+
+
+def test_a_judge_reply_without_usage_is_kept_for_the_run_to_stop(tmp_path):
+    """ARE's judge is answered with an error, and the instance's meter keeps the refusal: the agent's process
+    raises it once the instance ends (runner/agent_process/child.py), an input error that stops the run."""
+    with FakeOpenAI([], default=NO_USAGE) as server:
+        meter = Meter(max_tokens=None, max_steps=None)
+        env = Gaia2Env("scenario.json", judge=section(server.base_url), meter=meter)
+        (answer,) = asyncio.run(injected(env, [sampling(0, "judge")]))
+    assert "a reply without token usage" in answer["error"]["message"]
+    assert isinstance(meter.refused, UsageMissing) and "[llm.judge]" in str(meter.refused)

@@ -201,6 +201,9 @@ class Meter:
 
         try:
             yield pay
+        except UsageMissing as exc:  # a judge's reply that could not be priced: the run stops, whoever caught it
+            self.refused = exc
+            raise
         finally:
             if admission is not None:
                 admission.close(paid[0])
