@@ -321,3 +321,30 @@ def test_a_judge_reply_without_usage_is_kept_for_the_run_to_stop(tmp_path):
         (answer,) = asyncio.run(injected(env, [sampling(0, "judge")]))
     assert "a reply without token usage" in answer["error"]["message"]
     assert isinstance(meter.refused, UsageMissing) and "[llm.judge]" in str(meter.refused)
+
+
+@pytest.mark.docker
+def test_judge_requests_a_gaia2_agent_writes_into_the_bridge_keep_to_the_runs_budget(tmp_path, image):
+    """The adversarial case end to end: an in-sandbox program appends 40 judge requests to the bridge of a Gaia2
+    scenario under --judge-model and --max-cost 0.05 ($0.01 a judge call). Before, every one reached the judge
+    model ($0.40), counted only at the end; now each is admitted by the run's budget before it is made: the
+    judge model is asked at most the budget's worth and one call more, ARE's own calls included."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "proto_find_image_file.json").write_text((REPO / "datasets" / "gaia2-smoke" /
+                                                      "proto_find_image_file.json").read_text())
+    out = out_dir(tmp_path)
+    script = REPO / "tests" / "data" / "paid" / "inject_judge.py"
+    with FakeOpenAI([], default=text("Evaluation: [[True]]", usage=(1000, 0))) as server:
+        config = _model_config(tmp_path / "m.toml", server.base_url, "")
+        config.write_text(config.read_text() + config.read_text().replace("[llm.fake]", "[llm.judge]"))
+        proc = harness("run", "--dataset", data, "--model", "fake", "--config", config, "--judge-model", "judge",
+                       "--scorer", "gaia2", "--agent", f"sandbox:python3 @{script.relative_to(REPO)} 40",
+                       "--output-dir", out, "--epochs", 1, "--max-retries", 0, "--instance-timeout", 300, "--max-cost", 0.05,
+                       env={FAKE_KEY_ENV: FAKE_KEY})
+        asked = len(server.chat_requests)
+    (row,) = rows(out)
+    assert "injected 40" in (row["answer"] or "") or row["status"] != "ok", row  # it could write: the case holds
+    assert 1 <= asked <= 6, (asked, explain(proc))
+    budget_file = json.loads((out / ".harness-tmp" / "budget" / "spend.json").read_text())
+    assert budget_file["spent"] == pytest.approx(0.01 * asked)
