@@ -21,8 +21,8 @@ from mcp.shared.message import SessionMessage
 
 from harness import exit_codes
 from harness.agents.sandboxed.tools import ToolServer
+from harness.benchmarks.gaia2.environment import Gaia2Env
 from harness.config import RunConfiguration
-from harness.environments.gaia2 import Gaia2Env
 from harness.environments.mcp_bridge import _parsed
 from harness.environments.websearch.env import WebSearch
 from harness.environments.websearch.settings import SearchSettings
@@ -340,8 +340,8 @@ def test_judge_requests_a_gaia2_agent_writes_into_the_bridge_keep_to_the_runs_bu
         config.write_text(config.read_text() + config.read_text().replace("[llm.fake]", "[llm.judge]"))
         proc = harness("run", "--dataset", data, "--model", "fake", "--config", config, "--judge-model", "judge",
                        "--scorer", "gaia2", "--agent", f"sandbox:python3 @{script.relative_to(REPO)} 40",
-                       "--output-dir", out, "--epochs", 1, "--max-retries", 0, "--instance-timeout", 300, "--max-cost", 0.05,
-                       env={FAKE_KEY_ENV: FAKE_KEY})
+                       "--output-dir", out, "--epochs", 1, "--max-retries", 0, "--instance-timeout", 300,
+                       "--max-cost", 0.05, env={FAKE_KEY_ENV: FAKE_KEY})
         asked = len(server.chat_requests)
     (row,) = rows(out)
     assert "injected 40" in (row["answer"] or "") or row["status"] != "ok", row  # it could write: the case holds
