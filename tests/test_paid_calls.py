@@ -84,7 +84,7 @@ def test_judge_requests_injected_into_the_bridge_stop_at_the_runs_budget(tmp_pat
     with FakeOpenAI([], default=text("[[True]]", usage=(1000, 0))) as server:
         run = budget(tmp_path, 0.05)
         meter = Meter(max_tokens=None, max_steps=None, budget=run)
-        env = Gaia2Env("scenario.json", judge=section(server.base_url), meter=meter)
+        env = Gaia2Env("scenario.json", None, judge=section(server.base_url), meter=meter)
         answers = asyncio.run(injected(env, [sampling(i, "judge") for i in range(40)]))
         reached = len(server.chat_requests)
     answered = [a for a in answers if "result" in a]
@@ -100,7 +100,7 @@ def test_judge_requests_count_toward_the_instance_cost(tmp_path):
     """--max-instance-cost bounds an instance's judge calls too, asked by whoever."""
     with FakeOpenAI([], default=text("[[True]]", usage=(1000, 0))) as server:
         meter = Meter(max_tokens=None, max_steps=None, max_cost=0.03)
-        env = Gaia2Env("scenario.json", judge=section(server.base_url), meter=meter)
+        env = Gaia2Env("scenario.json", None, judge=section(server.base_url), meter=meter)
         answers = asyncio.run(injected(env, [sampling(i, "judge") for i in range(10)]))
         reached = len(server.chat_requests)
     assert reached == 3 and meter.judged.cost == pytest.approx(0.03)
@@ -113,7 +113,7 @@ def test_a_request_of_a_kind_the_phase_does_not_have_is_refused(tmp_path):
     with FakeOpenAI([], default=text("sure", usage=(10, 5))) as server:
         meter = Meter(max_tokens=None, max_steps=1)
         agent = section(server.base_url, name="agent")
-        env = Gaia2Env("scenario.json", judge=section(server.base_url), agent=agent, meter=meter)
+        env = Gaia2Env("scenario.json", None, judge=section(server.base_url), agent=agent, meter=meter)
         lines = [sampling(i, "a2a") for i in range(5)] + [sampling(5, None), sampling(6, "other")]
         answers = asyncio.run(injected(env, lines))
         reached = len(server.chat_requests)
@@ -125,7 +125,7 @@ def test_app_agent_requests_keep_to_max_steps_in_an_agent2agent_run(tmp_path):
     """ARE's app agents' calls asked at once (or injected): the calls in flight are steps already."""
     with FakeOpenAI([], default=text("done", usage=(10, 5))) as server:
         meter = Meter(max_tokens=None, max_steps=2)
-        env = Gaia2Env("scenario.json", a2a=True, agent=section(server.base_url, name="agent"), meter=meter)
+        env = Gaia2Env("scenario.json", None, a2a=True, agent=section(server.base_url, name="agent"), meter=meter)
         answers = asyncio.run(injected(env, [sampling(i, "a2a") for i in range(6)]))
         reached = len(server.chat_requests)
     assert reached == 2 and meter.calls == 2  # before, all 6: asked at once, each passed the check of calls ended
@@ -317,7 +317,7 @@ def test_a_judge_reply_without_usage_is_kept_for_the_run_to_stop(tmp_path):
     raises it once the instance ends (runner/agent_process/child.py), an input error that stops the run."""
     with FakeOpenAI([], default=NO_USAGE) as server:
         meter = Meter(max_tokens=None, max_steps=None)
-        env = Gaia2Env("scenario.json", judge=section(server.base_url), meter=meter)
+        env = Gaia2Env("scenario.json", None, judge=section(server.base_url), meter=meter)
         (answer,) = asyncio.run(injected(env, [sampling(0, "judge")]))
     assert "a reply without token usage" in answer["error"]["message"]
     assert isinstance(meter.refused, UsageMissing) and "[llm.judge]" in str(meter.refused)
@@ -325,9 +325,11 @@ def test_a_judge_reply_without_usage_is_kept_for_the_run_to_stop(tmp_path):
 
 @pytest.mark.docker
 def test_judge_requests_a_gaia2_agent_writes_into_the_bridge_keep_to_the_runs_budget(tmp_path, image):
-    """The adversarial case end to end: an in-sandbox program appends 40 judge requests to the bridge of a Gaia2
-    scenario under --judge-model and --max-cost 0.05 ($0.01 a judge call). Before, every one reached the judge
-    model ($0.40), counted only at the end; now each is admitted by the run's budget before it is made: the
+    """The adversarial case end to end: an in-sandbox program appends 40 judge requests to every Gaia2 bridge it
+    can write under --judge-model and --max-cost 0.05 ($0.01 a judge call). Before, it could write the driver's
+    bridge and every one reached the judge model ($0.40), counted only at the end. Now the driver runs in a judge's
+    sandbox the program cannot reach (item 1), and whatever reaches the session is admitted by the run's budget
+    before it is made (test_judge_requests_injected_into_the_bridge_stop_at_the_runs_budget, at the session): the
     judge model is asked at most the budget's worth and one call more, ARE's own calls included."""
     data = tmp_path / "data"
     data.mkdir()
@@ -344,7 +346,8 @@ def test_judge_requests_a_gaia2_agent_writes_into_the_bridge_keep_to_the_runs_bu
                        "--max-cost", 0.05, env={FAKE_KEY_ENV: FAKE_KEY})
         asked = len(server.chat_requests)
     (row,) = rows(out)
-    assert "injected 40" in (row["answer"] or "") or row["status"] != "ok", row  # it could write: the case holds
-    assert 1 <= asked <= 6, (asked, explain(proc))
-    budget_file = json.loads((out / ".harness-tmp" / "budget" / "spend.json").read_text())
-    assert budget_file["spent"] == pytest.approx(0.01 * asked)
+    assert row["answer"] in ("injected 0", "injected 40"), row
+    assert asked <= 6, (asked, explain(proc))
+    if asked:  # ARE's judge asked nothing of a scenario where the agent did nothing: no spend to read
+        spend = json.loads((out / ".harness-tmp" / "budget" / "spend.json").read_text())
+        assert spend["spent"] == pytest.approx(0.01 * asked)

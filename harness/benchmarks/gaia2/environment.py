@@ -21,9 +21,9 @@ client), answered here on the host by that model's section (models/completion.py
 enters the sandbox, which has no network anyway; the calls' usage is kept with the verdict (`judge_usage`) and
 the row counts it as the judge's. Each call is checked before it is made and counted as it ends by the
 instance's meter (models/meter.py `paying`: --max-instance-cost, the run's --max-cost), whoever wrote the request
-into the session (ARE's judge, or anything else that reaches it). Without a judge model, ARE's scripted checks alone judge (`judge:
-hard`); a request of a kind the run does not have (a judge's without a judge model, an app agent's outside the
-agent2agent phase, one of no kind) is refused.
+into the session (ARE's judge, or anything else that reaches it). Without a judge model, ARE's scripted checks
+alone judge (`judge: hard`); a request of a kind the run does not have (a judge's without a judge model, an app
+agent's outside the agent2agent phase, one of no kind) is refused.
 
 Gaia2's agent2agent phase (`a2a`: the driver's --a2a) makes each app an app agent of ARE's whose model calls come
 the same way, their request's metadata saying {"harness": "a2a"}: they are answered with the agent's own model
@@ -102,7 +102,8 @@ class Gaia2Env:
         """One call of ARE's judge (MCP sampling, its metadata {"harness": "judge"}), made by the judge model's
         section on the host through the instance's meter, or of an app agent's (its metadata says {"harness":
         "a2a"}, in an agent2agent run only), made by the agent's model through its meter. A request of a kind
-        this run's phase does not have is refused (agent code can write to the bridge: environments/mcp_bridge.py)."""
+        this run's phase does not have is refused (the agent cannot reach the judge's sandbox; this holds
+        whoever writes to the session)."""
         from mcp import types
 
         messages = [{"role": "system", "content": params.system_prompt}] if params.system_prompt else []
