@@ -233,8 +233,8 @@ def test_paid_searches_are_priced_and_stop_at_the_runs_budget(tmp_path, monkeypa
 
 
 @pytest.mark.parametrize(("extra", "search", "named"), [
-    ('transcription_model = "whisper-1"\n', None, "offers transcribe_audio (whisper-1) with no "
-                                                  "transcription_price_per_call in its [llm.fake] section"),
+    ('transcription_model = "whisper-1"\n', None, "offers transcribe_audio (whisper-1) with no transcription_"
+                                                  "price_per_call: set transcription_price_per_call in [llm.fake]"),
     ("", "tavily", "--search tavily has no price_per_search in [search.tavily]")])
 def test_a_budget_needs_the_price_of_every_paid_call(extra, search, named, tmp_path, monkeypatch):
     """--max-cost with an unpriced transcription model or search provider: exit 2 naming the key, before any
