@@ -339,6 +339,13 @@ class RunConfiguration(Section):
                 raise ValueError(f"{' and '.join(flags)} need the price of every model the run calls: {flag} "
                                  f"{section.name} has no price_input_per_1k and price_output_per_1k: "
                                  f"{section.set_in('both')}")
+        if flags and not self.model.transcription_priced():
+            raise ValueError(f"{' and '.join(flags)} need the price of every paid call the run makes: --model "
+                             f"{self.model.name} offers transcribe_audio ({self.model.transcription_model}) with no "
+                             f"transcription_price_per_call: {self.model.set_in('transcription_price_per_call')}")
+        if flags and self.search.paid and self.search.price_per_search is None:
+            raise ValueError(f"{' and '.join(flags)} need the price of every paid call the run makes: --search "
+                             f"{self.search.provider} has no price_per_search in [search.{self.search.provider}]")
         return self
 
     @classmethod

@@ -11,7 +11,8 @@ import signal
 
 OK = 0
 FAILED = 1  # the harness could not do its job: the engine, a bug, containers left behind
-INPUT = 2  # the dataset, flags, config, output dir or model refused before any container
+INPUT = 2  # the dataset, flags, config, output dir or model refused before any container (or, mid-run, a model
+# reply that cannot be priced: harness/usage.py UsageMissing; the run starts no more instances)
 # the run ended, but some selected instance errored, was not run (--fail-on-error) or got no verdict
 INSTANCE_ERRORS = 3
 ROWS_NOT_WRITTEN = 4  # the output dir stopped taking files mid-run (a full disk): the message says where every

@@ -22,6 +22,11 @@ Price (`Price.of(section)`): uncached input at `price_input_per_1k`, cached inpu
 `price_cached_input_per_1k`, cache writes at `price_cache_write_per_1k` (both default to the input
 price), output at `price_output_per_1k`. Reasoning tokens are output tokens and are priced as
 output: OpenAI and Anthropic bill them that way. A call's cost is the sum of each class at its price.
+
+A reply that reports no tokens at all (a server that stopped sending `usage` after the preflight showed it)
+is never $0 in silence (`Price.charge`): it costs the section's `price_per_call_without_usage` when it
+declares one, else it is `UsageMissing`, an input error naming the section that stops the run (exit 2). A
+section priced at 0 (a free local model) is $0 either way.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
+
+from harness.errors import InputError
 
 DETAILS = ("cached_prompt_tokens", "cache_write_tokens", "reasoning_tokens")
 CLASSES = ("prompt_tokens", "completion_tokens", *DETAILS)
@@ -77,11 +84,24 @@ class Price:
     output: float = 0.0
     cached_input: float | None = None  # None: the input price
     cache_write: float | None = None  # None: the input price
+    without_usage: float | None = None  # a call whose reply reports no tokens (None: UsageMissing, see `charge`)
 
     @classmethod
     def of(cls, section: Any) -> Price:
         return cls(input=section.price_input_per_1k, output=section.price_output_per_1k,
-                   cached_input=section.price_cached_input_per_1k, cache_write=section.price_cache_write_per_1k)
+                   cached_input=section.price_cached_input_per_1k, cache_write=section.price_cache_write_per_1k,
+                   without_usage=getattr(section, "price_per_call_without_usage", None))
+
+    def charge(self, usage: Mapping[str, int], model: str) -> float:
+        """What one call of `model` (its section's name) costs: its tokens at their prices; a reply reporting none
+        (no `usage`), `without_usage`, else UsageMissing (never $0 in silence) unless the tokens cost nothing."""
+        if usage.get("prompt_tokens", 0) or usage.get("completion_tokens", 0) or not (self.input or self.output):
+            return self.cost(usage)
+        if self.without_usage is not None:
+            return self.without_usage
+        raise UsageMissing(f"model {model} [llm.{model}]: a reply without token usage (the server sent `usage` at "
+                           "the preflight and none now), so its cost is unknown; set price_per_call_without_usage "
+                           f"in [llm.{model}] to price such calls, or use a server that reports `usage`")
 
     def cost(self, usage: Mapping[str, int]) -> float:
         """Each class at its price (reasoning within completion, at the output price)."""
@@ -91,6 +111,10 @@ class Price:
         write_price = self.input if self.cache_write is None else self.cache_write
         return (fresh * self.input + cached * cached_price + written * write_price
                 + usage.get("completion_tokens", 0) * self.output) / 1000
+
+
+class UsageMissing(InputError):
+    """A priced model's reply reported no tokens and its section declares no price for such a call (`charge`)."""
 
 
 class Usage(BaseModel):

@@ -14,6 +14,11 @@ with the section's key, timeout and retries (or to its `transcription_base_url` 
 `transcript`, so `harness run --record` keeps it: harness/models/replay.py); every failure
 (no such file, too big, the server's refusal, a timeout) is a tool result starting "Error".
 
+Each request to the server is a paid call of the instance (models/meter.py `paying`, with the agent's meter the
+family hands over): checked before it is sent (--max-instance-cost, the run's --max-cost: a budget reached
+stops the instance, LimitExceeded) and, once transcribed, counted at the section's `transcription_price_per_call`
+(dollars; a budget needs it: config.py) in the agent's cost.
+
 A replay model answers from its recording instead (`ReplayAudio`): a recorded turn's `transcripts`
 map an audio's sha256 to its text and the model that made it, so the same file gets the same
 transcript offline and any other file is an error; it is offered when the instance's recording
@@ -38,6 +43,7 @@ if TYPE_CHECKING:
     import openai
 
     from harness.models.config import ModelSection
+    from harness.models.meter import Meter
 
 MAX_AUDIO_BYTES = 25 * 1000 * 1000
 TRANSCRIPTS = "transcripts"  # under the workspace
@@ -62,6 +68,7 @@ class AudioEnv:
         self.files, self.section, self.max_bytes = files, section, max_bytes
         self.model: str = section.transcription_model
         self._client: openai.OpenAI | None = None
+        self.meter: Meter | None = None  # the agent's (the family's `metered`): each request is a paid call
 
     def client(self) -> openai.OpenAI:
         if self._client is None:
@@ -104,8 +111,21 @@ class AudioEnv:
         except SandboxRequestError as exc:  # e.g. unreadable, or grown past the limit since it was found
             return {**located, "error": f"cannot read {path}: {exc}"}
         sent = {**located, "sha256": hashlib.sha256(audio).hexdigest()[:16]}
-        heard = self._send(os.path.basename(located["path"]), audio, sent["sha256"])
+        heard = self._paid(os.path.basename(located["path"]), audio, sent["sha256"])
         return {**sent, **heard, **({"chars": len(heard["transcript"])} if "transcript" in heard else {})}
+
+    def _paid(self, name: str, audio: bytes, sha256: str) -> dict:
+        """`_send` as one paid call of the instance's meter (LimitExceeded past a budget); a transcript costs
+        transcription_price_per_call."""
+        if self.meter is None:
+            return self._send(name, audio, sha256)
+        from harness.usage import Usage
+
+        with self.meter.paying() as pay:
+            heard = self._send(name, audio, sha256)
+            if "transcript" in heard:
+                pay(Usage(cost=self.section.transcription_price_per_call or 0.0))
+        return heard
 
     def _send(self, name: str, audio: bytes, sha256: str) -> dict:
         """{"transcript"} from the provider's /audio/transcriptions, or {"error"} (and "outcome")."""
@@ -134,6 +154,7 @@ class ReplayAudio(AudioEnv):
         self.files, self.section, self.max_bytes = files, section, MAX_AUDIO_BYTES
         self.model = section.transcription_model or "replay"
         self.recorded = recorded
+        self.meter = None
 
     def _send(self, name: str, audio: bytes, sha256: str) -> dict:
         if sha256 in self.recorded:

@@ -45,6 +45,7 @@ from harness.traces import Tracer
 
 if TYPE_CHECKING:
     from harness.models.config import ModelSection
+    from harness.models.meter import Meter
 
 Tool = Callable[..., Awaitable[str]]
 E = TypeVar("E")
@@ -139,6 +140,10 @@ class ToolFamily(Generic[E]):
 
     async def serve(self, setup: Setup, env: E, envs: Environments, work: Callable[[], Awaitable[T]]) -> T:
         return await work()
+
+    def metered(self, env: E, meter: Meter) -> None:
+        """Hands the environment the agent's meter, for a family whose tools make paid calls (a transcription, a
+        paid search): each is then checked against the budgets before it is made and counted (Meter.paying)."""
 
     def check(self, run: RunSetup) -> str | None:
         """The preflight, before anything is written: InputError when this family cannot work for any

@@ -19,7 +19,7 @@ from harness.datasets.model import Instance
 from harness.environments import Environments
 from harness.environments.families import tools as family_tools
 from harness.environments.family import SchemaTool, Tool
-from harness.errors import InfraError
+from harness.errors import InfraError, LimitExceeded
 
 
 class _SchemaArguments(BaseModel):
@@ -66,7 +66,8 @@ class Toolbox:
     async def run(self, name: str, arguments: Any) -> tuple[str, bool]:
         """One call: its result and whether it is an error. Arguments are validated (and coerced, "2" -> 2)
         against the tool's; a wrong call or a tool that raises is an error result for the caller to read
-        (as AutoGen's FunctionTool does), but a dead sandbox (InfraError) stops the instance: raised."""
+        (as AutoGen's FunctionTool does), but a dead sandbox (InfraError) stops the instance, and so does a
+        paid tool's call past a budget (LimitExceeded, models/meter.py `paying`): raised."""
         fn = self.tools.get(name)
         if fn is None:
             return f"Error: no tool named {name!r}; the tools are {', '.join(self.tools)}", True
@@ -76,8 +77,8 @@ class Toolbox:
             return f"Error: bad arguments for {name}: {exc}", True
         try:
             return await fn(**checked), False
-        except InfraError:
-            raise  # the sandbox is gone (Environments.on_fatal has recorded it): the instance stops
+        except (InfraError, LimitExceeded):
+            raise  # the sandbox is gone (Environments.on_fatal has recorded it), or a budget: the instance stops
         except Exception as exc:  # noqa: BLE001 - the tool failed on this call: the caller is told
             return f"Error: {name} failed: {type(exc).__name__}: {exc}", True
 

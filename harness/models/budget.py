@@ -20,8 +20,11 @@ the budget plus one call, as long as no call in flight costs more than the costl
 adds nothing; a killed agent's call in flight adds nothing (its provider may still bill it).
 
 The harness's process (runner/evaluate.py) starts no instance once `spent()` reaches the budget:
-the spend already holds every running instance's cost so far. The judge's calls (`add`) are never
-refused: a finished instance is always scored, and its judge's cost counts toward the budget.
+the spend already holds every running instance's cost so far. The LLM judge scorer's calls (`add`, made by the
+harness once per scored instance) are never refused: a finished instance is always scored, and its judge's
+cost counts toward the budget. Every paid call asked from inside an instance (a Gaia2 judge's through the
+bridge, a transcription, a paid search: models/meter.py `paying`) is admitted like a model call
+(`admit_waiting`, from the thread that makes it), so none of them can spend past the budget either.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import json
 import os
 import random
 import secrets
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -124,6 +128,14 @@ class RunBudget:
                 return admitted
             await asyncio.sleep(pause * random.uniform(0.5, 1.0))
             pause = min(pause * 2, LONGEST_PAUSE)
+
+    def admit_waiting(self) -> Admission:
+        """`admit`, for a call made in a thread of its own (a tool's, a judge's): it waits by sleeping."""
+        pause = FIRST_PAUSE
+        while (admitted := self._try_admit()) is None:
+            time.sleep(pause * random.uniform(0.5, 1.0))
+            pause = min(pause * 2, LONGEST_PAUSE)
+        return admitted
 
     def _try_admit(self) -> Admission | None:
         with self.locked() as state:

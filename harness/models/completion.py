@@ -5,7 +5,8 @@ that judges in its sandbox, such as Gaia2's, asking through the host), through t
 
 The text it returns is a `Completion`: a str that also carries the call's `usage` (tokens by
 class, harness/usage.py, and their cost at the section's prices), so the judge's calls are metered
-like the agent's (scoring/judge.py keeps it beside the verdict)."""
+like the agent's (scoring/judge.py keeps it beside the verdict); a reply without usage is priced as the
+agent's are (usage.py `Price.charge`: its section's price_per_call_without_usage, else UsageMissing)."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ class Completion(str):
 
 def _completion(section: ModelSection, text: str, raw_usage: object) -> Completion:
     classes = counts(raw_usage)
-    return Completion(scrub(text), Usage(**classes, llm_calls=1, cost=Price.of(section).cost(classes)))
+    return Completion(scrub(text), Usage(**classes, llm_calls=1, cost=Price.of(section).charge(classes, section.name)))
 
 
 Chat = Callable[[list[dict[str, Any]]], Completion]

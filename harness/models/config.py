@@ -12,6 +12,8 @@
     timeout = 120
     max_connections = 8                      # calls in flight at once, across all agent processes
     transcription_model = "whisper-1"        # optional: offers transcribe_audio (same base_url and key)
+    transcription_price_per_call = 0.006     # dollars per transcribe_audio call (a budget needs it)
+    price_per_call_without_usage = 0.02      # a reply without `usage` (else such a reply stops the run, exit 2)
     [llm.gpt4o.model_info]                   # needed for names the OpenAI client does not know
     vision = false
     function_calling = true
@@ -169,6 +171,8 @@ class ModelSection(BaseModel):
     price_output_per_1k: FiniteFloat = Field(0.0, ge=0)  # reasoning tokens are output tokens, priced as such
     price_cached_input_per_1k: FiniteFloat | None = Field(None, ge=0)  # prompt-cache reads; None: the input price
     price_cache_write_per_1k: FiniteFloat | None = Field(None, ge=0)  # prompt-cache writes (Anthropic); None: input
+    # A call whose reply reports no token usage (None: such a reply of a priced section stops the run: usage.py)
+    price_per_call_without_usage: FiniteFloat | None = Field(None, ge=0)
     max_retries: int = 5
     timeout: float = 120.0
     max_connections: StrictInt = Field(DEFAULT_MAX_CONNECTIONS, ge=1)  # calls in flight, all agent processes
@@ -180,6 +184,8 @@ class ModelSection(BaseModel):
     # variable (None: no key is sent there).
     transcription_base_url: HttpUrl | None = None
     transcription_api_key_env: str | None = None
+    # Dollars per transcribe_audio call (the meter counts it; a budget needs it with a transcription_model).
+    transcription_price_per_call: FiniteFloat | None = Field(None, ge=0)
     # Where this run keeps the model's call slots (set by AgentRequest from its slots_dir; never
     # read from the config): None, no cap.
     _slots_dir: str | None = PrivateAttr(None)
@@ -210,7 +216,8 @@ class ModelSection(BaseModel):
     def _transcription_fields(self) -> ModelSection:
         """A transcription_model goes where it can be answered; the transcription_* keys only with one."""
         if self.transcription_model is None:
-            if given := [k for k in ("transcription_base_url", "transcription_api_key_env") if getattr(self, k)]:
+            if given := [k for k in ("transcription_base_url", "transcription_api_key_env",
+                                     "transcription_price_per_call") if getattr(self, k) not in (None, "")]:
                 raise ValueError(f"{', '.join(given)}: only with a transcription_model")
         elif self.kind == "openai" and self.provider in NO_TRANSCRIPTION and self.transcription_base_url is None:
             raise ValueError(f"transcription_model: provider {self.provider!r} {NO_TRANSCRIPTION[self.provider]}; "
@@ -255,7 +262,8 @@ class ModelSection(BaseModel):
         A replay file counts by its content, not by how its path was spelled."""
         data = self.model_dump(exclude={"timeout", "max_retries", "max_connections"})
         for key in ("seed", "transcription_model", "transcription_base_url", "transcription_api_key_env",
-                    "price_cached_input_per_1k", "price_cache_write_per_1k",
+                    "transcription_price_per_call", "price_per_call_without_usage", "price_cached_input_per_1k",
+                    "price_cache_write_per_1k",
                     "azure_endpoint", "api_version", "deployment"):
             if data.get(key) is None:  # runs made before the key existed resume unchanged
                 data.pop(key, None)
@@ -272,6 +280,11 @@ class ModelSection(BaseModel):
     def priced(self) -> bool:
         """Whether the config gives this model's input and output prices (a budget needs them)."""
         return {"price_input_per_1k", "price_output_per_1k"} <= self.model_fields_set
+
+    def transcription_priced(self) -> bool:
+        """Whether transcribe_audio's calls have a price (a budget needs it): none offered, or a price given."""
+        return (self.kind == "replay" or self.transcription_model is None
+                or self.transcription_price_per_call is not None)
 
     def cost_known(self) -> bool:
         """Whether its calls' cost is a figure: a replay model's costs nothing ($0); another's needs its prices

@@ -42,6 +42,16 @@ keep only two) at the section's `Price`. `--max-instance-cost` (`max_cost`) stop
 its next call once the instance's cost reaches it, as --max-tokens does; `--max-cost` (`budget`,
 models/budget.py) admits each call against the run's spend across all agent processes, before
 its slot (`admit`); the call's cost is added to the run's spend as its reply is read (`listened`).
+A reply that reports no tokens costs the section's `price_per_call_without_usage`, else it stops the run
+(`UsageMissing`, an input error naming the section, kept in `refused`): never $0 in silence (usage.py).
+
+Every other paid call the instance makes, whoever asks for it (a Gaia2 judge's call asked through the bridge,
+a transcription, a paid search; from a built-in runner or a program in the sandbox through the MCP relay), is
+made inside `paying`: the same checks before it (--max-instance-cost against the instance's spend, the
+agent's and its judge's; the run's --max-cost admitted as a model call is; --max-steps for a step) and its
+cost counted as it ends (`pay`), in the agent's totals or, for a judge, in `judged`. A tool call that no model
+reply asked for (a sandbox program's own, over MCP) is a step of its own (`tool_step`): --max-steps counts
+steps, the model calls and those, as the plain runner's tool calls are bounded by its model calls.
 """
 
 from __future__ import annotations
@@ -49,9 +59,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import threading
 import time
 import traceback
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from harness.errors import MODEL_CLIENT_MODULES, HarnessError, LimitExceeded, ModelError
@@ -63,7 +74,7 @@ from harness.models.tap import tap
 from harness.models.textcalls import text_tool_call
 from harness.settings import settings
 from harness.traces import ErrorEvent, ModelAttempt, ModelCall, ModelCallStarted, ModelWait, ToolCallsDropped, Tracer
-from harness.usage import Price, Usage, counts
+from harness.usage import Price, Usage, UsageMissing, counts
 
 if TYPE_CHECKING:
     from harness.models.cache import CachedCall, ResponseCache
@@ -97,23 +108,105 @@ class Meter:
         # Set when a budget stops the agent: teams re-raise errors under other types.
         self.exceeded: str | None = None
         self.model_failure: ModelError | None = None  # the last call that failed, for the same reason
+        self.refused: UsageMissing | None = None  # a reply that could not be priced: the run stops (exit 2)
         self.clocks: list[Clock] = []  # simulated clocks paused while the model generates
+        self.judged = Usage()  # the calls of a judge asked from the instance (Gaia2's, through the bridge)
+        self.tool_steps = 0  # tool calls no model reply asked for (a sandbox program's own): steps too
+        self.in_flight = 0  # model calls begun and not ended: steps too, so that calls made at once stop at the limit
+        self._lock = threading.Lock()  # the totals, added to from the event loop and from tools' threads
+        self._one_paid = threading.Lock()  # held by each paid call under --max-instance-cost (`paying`)
 
     def before_call(self) -> None:
-        if self.max_steps is not None and self.calls >= self.max_steps:
-            self.exceeded = "max_steps"
-            raise LimitExceeded("max_steps", f"{self.calls} model calls made, limit {self.max_steps}")
+        self._check_steps()
         if self.max_tokens is not None and self.totals.total_tokens >= self.max_tokens:
             self.exceeded = "max_tokens"
             raise LimitExceeded("max_tokens", f"{self.totals.total_tokens} tokens used, limit {self.max_tokens}")
-        if self.max_cost is not None and self.totals.cost >= self.max_cost:
+        self._check_cost()
+
+    def _check_steps(self) -> None:
+        if self.max_steps is not None and self.steps >= self.max_steps:
+            self.exceeded = "max_steps"
+            own = f" and {self.tool_steps} tool calls no model call asked for" if self.tool_steps else ""
+            raise LimitExceeded("max_steps", f"{self.calls} model calls{own} made, limit {self.max_steps}")
+
+    def _check_cost(self) -> None:
+        if self.max_cost is not None and self.spent >= self.max_cost:
             self.exceeded = "max_instance_cost"
-            raise LimitExceeded("max_instance_cost", f"${self.totals.cost:.4f} spent, limit --max-instance-cost "
+            raise LimitExceeded("max_instance_cost", f"${self.spent:.4f} spent, limit --max-instance-cost "
                                                      f"${self.max_cost:g}")
 
     @property
     def calls(self) -> int:
         return self.totals.llm_calls
+
+    @property
+    def steps(self) -> int:
+        """What --max-steps counts: the model calls (those in flight too), and the tool calls no model reply asked
+        for."""
+        return self.totals.llm_calls + self.in_flight + self.tool_steps
+
+    @property
+    def spent(self) -> float:
+        """The instance's spend so far, what --max-instance-cost counts: the agent's calls and its judge's."""
+        return self.totals.cost + self.judged.cost
+
+    def tool_step(self) -> None:
+        """A tool call no model reply asked for (a sandbox program's own, over MCP): one step, refused
+        (LimitExceeded) once --max-steps are taken, as a model call would be."""
+        with self._lock:
+            self._check_steps()
+            self.tool_steps += 1
+
+    def charge(self, usage: dict[str, int], model: str) -> float:
+        """One reply's cost (Price.charge); a reply without usage that cannot be priced is kept in `refused`."""
+        try:
+            return self.price.charge(usage, model)
+        except UsageMissing as exc:
+            self.refused = exc
+            raise
+
+    @contextlib.contextmanager
+    def paying(self, judge: bool = False, step: bool = False) -> Iterator[Callable[[Usage], None]]:
+        """Around one paid call that is not the agent's model call, in a thread of its own (it may wait for the
+        run's budget): checked before it as a model call is (--max-instance-cost, --max-steps when `step`,
+        --max-cost's admission: LimitExceeded), then `pay(usage)` counts what it cost, in `judged` for a
+        `judge`'s call, else in the agent's totals; the run's spend gets it as the block ends. Under
+        --max-instance-cost such calls go one at a time (ARE's judge asks several at once), so each is checked
+        against the spend of those before it."""
+        with self._one_paid if self.max_cost is not None else contextlib.nullcontext():
+            with self._paying(judge, step) as pay:
+                yield pay
+
+    @contextlib.contextmanager
+    def _paying(self, judge: bool, step: bool) -> Iterator[Callable[[Usage], None]]:
+        if step:
+            self.tool_step()
+        self._check_cost()
+        admission = None
+        if self.budget is not None:
+            try:
+                admission = self.budget.admit_waiting()
+            except LimitExceeded:
+                self.exceeded = "max_cost"
+                raise
+        paid = [0.0]
+
+        def pay(usage: Usage) -> None:
+            with self._lock:
+                if judge:
+                    self.judged += usage
+                else:
+                    self.totals += usage
+            paid[0] += usage.cost
+
+        try:
+            yield pay
+        except UsageMissing as exc:  # a judge's reply that could not be priced: the run stops, whoever caught it
+            self.refused = exc
+            raise
+        finally:
+            if admission is not None:
+                admission.close(paid[0])
 
     async def admit(self) -> Admission | None:
         """The run's admission of the next call (models/budget.py: it may wait), None without --max-cost;
@@ -154,7 +247,7 @@ class Meter:
             if wire:
                 done = {**done, "usage": wire[-1]}
             if admission is not None:
-                admission.close(self.price.cost(counts(done.get("usage"))))
+                admission.close(self.charge(counts(done.get("usage")), model))
             return done
 
         return heard, read
@@ -172,6 +265,15 @@ class Meter:
         `hold`: the simulated clocks stand still meanwhile (False: a call made while a tool runs, as Gaia2's app
         agents' are, which ARE's clock does not wait for)."""
         self.before_call()
+        self.in_flight += 1  # a step already: calls made at once (ARE's app agents') cannot all pass --max-steps
+        try:
+            return await self._call(model, request, turn, messages, slots, retries, cached, offered, hold)
+        finally:
+            self.in_flight -= 1
+
+    async def _call(self, model: str, request: Callable[[], Awaitable[T]], turn: Callable[[T], dict[str, Any]],
+                    messages: list[dict[str, Any]] | None, slots: Slots | None, retries: int,
+                    cached: CachedCall[T] | None, offered: Collection[str], hold: bool) -> T:
         if cached is not None and (kept := cached.hit()) is not None:
             self.after_call(kept, 0.0, model, messages, cached=True, offered=offered)
             return cached.rebuild(kept)
@@ -322,8 +424,9 @@ class Meter:
         classes); messages: the request; `cached`: answered by the --cache (its tokens count, at $0);
         `offered`: the request's tool names (a reply that is a call of one written as text is marked)."""
         usage = counts(turn.get("usage"))
-        self.totals += Usage(**usage, llm_calls=1, cost=0.0 if cached else self.price.cost(usage),
-                             cache_hits=int(cached))
+        cost = 0.0 if cached else self.charge(usage, model)
+        with self._lock:
+            self.totals += Usage(**usage, llm_calls=1, cost=cost, cache_hits=int(cached))
         if self.tracer is not None:
             new = [m for m in messages or [] if self.tracer.new_text(m.get("content"))]
             self.tracer.emit(ModelCall(model=model, seconds=round(seconds, 4), usage=usage,

@@ -176,11 +176,14 @@ def probe(check: ModelCheck) -> str | None:
 
 def _priceable(check: ModelCheck, where: str, usage: dict[str, int] | None) -> None:
     """Under a budget, a reply without token usage (a server that omits `usage`) is refused: its calls
-    would cost $0 and the budget could not be kept. `usage`: the plain call's counts (None: unknown)."""
+    would cost $0 and the budget could not be kept, unless its section prices such a call
+    (`price_per_call_without_usage`). `usage`: the plain call's counts (None: unknown)."""
+    if check.section.price_per_call_without_usage is not None:
+        return
     if isinstance(usage, dict) and not usage.get("prompt_tokens") and not usage.get("completion_tokens"):
         raise InputError(f"{check.budget}: {where} answered the preflight without token usage, so its calls "
                          f"cannot be priced and the budget cannot be kept; use a server that reports `usage`, "
-                         f"or run without {check.budget}")
+                         f"set price_per_call_without_usage in its section, or run without {check.budget}")
 
 
 def _sdk(section: ModelSection) -> Any:

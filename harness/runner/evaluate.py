@@ -103,6 +103,7 @@ class _Workers:
         self.interrupted = threading.Event()
         self.why: str | None = None
         self.disk_full: Exception | None = None
+        self.input_error: str | None = None
         self.done = self.correct = self.errors = self.not_started = self.unscored = 0
         self.recorded: list[dict] = []
 
@@ -137,6 +138,9 @@ class _Workers:
             elif self.why is None and (full := self._refusal(finished)) is not None:
                 self.disk_full = full  # every later instance would fail the same way, for want of space
                 self._stop(f"{self.out.parent} takes no more files: {full}")
+            elif self.why is None and row.error_kind == "input":  # the run's configuration (a model's reply that
+                self.input_error = row.error or "an input error"  # cannot be priced): every instance would meet it
+                self._stop(first_line(self.input_error))
             elif (self.fail_on_error is not None and self.budget is not None  # a budget only with the flag
                   and self.errors >= self.budget and self.why is None):
                 self._stop(f"{self.errors} instance(s) errored (--fail-on-error {self.fail_on_error.text})")
@@ -160,7 +164,7 @@ class _Workers:
             stopped = f"stopped early: {self.why}; {self.not_started} instance(s) not started; re-run to resume"
         over = budget_words(self.spend) if self.spend is not None and self.spend.reached() else None
         return Outcome(write_error=self.writer.failed, held=self.writer.held, stopped=stopped,
-                       disk_full=self.disk_full, over_budget=over)
+                       disk_full=self.disk_full, over_budget=over, input_error=self.input_error)
 
 
 def evaluate(todo, settings: RunSettings, out: Path, cfg: RunConfiguration, console: Console,

@@ -293,8 +293,8 @@ def _finish(instance, settings_: RunSettings, result: AgentResult, attempt, star
         scores, correct = score_row(answer, instance.answer, settings_.scorers, context)
     judged_calls = judge_calls(scores)  # out of the row, into the trace
     judged = judge_usage(scores, result.verdicts)
-    if settings_.budget is not None:
-        RunBudget(settings_.budget).add(judged.cost)  # the judge's calls count toward --max-cost, never refused
+    if settings_.budget is not None:  # the scorers' judge calls count toward --max-cost, never refused (a judge
+        RunBudget(settings_.budget).add(judge_usage(scores).cost)  # asked from the instance was, as it was made)
     row = ResultRow(
         instance_id=instance.instance_id, epoch=epoch, attempt=attempt, status=status,
         instance_hash=instance_hash(instance), dataset=settings_.dataset, error_kind=result.error_kind,

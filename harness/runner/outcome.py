@@ -17,6 +17,7 @@ class Outcome:
     stopped: str | None = None  # why no more instances were started
     disk_full: Exception | None = None  # the run directory refused the harness's own files (not a row)
     over_budget: str | None = None  # --max-cost was reached (exit 3): what was spent, of what budget
+    input_error: str | None = None  # an instance met a problem of the run's configuration (exit 2): which
 
     @property
     def refused(self) -> Exception | None:

@@ -312,6 +312,7 @@ class MeteredClient(ChatCompletionClient):
         meter.before_call()
         admission = await meter.admit()
         slot, waited = await meter.take_slot(self._label, self._slots, admission)
+        meter.in_flight += 1  # a step already (Meter.call)
         try:
             meter.started(self._label)
             started = time.monotonic()
@@ -347,10 +348,11 @@ class MeteredClient(ChatCompletionClient):
                         meter.after_call(done, time.monotonic() - started, self._label, trace_messages(messages),
                                          offered=offered_names(kwargs.get("tools")))
                         if admission is not None:
-                            admission.close(meter.price.cost(counts(done["usage"])))
+                            admission.close(meter.charge(counts(done["usage"]), self._label))
                         item = self._capped(item)
                     yield item
         finally:
+            meter.in_flight -= 1
             if slot is not None:
                 slot.release()
             if admission is not None:

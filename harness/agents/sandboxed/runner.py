@@ -79,7 +79,8 @@ class SandboxedRunner(AgentRunner):
         self.chat = chat_model(ctx.model, ctx.meter, ctx.replay_turns)
         self.proxy = ModelProxy(self.chat, secrets.token_urlsafe(24), ctx.model.model)
         self.proxy.start()
-        self.tools = ToolServer(offered(ctx.envs, ctx.instance), self.proxy.token, ctx.tracer, self.proxy.asked)
+        self.tools = ToolServer(offered(ctx.envs, ctx.instance), self.proxy.token, ctx.tracer, self.proxy.asked,
+                                ctx.meter)
         await self.tools.start()
         self.argv = ["bash", "-c", await ctx.envs.call(self._install)]
         self.task = ""

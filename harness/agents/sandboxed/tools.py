@@ -11,7 +11,9 @@ instance's token as the proxy does. No port is opened for it.
 A call runs the tool function as the plain runner does (`Toolbox.run`: arguments checked, a failing
 tool's error told to the caller, a dead sandbox stops the instance: `stopped`) and is traced: a call
 the model asked for (a reply's tool call, waiting in the proxy's `asked`) gets its `tool_result` under
-that call's id; any other call is traced as a `tool_call` of source `sandbox` with its `tool_result`.
+that call's id; any other call is traced as a `tool_call` of source `sandbox` with its `tool_result`, and is a
+step of its own against --max-steps (models/meter.py `tool_step`: the plain runner's tool calls come only from
+its model calls): past the limit it is refused and the instance ends as a `max_steps` limit (`stopped`).
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from harness.agents.sandboxed.proxy import SOURCE, authorized
 from harness.environments.family import Tool
 from harness.environments.tools import Toolbox, schema
-from harness.errors import HarnessError, InfraError
+from harness.errors import HarnessError, InfraError, LimitExceeded
+from harness.models.meter import Meter
 from harness.traces import ToolCall, ToolResult, Tracer
 
 MCP_PATH = "/mcp"
@@ -45,9 +48,10 @@ def served(path: str) -> bool:
 class ToolServer:
     """One instance's tools over MCP; `start` and `close` inside the agent's event loop."""
 
-    def __init__(self, tools: list[Tool], token: str, tracer: Tracer | None, asked: list[ToolCall]):
-        self.toolbox, self.token, self.tracer, self.asked = Toolbox(tools), token, tracer, asked
-        self.stopped: HarnessError | None = None  # a dead sandbox met by a call: the instance ends
+    def __init__(self, tools: list[Tool], token: str, tracer: Tracer | None, asked: list[ToolCall],
+                 meter: Meter | None = None):
+        self.toolbox, self.token, self.tracer, self.asked, self.meter = Toolbox(tools), token, tracer, asked, meter
+        self.stopped: HarnessError | None = None  # a dead sandbox or a limit met by a call: the instance ends
         self.definitions = [schema(fn) for fn in self.toolbox.tools.values()]  # OpenAI-style, as the trace has them
         self._listed = [types.Tool(name=d["function"]["name"], description=d["function"]["description"],
                                    input_schema=d["function"]["parameters"]) for d in self.definitions]
@@ -103,7 +107,15 @@ class ToolServer:
         call = next((c for c in self.asked if c.name == params.name and c.arguments == arguments), None)
         if call is not None:
             self.asked.remove(call)
-        else:  # not a call a reply asked for: the program's own
+        else:  # not a call a reply asked for: the program's own, a step of its own
+            if self.stopped is not None:
+                return _refused(f"the instance has ended: {self.stopped}")
+            try:
+                if self.meter is not None:
+                    self.meter.tool_step()
+            except LimitExceeded as exc:
+                self.stopped = exc
+                return _refused(f"{exc}: this tool call is refused and the instance ends")
             call = ToolCall(source=SOURCE, name=params.name, arguments=arguments, call_id=f"mcp-{next(self._own)}")
             self._emit(call)
         try:
@@ -111,9 +123,16 @@ class ToolServer:
         except InfraError as exc:
             self.stopped = exc
             content, is_error = f"Error: the sandbox is gone: {exc}", True
+        except LimitExceeded as exc:  # a paid tool's call past a budget (models/meter.py `paying`)
+            self.stopped = exc
+            content, is_error = f"Error: {exc}: the instance ends", True
         self._emit(ToolResult(name=params.name, call_id=call.call_id, content=content, is_error=is_error))
         return types.CallToolResult(content=[types.TextContent(type="text", text=content)], is_error=is_error)
 
     def _emit(self, event: ToolCall | ToolResult) -> None:
         if self.tracer is not None:
             self.tracer.emit(event)
+
+
+def _refused(why: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=f"Error: {why}")], is_error=True)

@@ -19,7 +19,11 @@ ARE's soft checks (a message's text compared by an LLM) need a model: with the r
 runs ARE's LLM judge and asks each of its calls through this MCP session (MCP's sampling: the server asks its
 client), answered here on the host by that model's section (models/completion.py). So the judge's key never
 enters the sandbox, which has no network anyway; the calls' usage is kept with the verdict (`judge_usage`) and
-the row counts it as the judge's. Without a judge model, ARE's scripted checks alone judge (`judge: hard`).
+the row counts it as the judge's. Each call is checked before it is made and counted as it ends by the
+instance's meter (models/meter.py `paying`: --max-instance-cost, the run's --max-cost), whoever wrote the request
+into the session (ARE's judge, or anything else that reaches it). Without a judge model, ARE's scripted checks
+alone judge (`judge: hard`); a request of a kind the run does not have (a judge's without a judge model, an app
+agent's outside the agent2agent phase, one of no kind) is refused.
 
 Gaia2's agent2agent phase (`a2a`: the driver's --a2a) makes each app an app agent of ARE's whose model calls come
 the same way, their request's metadata saying {"harness": "a2a"}: they are answered with the agent's own model
@@ -41,7 +45,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from harness.environments import Environments
 from harness.environments.family import SchemaTool, Tool
 from harness.environments.mcp_config import McpServer
-from harness.errors import HarnessError, ModelError
+from harness.errors import HarnessError
 from harness.sandbox.contract import Sandbox
 from harness.traces import JudgeCall
 from harness.usage import Usage
@@ -50,6 +54,7 @@ if TYPE_CHECKING:
     from mcp import types
 
     from harness.models.chat import ChatModel
+    from harness.models.completion import Completion
     from harness.models.config import ModelSection
     from harness.models.meter import Meter
 
@@ -73,7 +78,7 @@ class Gaia2Env:
     verdict: dict[str, Any] | None = None  # ARE's, once the agent's turns are over
     judge_usage: Usage = field(default_factory=Usage)  # what ARE's judge calls cost (`sample`)
     _hidden: Callable[[str, dict], Awaitable[str]] | None = None
-    _chat: Callable[[list[dict[str, Any]]], Any] | None = None  # the judge's completion function, made once
+    _chat: Callable[[list[dict[str, Any]]], Completion] | None = None  # the judge's completion function, made once
     _agent_chat: ChatModel | None = None  # the app agents' model, made at their first call
 
     def server(self) -> McpServer:
@@ -94,11 +99,12 @@ class Gaia2Env:
 
     async def sample(self, context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult | \
             types.ErrorData:
-        """One call of ARE's judge (MCP sampling), made by the judge model's section on the host, or of an app
-        agent's (its metadata says {"harness": "a2a"}), made by the agent's model through its meter."""
+        """One call of ARE's judge (MCP sampling, its metadata {"harness": "judge"}), made by the judge model's
+        section on the host through the instance's meter, or of an app agent's (its metadata says {"harness":
+        "a2a"}, in an agent2agent run only), made by the agent's model through its meter. A request of a kind
+        this run's phase does not have is refused (the agent cannot reach the judge's sandbox; this holds
+        whoever writes to the session)."""
         from mcp import types
-
-        from harness.models.completion import chat_completer
 
         messages = [{"role": "system", "content": params.system_prompt}] if params.system_prompt else []
         for message in params.messages:
@@ -106,20 +112,34 @@ class Gaia2Env:
             messages.append({"role": message.role, "content": "\n".join(
                 part.text if isinstance(part, types.TextContent) else json.dumps(part.model_dump(mode="json"))
                 for part in parts)})
-        if (params.metadata or {}).get("harness") == "a2a":
+        kind = (params.metadata or {}).get("harness")
+        if kind == "a2a" and self.a2a:
             return await self._app_agent(messages)
-        if self.judge is None:
-            return types.ErrorData(code=types.INVALID_REQUEST, message="this run has no judge model")
+        if kind != "judge" or self.judge is None or self.meter is None:
+            have = " and ".join(["judge"] * (self.judge is not None) + ["a2a"] * self.a2a) or "none"
+            return types.ErrorData(code=types.INVALID_REQUEST, message=f"a sampling request of kind {kind!r} is "
+                                   f"not one this run's phase has (its kinds: {have})")
         try:
-            self._chat = self._chat or chat_completer(self.judge)
-            reply = await asyncio.to_thread(self._chat, messages)
-        except ModelError as exc:
+            reply = await asyncio.to_thread(self._judged, messages)
+        except HarnessError as exc:  # the judge model's failure, a budget reached, a reply that cannot be priced
             self._traced(messages, error=str(exc))
             return types.ErrorData(code=types.INTERNAL_ERROR, message=str(exc))
         self._traced(messages, reply=str(reply))
-        self.judge_usage = self.judge_usage + reply.usage
         return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text=str(reply)),
                                          model=self.judge.model, stop_reason="endTurn")
+
+    def _judged(self, messages: list[dict[str, Any]]) -> Completion:
+        """One judge call, in a thread of its own: checked and counted by the instance's meter (Meter.paying:
+        --max-instance-cost, the run's --max-cost) before it is made, its cost in the run's spend at once."""
+        from harness.models.completion import chat_completer
+
+        assert self.judge is not None and self.meter is not None
+        with self.meter.paying(judge=True) as pay:
+            self._chat = self._chat or chat_completer(self.judge)
+            reply = self._chat(messages)
+            pay(reply.usage)
+        self.judge_usage = self.judge_usage + reply.usage
+        return reply
 
     def _traced(self, messages: list[dict[str, Any]], reply: str = "", error: str = "") -> None:
         """One call of ARE's judge, in the instance's trace (an app agent's calls are the meter's model_call)."""

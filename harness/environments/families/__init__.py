@@ -59,9 +59,13 @@ def verdicts(envs: Environments, instance: Instance | None) -> dict[str, dict]:
 
 
 def metering(envs: Environments, meter: Meter, instance: Instance | None) -> None:
-    """The agent's meter and the instance's benchmark's environment (`Benchmark.metered`): the clocks it pauses
-    while the model generates, the model calls of the agent's own the environment makes."""
+    """The agent's meter, handed to the built families whose tools make paid calls (`ToolFamily.metered`) and to
+    the instance's benchmark's environment (`Benchmark.metered`): the clocks it pauses while the model generates,
+    the model calls of the agent's own the environment makes."""
     meter.clocks = []
+    for family in families():  # the paid tools' calls go through the meter (ToolFamily.metered)
+        if family.name in envs.built:
+            family.metered(envs.built[family.name], meter)
     benchmark = get(instance.benchmark) if instance is not None else None
     if benchmark is not None and benchmark.metered is not None:
         benchmark.metered(envs, meter)

@@ -1,8 +1,8 @@
 """web_search, when the run has a search provider (the run's search settings; harness/environments/websearch/).
-It runs in the agent's process on the host; a refused key or an outage stops the instance
-(Environments.on_fatal). Its run-level steps: the preflight asks a hosted provider once
-(websearch/probe.py), and before the first instance the `site` provider's offline website is crawled and
-indexed, once (websearch/site.py), or a --web-replay run's recorded index is taken."""
+It runs in the agent's process on the host (a keyed provider's search a paid call of the agent's meter); a refused
+key or an outage stops the instance (Environments.on_fatal). Its run-level steps: the preflight asks a hosted
+provider once (websearch/probe.py), and before the first instance the `site` provider's offline website is crawled
+and indexed, once (websearch/site.py), or a --web-replay run's recorded index is taken."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from harness.web.search_archive import SEARCH_ARCHIVE
 
 if TYPE_CHECKING:  # imported where used: the environment pulls in the HTTP client, and most runs search nothing
     from harness.environments.websearch.env import WebSearch
+    from harness.models.meter import Meter
 
 
 class WebSearchFamily(ToolFamily["WebSearch"]):
@@ -34,6 +35,9 @@ class WebSearchFamily(ToolFamily["WebSearch"]):
 
         assert setup.search is not None, "offered only with search settings"
         return WebSearch(setup.search, setup.tracer, who=setup.who)
+
+    def metered(self, env: WebSearch, meter: Meter) -> None:
+        env.meter = meter  # a keyed provider's search is a paid call of the instance
 
     def check(self, run: RunSetup) -> str | None:
         return None if run.web_replay else probe_search(run.search)  # a replay asks no provider

@@ -20,6 +20,11 @@ A query the provider refuses (another 4xx) or an empty one is a tool result the 
 `--web-record` / `--web-replay` (web/search_archive.py): each provider exchange is recorded in the
 run's web archive, or answered from the recorded ones (an env `web_archive` event `web_hit` each); a
 search the recording never made is a tool result the agent reads and a `web_miss` event.
+
+A search a keyed provider answers is a paid call of the instance (models/meter.py `paying`, with the agent's
+meter the family hands over): checked before it is sent (--max-instance-cost, the run's --max-cost: a budget
+reached stops the instance) and counted at `[search.PROVIDER] price_per_search` in the agent's cost. A cached
+or replayed search, or the site's, costs nothing.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from harness.web.search_archive import NotRecorded, SearchRecorder, SearchReplay
 
 if TYPE_CHECKING:
     from harness.environments.websearch.site import SiteIndex
+    from harness.models.meter import Meter
 
 MAX_RETRY_AFTER_S = 60.0
 MAX_ANSWER_BYTES = 8 << 20  # a provider's answer, decoded (20 results are a few tens of KB)
@@ -137,6 +143,7 @@ class WebSearch:
         self.http = http or archive_http(settings, who, self.key)
         self.cache = SearchCache(Path(settings.cache_dir)) if settings.cache_dir else None
         self._site: SiteIndex | None = None
+        self.meter: Meter | None = None  # the agent's (the family's `metered`): a provider's search is a paid call
 
     def _site_hits(self, query: str, n: int) -> list[Hit]:
         from harness.environments.websearch.site import SiteIndex
@@ -190,6 +197,17 @@ class WebSearch:
             raise SearchRefused(f"{s.provider}: still rate-limited after {s.max_retries} retries ({problem})")
         raise SearchUnavailable(f"{s.provider} did not answer after {s.max_retries} retries: {problem}")
 
+    def _paid_hits(self, query: str, n: int) -> list[Hit]:
+        """`_provider_hits` as one paid call of the instance's meter (a keyed provider asked, not a replay)."""
+        if self.meter is None or not self.settings.paid or self.http.replay is not None:
+            return self._provider_hits(query, n)
+        from harness.usage import Usage
+
+        with self.meter.paying() as pay:
+            hits = self._provider_hits(query, n)
+            pay(Usage(cost=self.settings.price_per_search or 0.0))
+        return hits
+
     def search(self, query: str, max_results: int | None = None) -> str:
         s = self.settings
         started = time.monotonic()
@@ -202,7 +220,7 @@ class WebSearch:
             if not query.strip():
                 raise QueryRefused("the query is empty: say what to search for")
             if hits is None:
-                hits = self._site_hits(query, n) if s.provider == "site" else self._provider_hits(query, n)
+                hits = self._site_hits(query, n) if s.provider == "site" else self._paid_hits(query, n)
                 if self.cache is not None:
                     self.cache.put(name, hits)
         except QueryRefused as exc:

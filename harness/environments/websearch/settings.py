@@ -12,6 +12,7 @@
     base_url = "https://api.tavily.com"  # the endpoint (searxng: required, the instance's URL)
     timeout = 30                 # seconds per request
     max_retries = 3              # of an outage (connection errors, 429, 5xx), backoff 1 s doubling
+    price_per_search = 0.008     # dollars per search the provider answers (a budget needs it for a keyed one)
     [search.tavily.options]      # extra request fields, sent as given (search_depth, gl, safesearch...)
     search_depth = "basic"
 
@@ -31,6 +32,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    FiniteFloat,
     StrictBool,
     StrictFloat,
     StrictInt,
@@ -59,6 +61,7 @@ class ProviderTable(BaseModel):
     base_url: HttpUrl | None = None
     timeout: float = Field(30.0, gt=0)
     max_retries: int = Field(3, ge=0)
+    price_per_search: FiniteFloat | None = Field(None, ge=0)
     options: dict[str, Option] = Field(default_factory=dict)
 
 
@@ -71,6 +74,7 @@ class SearchSettings(BaseModel):
     timeout: float = 30.0
     max_retries: int = 3
     backoff: float = 1.0  # seconds before the first retry of an outage (doubles)
+    price_per_search: float | None = None  # dollars per search a provider answers (the meter counts it)
     options: dict[str, Option] = Field(default_factory=dict)
     max_results: int = Field(5, ge=1, le=MAX_RESULTS)
     block: tuple[str, ...] = DEFAULT_BLOCK
@@ -89,10 +93,16 @@ class SearchSettings(BaseModel):
     def offered(self) -> bool:
         return self.provider != "none"
 
+    @property
+    def paid(self) -> bool:
+        """Whether its searches cost money: a keyed provider the run asks (not a --web-replay of one)."""
+        return self.provider in KEYED and self.api_key_env is not None
+
     def public(self) -> dict:
         """What defines results (run.json's fingerprint): no key, no run-local paths."""
         return self.model_dump(mode="json", exclude={"cache_dir", "site_index", "timeout", "max_retries", "backoff",
-                                                     "cache", "api_key_env", "automatic", "web_record", "web_replay"})
+                                                     "cache", "api_key_env", "automatic", "web_record", "web_replay",
+                                                     "price_per_search"})
 
     def for_run(self, run_dir: Path, site_index: Path | None, *, web_record: Path | None = None,
                 web_replay: tuple[Path, ...] = ()) -> SearchSettings:
@@ -140,6 +150,7 @@ def resolve(flag: str | None, blocks: list[str] | None, no_cache: bool, table: o
     return SearchSettings(provider=provider, base_url=base_url,  # type: ignore[arg-type]
                           api_key_env=(section.api_key_env or DEFAULT_KEY_ENV.get(provider)) if provider in KEYED
                           else None, timeout=section.timeout, max_retries=section.max_retries,
+                          price_per_search=section.price_per_search,
                           options=section.options, max_results=toml.max_results, block=block_list(blocks, toml.block),
                           cache=toml.cache and not no_cache, automatic=not (flag or toml.provider))
 

@@ -113,10 +113,12 @@ def run(request: AgentRequest, result_path: Path) -> int:
         runner = runner_class()
         reply = reply_function(request.user)
         asyncio.run(serving(setup, envs, lambda: _drive(runner, context, request, reply, result)))
+        if meter.refused is not None:  # a reply that could not be priced, answered as an error where it came
+            raise meter.refused
         result.verdicts = verdicts(envs, request.instance)
     except Exception as exc:  # noqa: BLE001 - classified and recorded, never lost
         limit = exc.limit if isinstance(exc, LimitExceeded) else meter.exceeded
-        if limit:
+        if limit and meter.refused is None:
             result.limit = limit
             tracer.emit(LimitEvent(limit=limit, detail=str(exc)))
             return finish(0)
@@ -133,6 +135,8 @@ def _kind(runner: AgentRunner | None, exc: BaseException, meter) -> ErrorKind:
     (teams re-raise a member's ModelError under their own types)."""
     if runner is None:
         return "harness"
+    if meter.refused is not None:  # a reply that could not be priced: the run's configuration, whatever raised
+        return "input"
     kind = runner.classify(exc)
     return "model" if kind == "agent" and meter.model_failure is not None else kind
 

@@ -71,6 +71,9 @@ def conclude(report: Report, outcome: Outcome, cfg: RunConfiguration, console: C
     diverged = replay_failure(report) if cfg.replay.fail_on_divergence else None
     if diverged is not None:
         say(console, diverged, style="red")
+    if outcome.input_error:  # exit 2: an instance met a problem of the run's configuration
+        say(console, f"error: {outcome.input_error}", style="red")
+        return exit_codes.INPUT
     code = exit_code(report)
     if code == exit_codes.OK and outcome.over_budget:
         return exit_codes.INSTANCE_ERRORS
