@@ -119,6 +119,9 @@ class Benchmark:
     judges: tuple[str, ...] | None = None  # the scorers that can judge it; None: any scorer of an answer
     epochs: int = 1  # its default --epochs
     conventions: str = ""  # the prompt's {conventions}: how to work and how an answer ends
+    # The built-in agents' system message for its instances ({workdir}: the sandbox's working directory); None:
+    # the runners' own, for a task answered in text from files in the sandbox (harness/agents/system.py).
+    system: str | None = None
     files_shown: bool = True  # the prompt names its task files (False: they are its environment's own)
     user: bool = True  # the simulated user answers a turn that ends without <solution>
     oracle: Oracle | None = None  # `--agent oracle`: its reference solution, through the agent's tools

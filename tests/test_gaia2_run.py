@@ -59,6 +59,13 @@ def test_the_oracle_passes_every_smoke_scenario_and_an_idle_agent_fails_each_wit
     assert refusal.startswith("Error: no tool named 'run_shell'")
     assert "AgentUserInterface__send_message_to_user" in offered
     assert all("__" in name for name in offered), offered  # ARE's App__function names, no code/file/browser tool
+    # Prompted in ARE's terms (Benchmark.system, its conventions): its apps and the user, no files, no answer tag
+    events = list(map(json.loads, trace.read_text().splitlines()))
+    system = next(e["content"] for e in events if e.get("type") == "system_prompt")
+    task = next(e for e in events if e.get("type") == "task")
+    for text in (system, json.dumps(task)):
+        assert "<solution>" not in text and "/workspace" not in text, text
+    assert "send_message_to_user" in system and "apps" in system, system
 
     again = harness("score", tmp_path / "oracle")  # from the rows' verdicts alone, by the run's own scorers
     assert again.returncode == 0, explain(again)

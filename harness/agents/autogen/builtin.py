@@ -8,6 +8,7 @@ from autogen_agentchat.teams import MagenticOneGroupChat, RoundRobinGroupChat
 
 from harness.agents.autogen.executor import LANGUAGES, SandboxCodeExecutor
 from harness.agents.autogen.tools import sandbox_tools, web_tools
+from harness.agents.system import system_message
 from harness.environments.families.browser import Browser
 from harness.environments.families.mcp import Mcp
 
@@ -16,23 +17,20 @@ from harness.environments.families.mcp import Mcp
 # one reply's tool calls to HARNESS_MAX_TOOL_CALLS_PER_REPLY (agents/autogen/models.py).
 UNBOUNDED = 10_000
 
-SYSTEM = (
-    "You solve tasks with tools that run inside a sandbox holding the task's files in /workspace. "
-    "Inspect files and compute answers with the tools instead of guessing. When you are done, reply "
-    "with a short explanation and the final answer inside <solution></solution>."
-)
 
 
 def assistant(model_client, envs, instance, limits):
     """One AssistantAgent that loops over tool calls until it answers in text."""
     tools = sandbox_tools(envs, instance) + web_tools(envs)
-    return AssistantAgent("assistant", model_client, tools=tools, system_message=SYSTEM,
+    return AssistantAgent("assistant", model_client, tools=tools,
+                          system_message=system_message(instance, envs.code.sandbox.workdir),
                           max_tool_iterations=UNBOUNDED, reflect_on_tool_use=False)
 
 
 def roundrobin(model_client, envs, instance, limits):
     """A solver with tools and a reviewer that approves with the final <solution>."""
-    solver = AssistantAgent("solver", model_client, tools=sandbox_tools(envs, instance), system_message=SYSTEM,
+    solver = AssistantAgent("solver", model_client, tools=sandbox_tools(envs, instance),
+                            system_message=system_message(instance, envs.code.sandbox.workdir),
                             max_tool_iterations=UNBOUNDED, reflect_on_tool_use=False)
     reviewer = AssistantAgent("reviewer", model_client, system_message=(
         "Check the solver's work. If it is right, repeat its final answer inside <solution></solution>."))
@@ -132,7 +130,8 @@ async def websurfer(model_client, envs, instance, limits):
     playwright, context = await browser.playwright()
     surfer = MultimodalWebSurfer("web_surfer", model_client, start_page="about:blank", playwright=playwright,
                                  context=context, to_resize_viewport=False)
-    solver = AssistantAgent("assistant", model_client, tools=sandbox_tools(envs, instance), system_message=SYSTEM,
+    solver = AssistantAgent("assistant", model_client, tools=sandbox_tools(envs, instance),
+                            system_message=system_message(instance, envs.code.sandbox.workdir),
                             max_tool_iterations=UNBOUNDED, reflect_on_tool_use=False)
     stop = TextMentionTermination("</solution>", sources=["assistant"]) | MaxMessageTermination(
         (limits.max_steps or 30) + 1)

@@ -23,17 +23,13 @@ from __future__ import annotations
 import json
 
 from harness.agents.contract import AgentContext, AgentRunner
+from harness.agents.system import system_message
 from harness.environments.families.images import Images
 from harness.environments.images import SHOWN_BELOW, latest, openai_parts, task_text
 from harness.environments.tools import Toolbox, offered, schema
 from harness.models.factory import chat_model
 from harness.traces import Message, SystemPrompt, ToolCall, ToolResult, ToolsOffered
 
-SYSTEM = (  # {workdir}: the sandbox's working directory (Sandbox.workdir: /workspace, or a task image's own)
-    "You solve tasks with tools that run inside a sandbox holding the task's files in {workdir}. "
-    "Inspect files and compute answers with the tools instead of guessing. When you are done, reply "
-    "with a short explanation and the final answer inside <solution></solution>."
-)
 SOURCE = "plain"
 
 
@@ -49,14 +45,14 @@ class PlainRunner(AgentRunner):
 
         envs = dry_environments(limits, model, search, instance)
         schemas = [schema(fn) for fn in offered(envs, instance)]
-        return lambda: chat_request(model, tools=schemas, system=SYSTEM.format(workdir=envs.code.sandbox.workdir))
+        return lambda: chat_request(model, tools=schemas, system=system_message(instance, envs.code.sandbox.workdir))
 
     async def setup(self, ctx: AgentContext) -> None:
         self.ctx = ctx
         self.model = chat_model(ctx.model, ctx.meter, ctx.replay_turns)
         self.toolbox = Toolbox(offered(ctx.envs, ctx.instance))
         self.schemas = [schema(fn) for fn in self.toolbox.tools.values()]
-        system = SYSTEM.format(workdir=ctx.envs.code.sandbox.workdir)
+        system = system_message(ctx.instance, ctx.envs.code.sandbox.workdir)
         self.messages: list[dict] = [{"role": "system", "content": system}]
         self.asked = False  # the task (the first turn's message) carries the instance's pictures
         ctx.tracer.emit(SystemPrompt(source=SOURCE, content=system))

@@ -9,7 +9,7 @@ from typing import Any
 
 from harness.benchmark import Benchmark, Export, Figures, Words
 from harness.benchmarks.gaia2 import dataset
-from harness.benchmarks.gaia2.prompt import RULES
+from harness.benchmarks.gaia2.prompt import RULES, SYSTEM
 from harness.benchmarks.gaia2.scorer import Gaia2Scorer
 
 FAMILY = "harness.benchmarks.gaia2.family"
@@ -67,8 +67,8 @@ BENCHMARK = Benchmark(
     name=dataset.NAME, title="Gaia2", adapters=(dataset,), order=40, phases=dataset, image=dataset.IMAGE,
     scorers={"gaia2": Gaia2Scorer}, default_scorers=("gaia2",), judges=("gaia2",), epochs=dataset.EPOCHS,
     judge_sandbox=True,  # the scenario file holds the oracle's actions; ARE runs beside the agent, out of its reach
-    conventions=RULES, files_shown=False, user=False, oracle=_oracle, families=(FAMILY,), verdict=_verdict,
-    refusal=_refusal, metered=_metered,
+    conventions=RULES, system=SYSTEM, files_shown=False, user=False, oracle=_oracle, families=(FAMILY,),
+    verdict=_verdict, refusal=_refusal, metered=_metered,
     words=Words(instances="scenarios", rate="success rate", correct="passed", wrong="failed", unjudged="not judged",
                 groups="capability", target=""),
     figures=Figures(_applies, _figures, _lines, fields=("capability", "variant")),

@@ -8,7 +8,7 @@ from typing import Any
 
 from harness.benchmark import Benchmark, Words
 from harness.benchmarks.harbor import dataset
-from harness.benchmarks.harbor.prompt import RULES
+from harness.benchmarks.harbor.prompt import RULES, SYSTEM
 from harness.benchmarks.harbor.scorer import HarborScorer
 
 FAMILY = "harness.benchmarks.harbor.family"
@@ -36,7 +36,7 @@ def _explain(verdict: dict[str, Any]) -> str | None:
 
 BENCHMARK = Benchmark(
     name="harbor", title="Harbor", adapters=(dataset,), order=30, prefix="harbor", scorers={"harbor": HarborScorer},
-    default_scorers=("harbor",), judges=("harbor",), conventions=RULES, user=False, oracle=_oracle,
+    default_scorers=("harbor",), judges=("harbor",), conventions=RULES, system=SYSTEM, user=False, oracle=_oracle,
     families=(FAMILY,), verdict=_verdict, explain=_explain,
     words=Words(instances="tasks", rate="solved (reward 1)", correct="passed", wrong="failed", unjudged="not judged",
                 groups="", target=""))
