@@ -93,6 +93,9 @@ class Export:
 
 # The agent process's hooks; their arguments belong to layers above this one (typed there):
 Verdict = Callable[[Any], "dict[str, Any] | None"]  # (the instance's Environments) -> what it judged, or None
+# (Instance, its Sandbox, the run's judge ModelSection or None) -> what it judged of a run whose agent's process
+# was killed at its wall-clock limit, asked on the host before the sandbox goes, or None
+VerdictAfterKill = Callable[[Any, Any, Any], "dict[str, Any] | None"]
 Refusal = Callable[[Any, Any], "str | None"]  # (Instance, the run's ModelSection or None) -> why it cannot run
 Metered = Callable[[Any, Any], None]  # (Environments, the agent's Meter): hand it the meter, its clocks
 Oracle = Callable[[Any], Any]  # (AgentContext) -> awaitable of the oracle's final message
@@ -127,6 +130,7 @@ class Benchmark:
     oracle: Oracle | None = None  # `--agent oracle`: its reference solution, through the agent's tools
     families: tuple[str, ...] = ()  # the modules defining its tool families (imported by the agent process)
     verdict: Verdict | None = None  # what its environment judged of the run (ScoreContext.verdicts[name])
+    verdict_after_kill: VerdictAfterKill | None = None  # the same, of a run killed at its wall-clock limit
     refusal: Refusal | None = None
     metered: Metered | None = None
     words: Words = Words()

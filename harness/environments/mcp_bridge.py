@@ -195,6 +195,23 @@ def start_bridge(sandbox: Sandbox, name: str, argv: Sequence[str], env: Mapping[
     return BridgePipe(sandbox, root)
 
 
+FIND = ('for d in "$1"/"$2"-*/; do [ -p "$d/in" ] && [ ! -e "$d/status" ] && '
+        '{ printf "%s\\n" "${d%/}"; stat -c %s "$d/out"; exit 0; }; done; exit 1')
+
+
+def attach_bridge(sandbox: Sandbox, name: str) -> BridgePipe | None:
+    """The host's end of a bridged server named `name` that a process now gone started in the sandbox and that
+    still runs (its output read from here on, a line the gone process may have half written ended first); None:
+    no such server."""
+    result = sandbox.exec(["bash", "-c", FIND, "_", ROOT, name], timeout=COMMAND_TIMEOUT)
+    root, _, size = result.stdout.strip().partition("\n")
+    if not result.ok or not root or not size.strip().isdigit():
+        return None
+    pipe = BridgePipe(sandbox, root)
+    pipe.offset = int(size)
+    return pipe if pipe.send(b"\n") else None
+
+
 @asynccontextmanager
 async def sandbox_stdio(pipe: BridgePipe, on_fatal: Callable[[BaseException], None] | None = None,
                         ) -> AsyncIterator[tuple]:

@@ -28,6 +28,7 @@ from harness.benchmark import get as get_benchmark
 from harness.config import RunConfiguration
 from harness.config import Sandbox as SandboxResources
 from harness.datasets.model import Instance
+from harness.environments.families import verdicts_after_kill
 from harness.environments.mcp_config import McpServer
 from harness.environments.websearch.settings import SearchSettings
 from harness.errors import (
@@ -254,6 +255,8 @@ def _run_instance(instance: Instance, settings_: RunSettings, started: str, t0: 
                         detail += " while waiting on the model (the row is a model error)"
                     else:
                         result.limit = "wall_time"
+                        judging = judge if judge is not None else sandbox  # where its judge runs
+                        result.verdicts = verdicts_after_kill(instance, judging, settings_.judge)
                     try:
                         append_event(trace_path, LimitEvent(limit="wall_time", detail=detail))
                     except OSError as exc:  # the row says it too

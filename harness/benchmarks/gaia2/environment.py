@@ -13,7 +13,11 @@ The agent gets the apps' tools under ARE's own names and schemas (`Emails__send_
 like an MCP tool's. The driver's `harness__` tools are never offered: the first user message is consumed when
 the scenario starts (the agent's task is that message already), `event` serves the oracle agent
 (harness/agents/oracle/), and once the agent's turns are over `finish` asks ARE's judge for its verdict,
-which the instance's result carries to the `gaia2` scorer (benchmarks/gaia2/scorer.py).
+which the instance's result carries to the `gaia2` scorer (benchmarks/gaia2/scorer.py). As ARE's runner validates every
+run once its agent stops, its iteration cap included, so here: an agent stopped at a limit (--max-steps,
+--max-tokens, a cost) is judged on what it did before the limit is raised on; one killed at its wall-clock limit
+is judged by the parent before the judge's sandbox goes (`verdict_after_kill`: a session of its own on the driver, which
+outlives the agent's process, within AFTER_KILL_S). Only a driver that cannot answer leaves a run unjudged.
 
 ARE's soft checks (a message's text compared by an LLM) need a model: with the run's `--judge-model` the driver
 runs ARE's LLM judge and asks each of its calls through this MCP session (MCP's sampling: the server asks its
@@ -37,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -58,9 +63,11 @@ if TYPE_CHECKING:
     from harness.models.config import ModelSection
     from harness.models.meter import Meter
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 DRIVER = ("/opt/are/bin/python", "/opt/harness/gaia2_driver.py")
 HIDDEN = "harness__"
+AFTER_KILL_S = 120.0  # asking ARE's verdict of a killed agent's scenario, its judge's calls included
 TIMEOUT_S = 180.0  # one call; a message to the user waits for the user's next turn (the driver's TURN_WAIT_S)
 A2A_TIMEOUT_S = 1800.0  # one call in the agent2agent phase: an app agent's whole run, its model calls included
 
@@ -164,6 +171,10 @@ class Gaia2Env:
         return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text=reply.content),
                                          model=self.agent.model, stop_reason="endTurn")
 
+    def keep(self, verdict: dict[str, Any]) -> None:
+        """ARE's verdict, with what its judge's calls cost when a judge model made them."""
+        self.verdict = {**verdict, "judge_usage": self.judge_usage.model_dump()} if self.judge else verdict
+
     async def event(self, event_id: str) -> dict | None:
         """A happened event's time and return value (None: not yet)."""
         assert self._hidden is not None, "the scenario is not running"
@@ -192,13 +203,56 @@ async def serving(env: Gaia2Env, envs: Environments, work: Callable[[], Awaitabl
                                     caller(server, session, tool.name, tool.name, envs.code.tracer, None))
                          for tool in listed if not tool.name.startswith(HIDDEN)]
             await hidden("harness__task", {})  # the first user message: the agent's task already
-            result = await work()
-            env._hidden = None  # the judging below is no model generation: the clock is not held for it
-            verdict = json.loads(await hidden("harness__finish", {}))
-            env.verdict = {**verdict, "judge_usage": env.judge_usage.model_dump()} if env.judge else verdict
+
+            async def judged() -> None:
+                env._hidden = None  # the judging is no model generation: the clock is not held for it
+                env.keep(json.loads(await hidden("harness__finish", {})))
+
+            try:
+                result = await work()
+            except Exception:
+                if env.meter is not None and env.meter.exceeded:  # stopped at a limit: judged as it stands
+                    await judged()
+                raise
+            await judged()
             return result
     except BaseExceptionGroup as group:  # the transport's task group wraps what the agent raised
         raise sole(group) from None
     finally:
         if env._agent_chat is not None:
             await env._agent_chat.close()
+
+
+def verdict_after_kill(sandbox: Sandbox, judge: ModelSection | None, bound: float = AFTER_KILL_S) -> dict | None:
+    """ARE's verdict of a scenario whose agent's process was killed (its wall-clock limit), asked on the host of
+    the driver that still runs in the judge's `sandbox`: a session of the host's own on the driver's bridge, its judge's
+    calls answered here as `sample` answers them, within `bound` seconds; None: no driver answered in time."""
+    from harness.environments.mcp_bridge import attach_bridge
+
+    async def ask() -> dict | None:
+        from mcp import ClientSession
+
+        from harness.environments.mcp_bridge import sandbox_stdio
+        from harness.environments.mcp_tools import result_text, sole
+
+        pipe = await asyncio.to_thread(attach_bridge, sandbox, "gaia2")
+        if pipe is None:
+            return None
+        env = Gaia2Env("", sandbox, judge=judge)
+        try:
+            async with AsyncExitStack() as stack:
+                read, write = await stack.enter_async_context(sandbox_stdio(pipe))
+                session = await stack.enter_async_context(ClientSession(
+                    read, write, read_timeout_seconds=bound,
+                    sampling_callback=env.sample if judge is not None else None))
+                await session.initialize()
+                env.keep(json.loads(result_text(await session.call_tool("harness__finish", {}))))
+        except BaseExceptionGroup as group:
+            raise sole(group) from None
+        return env.verdict
+
+    try:
+        return asyncio.run(asyncio.wait_for(ask(), bound))
+    except Exception as exc:  # noqa: BLE001 - whatever failed, the scenario is then not judged (and counted so)
+        log.warning("no verdict of ARE's driver after the agent was killed: %s: %s", type(exc).__name__, exc)
+        return None

@@ -2,7 +2,7 @@
 instances of the gaia2 dataset adapter (dataset.py) and served by ARE in their judge's sandbox, beside the agent's
 (environment.py); and the benchmark's hooks on them in the agent's process: ARE's verdict of the run (`verdict`),
 the agent's meter handed to ARE's app agents and ARE's clock paused while the model generates (`metered`), and the
-runs it refuses."""
+runs it refuses; on the host, ARE's verdict of a run whose agent was killed (`verdict_after_kill`)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from harness.environments.family import Setup, Tool, ToolFamily
 if TYPE_CHECKING:
     from harness.models.config import ModelSection
     from harness.models.meter import Meter
+    from harness.sandbox.contract import Sandbox
 
 T = TypeVar("T")
 
@@ -59,6 +60,14 @@ def metered(envs: Environments, meter: Meter) -> None:
     if env is not None:
         env.meter = meter
         meter.clocks = [*meter.clocks, env]
+
+
+def verdict_after_kill(instance: Instance, sandbox: Sandbox, judge: ModelSection | None) -> dict[str, Any] | None:
+    """ARE's verdict of a run whose agent's process the parent killed (its wall-clock limit), asked of the driver
+    that still runs in the sandbox (environment.py `verdict_after_kill`)."""
+    from harness.benchmarks.gaia2.environment import verdict_after_kill as asked
+
+    return asked(sandbox, judge)
 
 
 def refusal(instance: Instance, model: ModelSection | None = None) -> str | None:

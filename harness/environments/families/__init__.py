@@ -23,6 +23,7 @@ from harness.datasets.model import Instance
 from harness.environments import Environments
 from harness.environments.family import _REGISTERED, Kit, RunSetup, Setup, Tool, ToolFamily
 from harness.errors import InputError
+from harness.sandbox.contract import Sandbox
 
 if TYPE_CHECKING:
     from harness.models.config import ModelSection
@@ -56,6 +57,16 @@ def verdicts(envs: Environments, instance: Instance | None) -> dict[str, dict]:
     if benchmark is None or benchmark.verdict is None or (found := benchmark.verdict(envs)) is None:
         return {}
     return {benchmark.name: found}
+
+
+def verdicts_after_kill(instance: Instance, sandbox: Sandbox, judge: ModelSection | None) -> dict[str, dict]:
+    """What the instance's benchmark still judges of its run once its agent's process was killed, on the host
+    before the sandbox goes (`Benchmark.verdict_after_kill`), under the benchmark's name; `sandbox`: where its
+    judging runs (its judge's sandbox when it has one)."""
+    benchmark = get(instance.benchmark)
+    asked = benchmark.verdict_after_kill
+    found = asked(instance, sandbox, judge) if asked is not None else None
+    return {} if found is None else {benchmark.name: found}
 
 
 def metering(envs: Environments, meter: Meter, instance: Instance | None) -> None:

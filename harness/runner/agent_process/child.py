@@ -101,6 +101,7 @@ def run(request: AgentRequest, result_path: Path) -> int:
     judge_sandbox = attach(request.judge_sandbox) if request.judge_sandbox is not None else None
     setup = request.setup(attach(request.sandbox), tracer, shots, judge_sandbox)
     runner: AgentRunner | None = None
+    envs = None
     tracer.emit(TaskEvent(task=request.task))
     try:
         runner_class = resolve(request.agent)  # first: a plug-in agent's module may define a tool family
@@ -120,6 +121,7 @@ def run(request: AgentRequest, result_path: Path) -> int:
         limit = exc.limit if isinstance(exc, LimitExceeded) else meter.exceeded
         if limit and meter.refused is None:
             result.limit = limit
+            result.verdicts = verdicts(envs, request.instance) if envs is not None else {}  # judged as it stood
             tracer.emit(LimitEvent(limit=limit, detail=str(exc)))
             return finish(0)
         kind = result.error_kind = _kind(runner, exc, meter)
