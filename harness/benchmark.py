@@ -72,12 +72,14 @@ class Figures:
     """A benchmark's own report figures: `applies(tasks)` says whether a run's tasks (tasks.json) are its own,
     `figures(latest, selected, epochs, tasks, costs)` computes them from the run's rows (report.json keeps them
     under the benchmark's name), `lines(figures)` says them on the terminal as (label, value) pairs; `fields`:
-    the task labels shown there, left out of the generic breakdown."""
+    the task labels shown there, left out of the generic breakdown; `warning(figures)`: what they must be read with
+(None: nothing), said after the table."""
 
     applies: Callable[[Mapping[str, Mapping[str, Any]]], bool]
     figures: Callable[..., dict[str, Any]]
     lines: Callable[[dict[str, Any]], list[tuple[str, str]]]
     fields: tuple[str, ...] = ()
+    warning: Callable[[dict[str, Any]], str | None] | None = None  # how the figures must be read, said at the end
 
 
 @dataclass(frozen=True)

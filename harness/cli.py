@@ -520,12 +520,18 @@ def export_cmd(
                                                                       "some selected tasks have no row."),
     allow_partial: bool = typer.Option(False, "--allow-partial", help="gaia: write the submission of a run of part "
                                                                       "of its split (--limit, --level, ...)."),
+    allow_hard_judge: bool = typer.Option(False, "--allow-hard-judge", help="ARE's leaderboard folder: export a run "
+                                          "judged by ARE's scripted checks alone (no --judge-model: message texts "
+                                          "not compared)."),
+    allow_few_epochs: bool = typer.Option(False, "--allow-few-epochs", help="ARE's leaderboard folder: export a run "
+                                          "of fewer epochs than the leaderboard's 3 runs per scenario."),
 ) -> None:
     """Write a run in another tool's format. Exit 2 (nothing written) when the file would not be valid."""
     from harness.export import export
 
     try:
-        warnings = export(output_dir, fmt, out, allow_missing=allow_missing, allow_partial=allow_partial)
+        warnings = export(output_dir, fmt, out, allow_missing=allow_missing, allow_partial=allow_partial,
+                          allow_hard_judge=allow_hard_judge, allow_few_epochs=allow_few_epochs)
     except HarnessError as exc:
         fail(exc)
     for warning in warnings:

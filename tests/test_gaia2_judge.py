@@ -56,6 +56,9 @@ def _run(tmp_path: Path, label: str, reply: str | None) -> tuple[dict, list[dict
             proc = harness(*args, "--config", _config(tmp_path / label, judge.base_url), "--judge-model", "judge")
             asked = [r["json"] for r in judge.chat_requests]
     assert proc.returncode == 0, explain(proc)
+    warned = json.loads((out / "report.json").read_text())["figures"]["gaia2"]["judge"]["warning"]
+    assert (warned is not None) is (reply is None), warned  # the scripted checks alone: said, at the run's end too
+    assert ("not comparable to ARE's leaderboard" in proc.stdout) is (reply is None), explain(proc)
     (row,) = rows(out)
     return row, asked
 

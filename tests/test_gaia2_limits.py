@@ -37,7 +37,7 @@ def test_runs_stopped_at_max_steps_are_judged_by_are_and_counted(tmp_path):
     for row in got.values():
         assert (row["status"], row["limit"], row["correct"]) == ("limit", "max_steps", False), row
         assert row["verdicts"]["gaia2"]["verdict"] == "fail" and row["scores"]["gaia2"]["explanation"], row
-    figures = json.loads((out / "report.json").read_text())["gaia2"]
+    figures = json.loads((out / "report.json").read_text())["figures"]["gaia2"]
     assert figures["headline"]["accuracy"] == 0.0 and figures["headline"]["not_judged"] == [], figures
     assert sum(c["judged_runs"] for c in figures["capabilities"].values()) == 3
     assert all(c["not_judged_runs"] == 0 for c in figures["capabilities"].values())

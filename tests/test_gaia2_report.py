@@ -19,6 +19,7 @@ from harness.config import RunConfiguration
 from harness.datasets import load_dataset
 from harness.report import render
 from harness.report.build import build_report
+from harness.report.output import end_lines
 from harness.results.model import ResultRow
 from harness.runner.preflight import default_epochs
 from harness.runner.run_config import RunConfig
@@ -103,11 +104,12 @@ def test_gaia2_runs_three_epochs_unless_told_and_run_json_says_why(tmp_path):
     assert plain["epochs"] == 1 and "epochs_default" not in plain
 
 
-def hand_run(tmp_path: Path) -> Path:
-    """A Gaia2 run directory written by hand: rows() with their verdicts and a trace each, tasks.json's labels."""
+def hand_run(tmp_path: Path, judge: str = "llm", epochs: int = 3) -> Path:
+    """A Gaia2 run directory written by hand: rows() with their verdicts (by ARE's `judge`) and a trace each,
+    tasks.json's labels; run.json says `epochs`."""
     run = tmp_path / "run"
     (run / "traces").mkdir(parents=True)
-    (run / "run.json").write_text(json.dumps({"epochs": 3, "epochs_default": "gaia2", "scorers": ["gaia2"],
+    (run / "run.json").write_text(json.dumps({"epochs": epochs, "epochs_default": "gaia2", "scorers": ["gaia2"],
                                               "model": "m", "dataset": "hf://x/gaia2", "reducers": ["mean"]}))
     (run / "selected.json").write_text(json.dumps(dict.fromkeys(TASKS)))
     (run / "tasks.json").write_text(json.dumps(TASKS))
@@ -116,7 +118,8 @@ def hand_run(tmp_path: Path) -> Path:
         trace = f"traces/{found.instance_id}-{found.epoch}.jsonl"
         call = {"type": "tool_call", "name": "Emails__send_email", "arguments": {}}
         (run / trace).write_text(json.dumps(call) + "\n")
-        verdict = {"verdict": "pass" if found.correct else "fail", "rationale": f"judged {found.instance_id}"}
+        verdict = {"verdict": "pass" if found.correct else "fail", "rationale": f"judged {found.instance_id}",
+                   "judge": judge}
         lines.append(found.model_copy(update={"trace": trace, "error": "boom" if found.status == "error" else None,
                                               "verdicts": {"gaia2": verdict} if found.correct is not None else {}}))
     (run / "output.jsonl").write_text("".join(line.model_dump_json() + "\n" for line in lines))
@@ -187,3 +190,53 @@ def test_export_gaia2_names_configs_by_whitelist_and_writes_its_yaml_with_a_yaml
     assert [c["config_name"] for c in front["dataset_info"]] == names
     assert front["configs"][0]["data_files"] == [{"split": "validation", "path": "escaped/validation-*"}]
     assert [f["name"] for f in front["dataset_info"][0]["features"]] == SCHEMA.names
+
+
+def judged_by(judge: str) -> list[ResultRow]:
+    return [r.model_copy(update={"verdicts": {"gaia2": {"verdict": "pass" if r.correct else "fail", "judge": judge}}
+                                 if r.correct is not None else {}}) for r in rows()]
+
+
+def test_a_run_judged_without_a_judge_model_says_its_figures_are_not_comparable_to_ares_leaderboard():
+    """ARE's runner always judges with an LLM (its gaia2-run and gaia2-submit default --judge_model): the scripted
+    checks alone never compare a message's text, and report.json, the table and the lines after it say so."""
+    hard = build_report(judged_by("hard"), ["e1", "e2", "s1"], leaked_containers=0, epochs=3, tasks=TASKS)
+    judge = hard.figures["gaia2"]["judge"]
+    assert (judge["hard_runs"], judge["llm_runs"]) == (6, 0), judge  # the judged runs: e1 x3, e2 x2, s1 x1
+    assert "message texts were not compared" in judge["warning"] and "not comparable to ARE's leaderboard" in \
+        judge["warning"]
+    table = Console(width=400, record=True)
+    table.print(render(hard))
+    shown = table.export_text()
+    assert "Gaia2 judge" in shown and "not comparable to ARE's leaderboard" in shown
+    assert f"warning: {judge['warning']}" in end_lines(hard)
+    soft = build_report(judged_by("llm"), ["e1", "e2", "s1"], leaked_containers=0, epochs=3, tasks=TASKS)
+    assert soft.figures["gaia2"]["judge"] == {"llm_runs": 6, "hard_runs": 0, "warning": None}
+    assert not any("comparable" in line for line in end_lines(soft))
+
+
+def test_export_gaia2_refuses_a_hard_judged_or_one_epoch_run_unless_told(tmp_path):
+    hard = hand_run(tmp_path / "hard", judge="hard")
+    refused = harness("export", hard, "--format", "gaia2", "--out", tmp_path / "a")
+    assert refused.returncode == 2 and "--allow-hard-judge" in refused.stderr, explain(refused)
+    assert "message texts were not compared" in refused.stderr and not (tmp_path / "a").exists()
+    told = harness("export", hard, "--format", "gaia2", "--out", tmp_path / "a", "--allow-hard-judge")
+    assert told.returncode == 0 and "not comparable to ARE's leaderboard" in told.stderr, explain(told)
+    assert "**Not comparable to ARE's leaderboard:**" in (tmp_path / "a" / "README.md").read_text()
+    meta = json.loads((tmp_path / "a" / "computed_stats.json").read_text())["metadata"]
+    assert len(meta["not_comparable"]) == 1 and "message texts" in meta["not_comparable"][0]
+
+    once = hand_run(tmp_path / "once", epochs=1)
+    refused = harness("export", once, "--format", "gaia2", "--out", tmp_path / "b")
+    assert refused.returncode == 2 and "--allow-few-epochs" in refused.stderr, explain(refused)
+    assert "takes 3 runs per scenario" in refused.stderr and not (tmp_path / "b").exists()
+    told = harness("export", once, "--format", "gaia2", "--out", tmp_path / "b", "--allow-few-epochs")
+    assert told.returncode == 0, explain(told)
+    assert json.loads((tmp_path / "b" / "computed_stats.json").read_text())["metadata"]["not_comparable"]
+
+    both = hand_run(tmp_path / "both", judge="hard", epochs=1)  # each reason named, each flag needed
+    refused = harness("export", both, "--format", "gaia2", "--out", tmp_path / "c", "--allow-hard-judge")
+    assert refused.returncode == 2 and "--allow-few-epochs" in refused.stderr, explain(refused)
+    assert "--allow-hard-judge)" not in refused.stderr and not (tmp_path / "c").exists()
+    other = harness("export", hard, "--format", "jsonl", "--out", tmp_path / "d.jsonl", "--allow-hard-judge")
+    assert other.returncode == 2 and "applies to --format gaia2 only" in other.stderr, explain(other)

@@ -292,6 +292,8 @@ def assert_gaia2_shown(pg) -> None:
     search = pg.inner_text("#gaia2-figures tr:has-text('capability search')").split("\t")
     assert search[8:10] == ["1", "1"]  # one run never ran, one ARE could not judge
     assert pg.locator("#overview .breakdown").count() == 0  # capability/variant: the Gaia2 table says them
+    warned = pg.inner_text("#gaia2-judge-warning")  # every verdict here is the hard judge's
+    assert "Not comparable to ARE's leaderboard" in warned and "message texts were not compared" in warned
     pg.click("#rows tbody tr[data-id='e2 #e2']")
     pg.wait_for_selector("#trace .gaia2-verdict")
     verdict = pg.inner_text("#trace .gaia2-verdict")

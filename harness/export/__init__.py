@@ -35,8 +35,8 @@ def formats() -> list[str]:
     return [*sorted(exports()), *GENERIC]
 
 
-def export(run_dir: Path, fmt: str, out: Path, *, allow_missing: bool = False,
-           allow_partial: bool = False) -> list[str]:
+def export(run_dir: Path, fmt: str, out: Path, *, allow_missing: bool = False, allow_partial: bool = False,
+           allow_hard_judge: bool = False, allow_few_epochs: bool = False) -> list[str]:
     """Write `out` in format `fmt`; returns the warnings. InputError for a bad format, directory or file."""
     declared = exports().get(fmt)
     own = declared[1] if declared is not None else None  # a benchmark's format
@@ -45,7 +45,8 @@ def export(run_dir: Path, fmt: str, out: Path, *, allow_missing: bool = False,
     if fmt == "inspect" and out.suffix != ".json":
         raise InputError(f"--out {out}: an Inspect log written here must end in .json "
                          "(Inspect reads a log by its suffix)")
-    options = {"allow_missing": allow_missing, "allow_partial": allow_partial}
+    options = {"allow_missing": allow_missing, "allow_partial": allow_partial, "allow_hard_judge": allow_hard_judge,
+               "allow_few_epochs": allow_few_epochs}
     takes = own.options if own is not None else ()
     for option, given in options.items():
         if given and option not in takes:

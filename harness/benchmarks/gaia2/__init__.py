@@ -63,6 +63,12 @@ def _lines(found: dict[str, Any]) -> list[tuple[str, str]]:
     return lines(found)
 
 
+def _warning(found: dict[str, Any]) -> str | None:
+    from harness.benchmarks.gaia2.report import warning
+
+    return warning(found)
+
+
 def _leaderboard(run: Any, **options: Any) -> tuple[Any, list[str]]:
     from harness.benchmarks.gaia2.export import render
 
@@ -77,5 +83,5 @@ BENCHMARK = Benchmark(
     verdict=_verdict, verdict_after_kill=_verdict_after_kill, refusal=_refusal, metered=_metered,
     words=Words(instances="scenarios", rate="success rate", correct="passed", wrong="failed", unjudged="not judged",
                 groups="capability", target=""),
-    figures=Figures(_applies, _figures, _lines, fields=("capability", "variant")),
-    exports={"gaia2": Export(_leaderboard, folder=True)})
+    figures=Figures(_applies, _figures, _lines, fields=("capability", "variant"), warning=_warning),
+    exports={"gaia2": Export(_leaderboard, folder=True, options=("allow_hard_judge", "allow_few_epochs"))})

@@ -17,7 +17,11 @@ completed events: the driver does not export one) but JSON of the row's verdict 
 (``format`` "harness-gaia2-run"); ``run_config`` is run.json; a row's config is the run's --subset, else its
 scenario's capability (a standard run of that capability's config); the split is "validation"; ARE's standard
 deviations over runs are not given. A run (id, epoch) without a row is left out, and named in a warning.
-Refused (nothing written): a run that is not Gaia2's, an --out that is not a new or empty folder.
+Refused (nothing written): a run that is not Gaia2's, an --out that is not a new or empty folder; unless told,
+a run any of whose runs ARE's scripted checks alone judged (no --judge-model: message texts not compared; ARE's
+runner always judges with an LLM; `--allow-hard-judge`) and a run of fewer epochs than the leaderboard's three
+runs per scenario (ARE's gaia2-submit forces three; `--allow-few-epochs`). A run exported all the same says so in
+its card and computed_stats.json (metadata ``not_comparable``).
 
 Names are built, never taken: a config's name (a folder of the export and a key of the card's YAML) keeps of the
 --subset or scenario tag it comes from only ASCII letters, digits, ``_`` and ``-`` (a tag ``../../x`` is the config
@@ -52,6 +56,7 @@ SCHEMA = pa.schema([("scenario_id", pa.string()), ("run_number", pa.int64()), ("
                     ("run_config", pa.string()), ("has_exception", pa.bool_()), ("exception_type", pa.string()),
                     ("exception_message", pa.string()), ("rationale", pa.string())])
 SUFFIX = {"standard": "", "agent2agent": "_a2a", "noise": "_noise"}
+LEADERBOARD_RUNS = 3  # runs per scenario ARE's leaderboard takes (its gaia2-submit forces them)
 UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 
 
@@ -131,19 +136,37 @@ def _card(names: Sequence[str], stats: Mapping[str, Any]) -> str:
                                "splits": [{"name": SPLIT}]} for n in names]}
     meta, body = stats["metadata"], json.dumps(stats["statistics"], indent=2)
     line = lambda value: " ".join(str(value).split())  # noqa: E731 - one line of the card's text
-    return ("---\n" + yaml.safe_dump(front, sort_keys=False) + "---\n\n# GAIA2 Leaderboard Submission\n\n"
+    caveats = "".join(f"**Not comparable to ARE's leaderboard:** {said}.\n\n" for said in meta["not_comparable"] or ())
+    return ("---\n" + yaml.safe_dump(front, sort_keys=False) + "---\n\n# GAIA2 Leaderboard Submission\n\n" + caveats +
             f"**Model:** {line(meta['model'])}\n**Provider:** {line(meta['model_provider'])}\n**Split:** {SPLIT}\n"
             f"**Runs per scenario:** {meta['runs']}\n\nMade by `harness export --format gaia2`: each row's `data` is "
             "the harness's record of the run (its verdict and trace events), not ARE's exported trace.\n\n"
             f"## Results\n\n```json\n{body}\n```\n")
 
 
-def render(run: ExportRun) -> tuple[Callable[[Path], None], list[str]]:
+def _not_comparable(run: ExportRun, allow_hard_judge: bool, allow_few_epochs: bool) -> list[str]:
+    """Why the run's figures are not the leaderboard's, each allowed by its flag (InputError otherwise)."""
+    k, why, refused = run.figures.epochs, list[tuple[str, str]](), list[tuple[str, str]]()
+    if told := figures.judging(run.latest, run.figures.ids)["warning"]:
+        (why if allow_hard_judge else refused).append(("--allow-hard-judge", told))
+    if k < LEADERBOARD_RUNS:
+        said = (f"each scenario ran {k} time(s), and ARE's leaderboard takes {LEADERBOARD_RUNS} runs per scenario "
+                "(its gaia2-submit forces them; pass^K and the spread need them)")
+        (why if allow_few_epochs else refused).append(("--allow-few-epochs", said))
+    if refused:
+        raise InputError(f"{run.figures.root} is not a leaderboard run, nothing written: " + "; ".join(
+            f"{said} (export it all the same with {flag})" for flag, said in refused))
+    return [said for _, said in why]
+
+
+def render(run: ExportRun, *, allow_hard_judge: bool = False,
+           allow_few_epochs: bool = False) -> tuple[Callable[[Path], None], list[str]]:
     """What writes the folder (module docstring) into a folder given, and the warnings. InputError for a run
-    that is not Gaia2's."""
+    that is not Gaia2's, or not the leaderboard's unless allowed."""
     if not figures.applies(run.tasks):
         raise InputError(f"{run.figures.root} is not a Gaia2 run (its tasks carry no variant): --format gaia2 "
                          "exports Gaia2 runs")
+    caveats = _not_comparable(run, allow_hard_judge, allow_few_epochs)
     subset, k = run.figures.run.get("dataset_subset"), run.figures.epochs
     groups: dict[tuple[str, str], list[str]] = {}
     for iid in run.figures.ids:
@@ -159,9 +182,12 @@ def render(run: ExportRun) -> tuple[Callable[[Path], None], list[str]]:
             folder.mkdir(parents=True)
             pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), folder / f"{SPLIT}-00000-of-00001.parquet")
         stats = _computed(run, groups)
+        stats["metadata"]["not_comparable"] = caveats or None
         (into / "computed_stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
         names = [config_name(c, p) for c, p in groups]
         (into / "README.md").write_text(_card(names, stats), encoding="utf-8")
 
     missing = [f"{iid} epoch {e}" for iid in run.figures.ids for e in range(1, k + 1) if (iid, e) not in run.latest]
-    return fill, [f"warning: {len(missing)} run(s) without a row left out: {listed(missing)}"] if missing else []
+    warnings = [f"warning: not comparable to ARE's leaderboard: {said}" for said in caveats]
+    return fill, warnings + ([f"warning: {len(missing)} run(s) without a row left out: {listed(missing)}"]
+                             if missing else [])

@@ -12,6 +12,12 @@ Denominators are the harness's (harness/report/build.py): an errored or missing 
 counted so); a run without a verdict (ARE could not judge it) is left out of every figure and counted
 (``not_judged_runs``); a scenario counts in pass@K and pass^K only when every epoch of it was judged. A
 capability with nothing judged has no accuracy (None): the headline's mean leaves it out and names it.
+
+- ``judge``: how ARE judged the runs (`judging`): the runs its LLM judge judged (``llm_runs``: the run's
+  --judge-model answered its soft checks) and those its scripted checks alone judged (``hard_runs``: no judge
+  model, so a message's text was never compared), and, when any was hard-judged, ``warning``: the figure is not
+  comparable to ARE's leaderboard, whose runner always has an LLM judge. The terminal, the HTML report and the
+  export say it (`warning`).
 """
 
 from __future__ import annotations
@@ -21,9 +27,11 @@ from collections.abc import Mapping, Sequence
 from statistics import mean, stdev
 from typing import Any
 
+from rich.markup import escape
+
 from harness.results.model import ResultRow
 
-__all__ = ["applies", "figures", "group", "lines"]
+__all__ = ["applies", "figures", "group", "judging", "lines", "warning"]
 
 
 def applies(tasks: Mapping[str, Mapping[str, Any]]) -> bool:
@@ -84,7 +92,28 @@ def figures(latest: Mapping[tuple[str, int], ResultRow], selected: Sequence[str]
                 "capabilities": sorted(rated), "not_judged": sorted(set(capabilities) - set(rated)),
                 "per_epoch": per_epoch, "std_over_epochs": stdev(per_epoch) if len(per_epoch) > 1 else None}
     variants = {v: group(ids, latest, epochs, costs) for v, ids in _grouped(selected, tasks, "variant").items()}
-    return {"k": epochs, "headline": headline, "capabilities": capabilities, "variants": variants}
+    return {"k": epochs, "headline": headline, "capabilities": capabilities, "variants": variants,
+            "judge": judging(latest, selected)}
+
+
+HARD = ("ARE's scripted checks alone (no --judge-model): message texts were not compared, so the Gaia2 figures are "
+        "not comparable to ARE's leaderboard, whose runner always judges with an LLM")
+
+
+def judging(latest: Mapping[tuple[str, int], ResultRow], selected: Sequence[str]) -> dict[str, Any]:
+    """How ARE judged the selected ids' runs (the module docstring's ``judge``), from their verdicts."""
+    chosen = set(selected)
+    modes = Counter(verdict.get("judge") for (iid, _), row in latest.items()
+                    if iid in chosen and (verdict := row.verdicts.get("gaia2")) and verdict.get("verdict") in
+                    ("pass", "fail"))
+    hard = modes["hard"]
+    return {"llm_runs": modes["llm"], "hard_runs": hard,
+            "warning": None if not hard else f"{hard} of {sum(modes.values())} judged Gaia2 runs were judged by {HARD}"}
+
+
+def warning(found: Mapping[str, Any] | None) -> str | None:
+    """What a Gaia2 run's figures must be read with (None: nothing, or no Gaia2 run)."""
+    return ((found or {}).get("judge") or {}).get("warning")
 
 
 def _pct(x: float | None) -> str:
@@ -109,6 +138,8 @@ def lines(found: Mapping[str, Any]) -> list[tuple[str, str]]:
     left = f"; no judged run, left out: {', '.join(head['not_judged'])}" if head["not_judged"] else ""
     out = [("Gaia2 (equal-weight mean)", f"{_pct(head['accuracy'])}: the mean of {len(head['capabilities'])} "
                                          f"capabilities' accuracies, each weighted equally{spread}{left}")]
+    if told := warning(found):
+        out.append(("[bold red]Gaia2 judge[/bold red]", f"[red]{escape(told)}[/red]"))
     out += [(f"capability {c}", _line(g, k)) for c, g in found["capabilities"].items()]
     out += [(f"variant {v}", _line(g, k)) for v, g in found["variants"].items()]
     return out

@@ -87,6 +87,7 @@
     const spread = judged(head.std_over_epochs) ? `, std over the ${k} epochs ${pct(head.std_over_epochs)}` : "";
     const left = head.not_judged.length ? `; no judged run, left out: ${head.not_judged.map(esc).join(", ")}` : "";
     return `<div class="card" id="gaia2"><h3>Gaia2: ${pct(head.accuracy)}, the equal-weight mean of ${head.capabilities.length} capabilities' accuracies (each capability weighted equally${spread})${left}</h3>` +
+      (g.judge && g.judge.warning ? `<p class="no" id="gaia2-judge-warning"><b>Not comparable to ARE's leaderboard</b>: ${esc(g.judge.warning)}</p>` : "") +
       `<p class="muted">accuracy: runs passed / runs judged (an errored or unrun run fails; a run ARE could not judge is left out and counted); pass@${k}, pass^${k}: scenarios with at least one, with every one of their ${k} epochs passed, over the scenarios judged in every epoch</p>` +
       `<table id="gaia2-figures"><thead><tr>${G2_COLS.map((c) => `<th>${esc(c.replace("K", k))}</th>`).join("")}</tr></thead><tbody>` +
       Object.entries(g.capabilities).map(([c, x]) => line("capability " + c, x)).join("") +
