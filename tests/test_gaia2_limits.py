@@ -72,3 +72,23 @@ def test_a_run_killed_at_its_wall_clock_limit_is_judged_before_its_sandbox_goes(
     assert asked and any(says in json.dumps(r["json"]) for r in asked)  # ARE's soft check, answered by the host
     assert row["judge_usage"]["llm_calls"] == len(asked)
     assert row["duration_s"] < timeout + 60, row["duration_s"]  # the verdict asked within its bound
+
+
+def test_no_simulated_user_nudges_once_are_says_the_scenario_is_over(tmp_path):
+    """The agent tells the user, ARE says that was the last turn, the agent's turn ends in words without
+    <solution>: GAIA's simulated user says nothing (Gaia2's policy: no "answer inside <solution>" nudges, no more
+    model calls)."""
+    data, out = tmp_path / "data", tmp_path / "run"
+    data.mkdir()
+    shutil.copy(SMOKE / "proto_find_image_file.json", data)
+    tell = tool_calls(("AgentUserInterface__send_message_to_user", {"content": "The image file is `llama.jpg`"}))
+    with FakeOpenAI([tell], default=text("I told the user.")) as agent:
+        proc = harness("run", "--dataset", data, *_model(agent), "--output-dir", out)
+        calls = len(agent.chat_requests)
+    assert proc.returncode == 0, explain(proc)
+    (row,) = rows(out)
+    assert row["user_replies"] == 0 and calls == 2, (row["user_replies"], calls)
+    events = [json.loads(line) for line in (out / row["trace"]).read_text().splitlines()]
+    assert not [e for e in events if e.get("type") == "user_reply"]
+    assert any("the task is over" in str(e.get("result")) for e in events if e.get("type") == "env")
+    assert row["correct"] is True and row["verdicts"]["gaia2"]["verdict"] == "pass", row
