@@ -73,7 +73,7 @@ class Figures:
     `figures(latest, selected, epochs, tasks, costs)` computes them from the run's rows (report.json keeps them
     under the benchmark's name), `lines(figures)` says them on the terminal as (label, value) pairs; `fields`:
     the task labels shown there, left out of the generic breakdown; `warning(figures)`: what they must be read with
-(None: nothing), said after the table."""
+    (None: nothing), said after the table."""
 
     applies: Callable[[Mapping[str, Mapping[str, Any]]], bool]
     figures: Callable[..., dict[str, Any]]

@@ -13,11 +13,12 @@ The agent gets the apps' tools under ARE's own names and schemas (`Emails__send_
 like an MCP tool's. The driver's `harness__` tools are never offered: the first user message is consumed when
 the scenario starts (the agent's task is that message already), `event` serves the oracle agent
 (harness/agents/oracle/), and once the agent's turns are over `finish` asks ARE's judge for its verdict,
-which the instance's result carries to the `gaia2` scorer (benchmarks/gaia2/scorer.py). As ARE's runner validates every
-run once its agent stops, its iteration cap included, so here: an agent stopped at a limit (--max-steps,
---max-tokens, a cost) is judged on what it did before the limit is raised on; one killed at its wall-clock limit
-is judged by the parent before the judge's sandbox goes (`verdict_after_kill`: a session of its own on the driver, which
-outlives the agent's process, within AFTER_KILL_S). Only a driver that cannot answer leaves a run unjudged.
+which the instance's result carries to the `gaia2` scorer (benchmarks/gaia2/scorer.py). As ARE's runner
+validates every run once its agent stops, its iteration cap included, so here: an agent stopped at a limit
+(--max-steps, --max-tokens, a cost) is judged on what it did before the limit is raised on; one killed at its
+wall-clock limit is judged by the parent before the judge's sandbox goes (`verdict_after_kill`: a session of its
+own on the driver, which outlives the agent's process, within AFTER_KILL_S). Only a driver that cannot answer
+leaves a run unjudged.
 
 ARE's soft checks (a message's text compared by an LLM) need a model: with the run's `--judge-model` the driver
 runs ARE's LLM judge and asks each of its calls through this MCP session (MCP's sampling: the server asks its
