@@ -1,7 +1,7 @@
 """A Gaia2 run that ends at a limit is judged by ARE on what it did, as ARE's runner validates every run once its
 agent stops (its iteration cap included): stopped at --max-steps, each scenario gets ARE's verdict and counts in the
 figures (never "left out"); killed at --instance-timeout, the parent asks the verdict of ARE's driver, which still
-runs in the sandbox, before the sandbox goes: its judge's calls answered on the host by the run's judge model.
+runs in the sandbox, before the sandbox goes (its judge's calls answered on the host: tests/test_gaia2_sandbox.py).
 The agent is the plain runner over a fake OpenAI-compatible server (tests/fakes/openai_server.py)."""
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.benchmarks.gaia2.environment import AFTER_KILL_S
 from tests.fakes.openai_server import FakeOpenAI, text, tool_calls
-from tests.helpers.e2e import FAKE_KEY_ENV, explain, harness, rows
+from tests.helpers.e2e import FAKE_KEY_ENV, explain, harness, out_dir, rows
 
 pytestmark = pytest.mark.docker
 SMOKE = Path(__file__).resolve().parents[1] / "datasets" / "gaia2-smoke"
@@ -27,7 +28,7 @@ def _model(server: FakeOpenAI) -> list[str]:
 
 
 def test_runs_stopped_at_max_steps_are_judged_by_are_and_counted(tmp_path):
-    out = tmp_path / "run"
+    out = out_dir(tmp_path, "steps")
     with FakeOpenAI([], default=tool_calls(CLOCK)) as server:  # an agent that only ever reads the clock
         proc = harness("run", "--dataset", SMOKE, *_model(server), "--max-steps", "3", "--workers", "3",
                        "--output-dir", out)
@@ -43,42 +44,29 @@ def test_runs_stopped_at_max_steps_are_judged_by_are_and_counted(tmp_path):
     assert all(c["not_judged_runs"] == 0 for c in figures["capabilities"].values())
 
 
-def _judge_config(tmp_path: Path, url: str) -> Path:
-    config = tmp_path / "models.toml"
-    config.write_text(f'[llm.judge]\nmodel = "judge-model"\nbase_url = "{url}"\napi_key_env = "{FAKE_KEY_ENV}"\n'
-                      "max_retries = 0\n")
-    return config
-
-
 def test_a_run_killed_at_its_wall_clock_limit_is_judged_before_its_sandbox_goes(tmp_path):
-    """The agent tells the user the answer in its own words (only an LLM can compare them), then reads the clock
-    until it is killed: the parent asks ARE's driver for the verdict, and answers its judge's calls itself."""
-    data, out, timeout = tmp_path / "data", tmp_path / "run", 40
+    """An agent that reads the clock on a slow model until it is killed: the parent asks ARE's driver, still running
+    in the sandbox, for its verdict before the sandbox goes, within its bound (the judge's calls answered on the
+    host: tests/test_gaia2_sandbox.py)."""
+    data, out, timeout = tmp_path / "data", out_dir(tmp_path, "killed"), 30
     data.mkdir()
-    shutil.copy(SMOKE / "proto_find_image_file.json", data)
-    says = "It is llama.jpg, in your Downloads folder."
-    tell = tool_calls(("AgentUserInterface__send_message_to_user", {"content": says}))
-    with FakeOpenAI([tell], default=tool_calls(CLOCK), delay=1.0) as agent, \
-            FakeOpenAI([], default=text("Evaluation: [[Success]] [[True]]", usage=(50, 5))) as judge:
+    shutil.copy(SMOKE / "proto_forward_email.json", data)
+    with FakeOpenAI([], default=tool_calls(CLOCK), delay=1.0) as agent:
         proc = harness("run", "--dataset", data, *_model(agent), "--instance-timeout", timeout, "--max-steps", 1000,
-                       "--config", _judge_config(tmp_path, judge.base_url), "--judge-model", "judge",
                        "--output-dir", out)
-        asked = judge.chat_requests
-    assert proc.returncode == 0, explain(proc)
+    assert proc.returncode == 0, explain(proc)  # judged: nothing left out
     (row,) = rows(out)
-    assert (row["status"], row["limit"]) == ("limit", "wall_time"), row
-    verdict = row["verdicts"]["gaia2"]
-    assert verdict["verdict"] == "pass" and verdict["judge"] == "llm" and row["correct"] is True, verdict
-    assert asked and any(says in json.dumps(r["json"]) for r in asked)  # ARE's soft check, answered by the host
-    assert row["judge_usage"]["llm_calls"] == len(asked)
-    assert row["duration_s"] < timeout + 60, row["duration_s"]  # the verdict asked within its bound
+    assert (row["status"], row["limit"], row["correct"]) == ("limit", "wall_time", False), row
+    assert row["verdicts"]["gaia2"]["verdict"] == "fail" and row["scores"]["gaia2"]["explanation"], row
+    assert row["duration_s"] < timeout + AFTER_KILL_S + 30, row["duration_s"]  # asked within its bound (ARE may
+    # still be starting at the kill on a loaded machine: the verdict waits for it)
 
 
 def test_no_simulated_user_nudges_once_are_says_the_scenario_is_over(tmp_path):
     """The agent tells the user, ARE says that was the last turn, the agent's turn ends in words without
     <solution>: GAIA's simulated user says nothing (Gaia2's policy: no "answer inside <solution>" nudges, no more
     model calls)."""
-    data, out = tmp_path / "data", tmp_path / "run"
+    data, out = tmp_path / "data", out_dir(tmp_path, "told")
     data.mkdir()
     shutil.copy(SMOKE / "proto_find_image_file.json", data)
     tell = tool_calls(("AgentUserInterface__send_message_to_user", {"content": "The image file is `llama.jpg`"}))

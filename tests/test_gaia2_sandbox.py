@@ -120,3 +120,40 @@ def test_the_noise_phase_makes_ares_tools_fail_at_random_as_are_runs_it(provider
         sb.copy_in(SMOKE, [name])
         failed = asyncio.run(calls(sb))
     assert (sum(failed) > 0) is noise, sum(failed)
+
+
+def test_the_verdict_of_a_killed_agents_scenario_is_asked_of_the_driver_that_outlives_it(provider, gaia2_image, run_id,
+                                                                                         monkeypatch):
+    """The agent's session tells the user the answer in its own words and goes without asking for the verdict (its
+    process killed at its wall-clock limit): the host opens a session of its own on the driver, still running in
+    the sandbox, and gets ARE's verdict, its LLM judge's calls answered on the host by the run's judge model."""
+    from harness.benchmarks.gaia2.environment import verdict_after_kill
+    from harness.environments.mcp_tools import connect
+    from harness.models.config import ModelSection
+    from tests.fakes.openai_server import FakeOpenAI, text
+
+    name, says = "proto_find_image_file.json", "It is llama.jpg, in your Downloads folder."
+    server = McpServer(name="gaia2", command="/opt/are/bin/python", timeout=120,
+                       args=("/opt/harness/gaia2_driver.py", f"/workspace/{name}", "--judge", "llm",
+                             "--judge-model", "judge-model"))
+
+    async def agent(sandbox) -> None:
+        async with AsyncExitStack() as stack:
+            session = await connect(stack, server, sandbox, None)
+            await session.call_tool("harness__task", {})
+            await session.call_tool("AgentUserInterface__send_message_to_user", {"content": says})
+
+    monkeypatch.setenv("FAKE_JUDGE_KEY", "sk-fake")
+    with FakeOpenAI([], default=text("Evaluation: [[Success]] [[True]]", usage=(50, 5))) as fake, \
+            provider.open(SandboxSpec(image=gaia2_image, run_id=run_id, instance_id="killed")) as sb:
+        judge = ModelSection(name="judge", model="judge-model", base_url=fake.base_url, api_key_env="FAKE_JUDGE_KEY",
+                             max_retries=0)
+        sb.copy_in(SMOKE, [name])
+        asyncio.run(agent(sb))  # gone without harness__finish, as a killed agent's process
+        verdict = verdict_after_kill(sb, judge)
+        asked = fake.chat_requests
+    assert verdict is not None and verdict["verdict"] == "pass" and verdict["judge"] == "llm", verdict
+    assert asked and any(says in json.dumps(r["json"]) for r in asked)  # ARE's soft check, answered on the host
+    assert verdict["judge_usage"]["llm_calls"] == len(asked)
+    with provider.open(SandboxSpec(image=gaia2_image, run_id=run_id, instance_id="no-driver")) as sb:
+        assert verdict_after_kill(sb, judge, bound=10) is None  # no driver there: not judged, never a guess
