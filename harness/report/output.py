@@ -348,7 +348,7 @@ def end_lines(report: Report, run_dir: Path | None = None) -> list[str]:
     if walls := report.walls():
         lines.append(wall_line(walls, report.n_selected))
     lines += model_warnings(report)
-    lines += [f"warning: {told}" for name, found in report.figures.items()
+    lines += [f"warning: {told}" for name, found in report.figures.items()  # a benchmark's own (Figures.warning)
               if (warn := _figures(name).warning) is not None and (told := warn(found))]
     if run_dir is not None:
         quoted = shlex.quote(str(run_dir))
