@@ -95,9 +95,10 @@ class Export:
 
 # The agent process's hooks; their arguments belong to layers above this one (typed there):
 Verdict = Callable[[Any], "dict[str, Any] | None"]  # (the instance's Environments) -> what it judged, or None
-# (Instance, its Sandbox, the run's judge ModelSection or None) -> what it judged of a run whose agent's process
-# was killed at its wall-clock limit, asked on the host before the sandbox goes, or None
-VerdictAfterKill = Callable[[Any, Any, Any], "dict[str, Any] | None"]
+# (Instance, its Sandbox, the run's judge ModelSection or None, the run's --max-cost BudgetSpec or None) -> what it
+# judged of a run whose agent's process was killed at its wall-clock limit, asked on the host before the sandbox
+# goes, or None
+VerdictAfterKill = Callable[[Any, Any, Any, Any], "dict[str, Any] | None"]
 Refusal = Callable[[Any, Any], "str | None"]  # (Instance, the run's ModelSection or None) -> why it cannot run
 Metered = Callable[[Any, Any], None]  # (Environments, the agent's Meter): hand it the meter, its clocks
 Oracle = Callable[[Any], Any]  # (AgentContext) -> awaitable of the oracle's final message

@@ -256,7 +256,7 @@ def _run_instance(instance: Instance, settings_: RunSettings, started: str, t0: 
                     else:
                         result.limit = "wall_time"
                         judging = judge if judge is not None else sandbox  # where its judge runs
-                        result.verdicts = verdicts_after_kill(instance, judging, settings_.judge)
+                        result.verdicts = verdicts_after_kill(instance, judging, settings_.judge, settings_.budget)
                     try:
                         append_event(trace_path, LimitEvent(limit="wall_time", detail=detail))
                     except OSError as exc:  # the row says it too

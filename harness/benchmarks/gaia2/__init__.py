@@ -27,10 +27,10 @@ def _verdict(envs: Any) -> dict[str, Any] | None:
     return verdict(envs)
 
 
-def _verdict_after_kill(instance: Any, sandbox: Any, judge: Any) -> dict[str, Any] | None:
+def _verdict_after_kill(instance: Any, sandbox: Any, judge: Any, budget: Any) -> dict[str, Any] | None:
     from harness.benchmarks.gaia2.family import verdict_after_kill
 
-    return verdict_after_kill(instance, sandbox, judge)
+    return verdict_after_kill(instance, sandbox, judge, budget)
 
 
 def _metered(envs: Any, meter: Any) -> None:

@@ -59,6 +59,7 @@ from harness.usage import Usage
 if TYPE_CHECKING:
     from mcp import types
 
+    from harness.models.budget import BudgetSpec
     from harness.models.chat import ChatModel
     from harness.models.completion import Completion
     from harness.models.config import ModelSection
@@ -224,11 +225,15 @@ async def serving(env: Gaia2Env, envs: Environments, work: Callable[[], Awaitabl
             await env._agent_chat.close()
 
 
-def verdict_after_kill(sandbox: Sandbox, judge: ModelSection | None, bound: float = AFTER_KILL_S) -> dict | None:
+def verdict_after_kill(sandbox: Sandbox, judge: ModelSection | None, bound: float = AFTER_KILL_S,
+                       budget: BudgetSpec | None = None) -> dict | None:
     """ARE's verdict of a scenario whose agent's process was killed (its wall-clock limit), asked on the host of
-    the driver that still runs in the judge's `sandbox`: a session of the host's own on the driver's bridge, its judge's
-    calls answered here as `sample` answers them, within `bound` seconds; None: no driver answered in time."""
+    the driver that still runs in the judge's `sandbox`: a session of the host's own on the driver's bridge, its
+    judge's calls answered here as `sample` answers them (through a meter of their own: the run's --max-cost
+    `budget` admits and counts them), within `bound` seconds; None: no driver answered in time."""
     from harness.environments.mcp_bridge import attach_bridge
+    from harness.models.budget import RunBudget
+    from harness.models.meter import Meter
 
     async def ask() -> dict | None:
         from mcp import ClientSession
@@ -239,7 +244,8 @@ def verdict_after_kill(sandbox: Sandbox, judge: ModelSection | None, bound: floa
         pipe = await asyncio.to_thread(attach_bridge, sandbox, "gaia2")
         if pipe is None:
             return None
-        env = Gaia2Env("", sandbox, judge=judge)
+        env = Gaia2Env("", sandbox, judge=judge,
+                       meter=Meter(max_tokens=None, max_steps=None, budget=RunBudget(budget) if budget else None))
         try:
             async with AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(sandbox_stdio(pipe))

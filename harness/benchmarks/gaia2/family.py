@@ -16,6 +16,7 @@ from harness.environments import Environments
 from harness.environments.family import Setup, Tool, ToolFamily
 
 if TYPE_CHECKING:
+    from harness.models.budget import BudgetSpec
     from harness.models.config import ModelSection
     from harness.models.meter import Meter
     from harness.sandbox.contract import Sandbox
@@ -62,12 +63,13 @@ def metered(envs: Environments, meter: Meter) -> None:
         meter.clocks = [*meter.clocks, env]
 
 
-def verdict_after_kill(instance: Instance, sandbox: Sandbox, judge: ModelSection | None) -> dict[str, Any] | None:
+def verdict_after_kill(instance: Instance, sandbox: Sandbox, judge: ModelSection | None,
+                       budget: BudgetSpec | None = None) -> dict[str, Any] | None:
     """ARE's verdict of a run whose agent's process the parent killed (its wall-clock limit), asked of the driver
     that still runs in the sandbox (environment.py `verdict_after_kill`)."""
     from harness.benchmarks.gaia2.environment import verdict_after_kill as asked
 
-    return asked(sandbox, judge)
+    return asked(sandbox, judge, budget=budget)
 
 
 def refusal(instance: Instance, model: ModelSection | None = None) -> str | None:

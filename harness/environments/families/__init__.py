@@ -26,6 +26,7 @@ from harness.errors import InputError
 from harness.sandbox.contract import Sandbox
 
 if TYPE_CHECKING:
+    from harness.models.budget import BudgetSpec
     from harness.models.config import ModelSection
     from harness.models.meter import Meter
 
@@ -59,13 +60,14 @@ def verdicts(envs: Environments, instance: Instance | None) -> dict[str, dict]:
     return {benchmark.name: found}
 
 
-def verdicts_after_kill(instance: Instance, sandbox: Sandbox, judge: ModelSection | None) -> dict[str, dict]:
+def verdicts_after_kill(instance: Instance, sandbox: Sandbox, judge: ModelSection | None,
+                        budget: BudgetSpec | None = None) -> dict[str, dict]:
     """What the instance's benchmark still judges of its run once its agent's process was killed, on the host
     before the sandbox goes (`Benchmark.verdict_after_kill`), under the benchmark's name; `sandbox`: where its
     judging runs (its judge's sandbox when it has one)."""
     benchmark = get(instance.benchmark)
     asked = benchmark.verdict_after_kill
-    found = asked(instance, sandbox, judge) if asked is not None else None
+    found = asked(instance, sandbox, judge, budget) if asked is not None else None
     return {} if found is None else {benchmark.name: found}
 
 
