@@ -31,6 +31,9 @@ MODEL_CLIENT_MODULES = ("openai", "anthropic", "httpx")
 class HarnessError(Exception):
     kind: ClassVar[ErrorKind] = "harness"
     retryable: ClassVar[bool] = False
+    # The run's own configuration, whichever instance met it (a priced model's reply without usage): the run starts
+    # no more instances and exits 2 (runner/evaluate.py). Other errors, input ones included, end their instance only.
+    stops_run: ClassVar[bool] = False
 
 
 class InputError(HarnessError):

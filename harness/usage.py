@@ -116,6 +116,8 @@ class Price:
 class UsageMissing(InputError):
     """A priced model's reply reported no tokens and its section declares no price for such a call (`charge`)."""
 
+    stops_run = True
+
 
 class Usage(BaseModel):
     """Tokens by class (above: cached and cache-write tokens are within prompt_tokens,

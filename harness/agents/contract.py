@@ -121,6 +121,7 @@ class AgentResult(BaseModel):
     error_kind: ErrorKind | None = None
     error: str | None = None
     retryable: bool = False
+    stops_run: bool = False  # the error is the run's configuration (HarnessError.stops_run): no more instances
     user_replies: int = 0
     verdicts: dict[str, dict[str, Any]] = Field(default_factory=dict)  # a tool family's own judgement, by family
 

@@ -138,8 +138,8 @@ class _Workers:
             elif self.why is None and (full := self._refusal(finished)) is not None:
                 self.disk_full = full  # every later instance would fail the same way, for want of space
                 self._stop(f"{self.out.parent} takes no more files: {full}")
-            elif self.why is None and row.error_kind == "input":  # the run's configuration (a model's reply that
-                self.input_error = row.error or "an input error"  # cannot be priced): every instance would meet it
+            elif self.why is None and finished.stops_run:  # the run's configuration (a model's reply that cannot
+                self.input_error = row.error or "an input error"  # be priced): every instance would meet it
                 self._stop(first_line(self.input_error))
             elif (self.fail_on_error is not None and self.budget is not None  # a budget only with the flag
                   and self.errors >= self.budget and self.why is None):

@@ -169,6 +169,7 @@ class Finished:
 
     row: ResultRow
     refused: tuple[OwnFileRefused, ...] = ()
+    stops_run: bool = False  # its error is the run's configuration (HarnessError.stops_run): start no more
 
 
 def run_instance(instance: Instance, settings_: RunSettings, epoch: int = 1) -> Finished:
@@ -176,7 +177,8 @@ def run_instance(instance: Instance, settings_: RunSettings, epoch: int = 1) -> 
     started, t0 = _now(), time.monotonic()
     refused: list[OwnFileRefused] = []
     try:
-        return Finished(_run_instance(instance, settings_, started, t0, epoch, refused), tuple(refused))
+        row, stops_run = _run_instance(instance, settings_, started, t0, epoch, refused)
+        return Finished(row, tuple(refused), stops_run)
     except Exception as exc:  # noqa: BLE001
         if isinstance(exc, OwnFileRefused):
             refused.append(exc)
@@ -216,7 +218,7 @@ def _copy_files(sandbox: Sandbox, instance: Instance, names: list[str]) -> None:
 
 
 def _run_instance(instance: Instance, settings_: RunSettings, started: str, t0: float, epoch: int,
-                  refused: list[OwnFileRefused]) -> ResultRow:
+                  refused: list[OwnFileRefused]) -> tuple[ResultRow, bool]:
     layout = RunDir(settings_.output_dir)
     result, sandbox_name, trace_rel, attempt = AgentResult(), None, None, 0
     trace: TraceFacts | None = None  # the last attempt's trace, read once its agent process ended
@@ -266,13 +268,14 @@ def _run_instance(instance: Instance, settings_: RunSettings, started: str, t0: 
         except HarnessError as exc:
             if isinstance(exc, OwnFileRefused):
                 refused.append(exc)
-            result = AgentResult(error_kind=exc.kind, error=str(exc), retryable=exc.retryable)
+            result = AgentResult(error_kind=exc.kind, error=str(exc), retryable=exc.retryable, stops_run=exc.stops_run)
         spent = spent + result.usage
         if not (result.error_kind and result.retryable) or attempt > settings_.max_retries:
             break
         time.sleep(backoff * attempt)
     result.usage = spent
-    return _finish(instance, settings_, result, attempt, started, t0, sandbox_name, trace_rel, refused, epoch, trace)
+    row = _finish(instance, settings_, result, attempt, started, t0, sandbox_name, trace_rel, refused, epoch, trace)
+    return row, result.stops_run
 
 
 def _finish(instance, settings_: RunSettings, result: AgentResult, attempt, started, t0, sandbox_name,

@@ -127,6 +127,8 @@ def run(request: AgentRequest, result_path: Path) -> int:
         kind = result.error_kind = _kind(runner, exc, meter)
         result.error = f"{type(exc).__name__}: {exc}"
         result.retryable = isinstance(exc, HarnessError) and exc.retryable
+        cause = meter.refused or exc  # an unpriced reply is the run's configuration, whatever raised
+        result.stops_run = isinstance(cause, HarnessError) and cause.stops_run
         if exc is not meter.model_failure:  # the meter traced that one where it happened
             tracer.emit(ErrorEvent(kind=kind, message=result.error, traceback=traceback.format_exc()))
     return finish(0)
