@@ -133,3 +133,14 @@ def test_a_gaia2_pass_without_a_rationale_says_so(rationale):
 def test_a_number_the_scorer_cannot_read_is_said_so(answer, said):
     score = GaiaScorer().score(answer, "247", context=ScoreContext())
     assert score.explanation == said  # before: "number: inf vs 247.0"
+
+
+def test_a_gaia2_score_counts_the_turns_of_its_scenario_not_every_message_to_the_user():
+    # A one-turn scenario whose agent told the user nine times said `turns_done: 9` (issue 41, small ones).
+    from harness.benchmarks.gaia2.scorer import Gaia2Scorer
+    from harness.scoring.base import ScoreContext
+
+    verdict = {"verdict": "pass", "rationale": "None", "oracle_actions": [], "turns": 1, "turns_done": 9}
+    score = Gaia2Scorer().score(None, "pass", context=ScoreContext(verdicts={"gaia2": verdict}))
+    assert score.details["turns_done"] == 1 and score.details["turns"] == 1, score.details
+    assert score.details["messages_to_user"] == 9

@@ -26,10 +26,20 @@ class Gaia2Scorer:
                               f"{verdict.get('error') or _said(verdict) or 'no reason given'}")
         passed = verdict["verdict"] == "pass"
         actions = verdict.get("oracle_actions") or []
+        turns, told = verdict.get("turns"), verdict.get("turns_done")
         return make_score(self.name, passed == (target == "pass"),
                           _said(verdict) or ("ARE's judge passed the run" if passed else "failed"),
                           matched=sum(1 for a in actions if a.get("matched")), oracle_actions=actions,
-                          turns=verdict.get("turns"), turns_done=verdict.get("turns_done"), judge=verdict.get("judge"))
+                          turns=turns, turns_done=_turns_done(turns, told), messages_to_user=told,
+                          judge=verdict.get("judge"))
+
+
+def _turns_done(turns: object, told: object) -> object:
+    """The scenario's turns the agent ended: each message to the user ends one, but those it sends after the last
+    turn (the driver's `turns_done` counts every message: 9 of 1 turn) end none."""
+    if isinstance(turns, int) and isinstance(told, int):
+        return min(turns, told)
+    return told
 
 
 def _said(verdict: dict) -> str:

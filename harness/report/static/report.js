@@ -98,7 +98,8 @@
   function gaia2Verdict(v) {
     const cls = v.verdict === "pass" ? "yes" : "no", u = v.judge_usage || {};
     let h = `<div class="gaia2-verdict"><b>ARE's verdict</b>: <span class="${cls}">${esc(v.verdict)}</span> · judge ${esc(JUDGES[v.judge] || v.judge)}` +
-      ` · turns ${esc(v.turns_done)}/${esc(v.turns)}${u.llm_calls ? ` · judge ${esc(u.llm_calls)} calls, $${num(u.cost, 4)}` : ""}`;
+      ` · turns ${esc(Math.min(v.turns_done, v.turns))}/${esc(v.turns)}` +
+      `${v.turns_done > v.turns ? ` · ${esc(v.turns_done)} messages to the user` : ""}${u.llm_calls ? ` · judge ${esc(u.llm_calls)} calls, $${num(u.cost, 4)}` : ""}`;
     if (v.error) h += `<div class="no"><b>error</b> ${esc(v.error)}</div>`;
     if (v.rationale) h += `<div><b>rationale</b>${pre(v.rationale)}</div>`;
     const acts = v.oracle_actions || [];
