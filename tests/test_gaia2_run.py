@@ -140,3 +140,27 @@ def test_the_oracle_needs_no_model_and_any_other_agent_does(tmp_path):
     other = harness("run", "--dataset", data, "--agent", "plain", "--scorer", "gaia2", "--output-dir", tmp_path / "p")
     assert other.returncode == 2 and "--model is required" in other.stderr, explain(other)
     assert not (tmp_path / "p").exists()
+
+
+@pytest.mark.docker
+def test_a_scenario_ares_judge_cannot_initialise_is_an_input_error_naming_it_and_ares_reason_before_the_agent(
+        tmp_path):
+    # A scenario whose Contacts has no user (`is_user`): ARE's judge cannot set up its state (before: the driver
+    # died at start-up, an infra error retried three times).
+    scenario = json.loads((SMOKE / "proto_forward_email.json").read_text())
+    contacts = next(app for app in scenario["apps"] if app["name"] == "Contacts")["app_state"]["contacts"]
+    del contacts["user_alex"]
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "no_user.json").write_text(json.dumps(scenario))
+    proc = harness("run", "--dataset", data, "--agent", "oracle", "--scorer", "gaia2", "--epochs", "1",
+                   "--max-retries", "2", "--output-dir", tmp_path / "run")
+    (row,) = rows(tmp_path / "run")
+    assert row["status"] == "error" and row["error_kind"] == "input", explain(proc)
+    assert row["attempt"] == 1 and row["correct"] is not True, row
+    assert proc.returncode == 2, explain(proc)  # bad input, as the load's refusals: the run starts no more instances
+    error = row["error"]
+    assert "no_user.json" in error and "proto_forward_email" in error, error  # the scenario, by file and id
+    assert "IndexError" in error and "extract_user_details" in error, error  # ARE's reason, where ARE gave it
+    events = [json.loads(line) for line in (tmp_path / "run" / row["trace"]).read_text().splitlines()]
+    assert not any(e.get("type") in ("env", "tool_call", "model_call") for e in events), events  # no agent ran

@@ -44,12 +44,19 @@ engine passes it: ARE 1.2.0's LiteLLMEngine lower-cases True and False in every 
 checkers that look for `[[True]]` (sanity, signature, tone, cab) can never pass.
 A judge that raises, a judge call that failed, and an event loop that died are a verdict of `error`, never a
 failed scenario.
+
+A scenario ARE cannot set up (its importer refuses it, its oracle run fails, its judge cannot initialise: a Contacts
+app with no user) is found here at start-up, before the agent's first turn: ARE's preprocessing runs the oracle
+and initialises the judge's state before anything is served. The driver then serves the hidden tools alone, and
+`harness__setup` (the harness's first call) says why, in ARE's words (`{"refused": "..."}`, else `{"refused":
+null}`): the harness makes it the instance's input error, never retried.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import json
 import logging
@@ -57,7 +64,9 @@ import os
 import re
 import sys
 import time
+import traceback
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import mcp.types as types
@@ -209,6 +218,25 @@ def _guard_turn_judge() -> None:
     BaseJudge.trigger_condition = trigger_condition
 
 
+class Refused(Exception):
+    """ARE cannot set the scenario up: its reason, in its words (`harness__setup`)."""
+
+
+@contextlib.contextmanager
+def _refusing(step: str):
+    """What ARE raises in `step` is the scenario's: Refused, saying the step, ARE's error and the chain of ARE's
+    functions that raised it. Memory running out is not the scenario's: it goes on up (the driver dies: infra)."""
+    try:
+        yield
+    except MemoryError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any of ARE's errors here is the scenario's
+        frames = [f"{Path(frame.filename).stem}.{frame.name}" for frame in traceback.extract_tb(exc.__traceback__)
+                  if f"{os.sep}are{os.sep}" in frame.filename]
+        where = f" in {' > '.join(frames[-4:])}" if frames else ""
+        raise Refused(f"{step} raised {type(exc).__name__}: {str(exc)[:2000]}{where}") from exc
+
+
 class Scenario:
     """One scenario running in ARE: its tools, notifications, turns and verdict."""
 
@@ -218,22 +246,24 @@ class Scenario:
         with open(path) as fh:
             text = fh.read()
         os.unlink(path)  # it holds the oracle's actions: gone before the agent's first turn, whatever its tools
-        imported = JsonScenarioImporter().import_from_json_to_benchmark(text, load_completed_events=False)
-        scenario = imported[0]
+        with _refusing("ARE's importer"):
+            scenario = JsonScenarioImporter().import_from_json_to_benchmark(text, load_completed_events=False)[0]
         augmented = {}
         if noise:
             from are.simulation.cli.utils import create_noise_configs
 
             tools, events = create_noise_configs()
             augmented = {"tool_augmentation_config": tools, "env_events_config": events}
-        preprocess_scenario(scenario, judge_config=_judge_config(judge, model), **augmented)
+        with _refusing("ARE's preprocessing (its oracle run, then its judge's initialisation)"):
+            preprocess_scenario(scenario, judge_config=_judge_config(judge, model), **augmented)
         self.env = Environment(EnvironmentConfig(oracle_mode=False, duration=scenario.duration,
                                                  time_increment_in_seconds=scenario.time_increment_in_seconds,
                                                  start_time=scenario.start_time),
                                notification_system=VerboseNotificationSystem(verbosity_level=VerbosityLevel.MEDIUM))
-        if a2a:
-            scenario = _agent2agent(scenario, self.env)
-        self.env.run(scenario, wait_for_end=False)
+        with _refusing("ARE's environment starting it"):
+            if a2a:
+                scenario = _agent2agent(scenario, self.env)
+            self.env.run(scenario, wait_for_end=False)
         self.scenario, self.judge_mode = scenario, judge
         apps = [app for app in scenario.apps if app.name in scenario.get_tools_by_app()]
         by_name = {tool.name: tool for app in apps for tool in app.get_tools()}
@@ -372,10 +402,14 @@ class Scenario:
         return found
 
 
-def serve(scenario: Scenario) -> None:
+def serve(scenario: Scenario | None, refused: str | None = None) -> None:
+    """Serve `scenario`; or, when ARE could not set it up (`refused`, its reason), the hidden tools alone:
+    `harness__setup` says why, any other call is refused with it."""
     server: Server = Server("gaia2")
     one_at_a_time = asyncio.Lock()  # ARE's apps take one call at a time, as when the calls ran in the loop itself
-    hidden = [types.Tool(name="harness__task", description="The first user message.",
+    hidden = [types.Tool(name="harness__setup", description="Why ARE could not set the scenario up (null: it did).",
+                         inputSchema={"type": "object", "properties": {}}),
+              types.Tool(name="harness__task", description="The first user message.",
                          inputSchema={"type": "object", "properties": {}}),
               types.Tool(name="harness__event", description="A completed event's time and return value.",
                          inputSchema={"type": "object", "properties": {"event_id": {"type": "string"}},
@@ -390,12 +424,18 @@ def serve(scenario: Scenario) -> None:
 
     @server.list_tools()
     async def list_tools() -> list[types.Tool]:
+        if scenario is None:
+            return hidden
         return [types.Tool(name=name, description=mcp_tool.description,
                            inputSchema=mcp_tool.fn_metadata.arg_model.model_json_schema())
                 for name, (mcp_tool, _) in scenario.tools.items()] + hidden
 
     @server.call_tool()
     async def call_tool(name: str, arguments: dict) -> list[types.TextContent]:
+        if name == "harness__setup":
+            return [types.TextContent(type="text", text=json.dumps({"refused": refused}))]
+        if scenario is None:
+            raise ValueError(f"ARE could not set the scenario up: {refused}")
         if HostLLM.session is None:
             HostLLM.session, HostLLM.loop = server.request_context.session, asyncio.get_running_loop()
         if name == "harness__task":
@@ -440,7 +480,12 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, force=True)  # ARE's modules log every tick
     for name in ("are", "LiteLLM", "litellm", "httpx"):
         logging.getLogger(name).setLevel(logging.WARNING)
-    serve(Scenario(args.scenario, args.judge, args.judge_model, args.noise, args.a2a))
+    try:
+        scenario = Scenario(args.scenario, args.judge, args.judge_model, args.noise, args.a2a)
+    except Refused as exc:
+        serve(None, str(exc))
+    else:
+        serve(scenario)
 
 
 if __name__ == "__main__":

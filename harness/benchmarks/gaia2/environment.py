@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from harness.environments import Environments
 from harness.environments.family import SchemaTool, Tool
 from harness.environments.mcp_config import McpServer
-from harness.errors import HarnessError
+from harness.errors import HarnessError, InputError
 from harness.sandbox.contract import Sandbox
 from harness.traces import JudgeCall
 from harness.usage import Usage
@@ -89,6 +89,7 @@ class Gaia2Env:
     _hidden: Callable[[str, dict], Awaitable[str]] | None = None
     _chat: Callable[[list[dict[str, Any]]], Completion] | None = None  # the judge's completion function, made once
     _agent_chat: ChatModel | None = None  # the app agents' model, made at their first call
+    named: str = ""  # the scenario as an error names it: its id and its file on the host
 
     def server(self) -> McpServer:
         judge = ("--judge", "hard") if self.judge is None else ("--judge", "llm", "--judge-model", self.judge.model)
@@ -200,6 +201,9 @@ async def serving(env: Gaia2Env, envs: Environments, work: Callable[[], Awaitabl
                 return result_text(await session.call_tool(name, arguments, read_timeout_seconds=TIMEOUT_S))
 
             env._hidden = hidden
+            refused = json.loads(await hidden("harness__setup", {})).get("refused")
+            if refused:  # found by ARE at the driver's start, before the agent's first turn (not retried)
+                raise InputError(f"Gaia2 scenario {env.named or env.scenario}: ARE cannot set it up: {refused}")
             listed = (await session.list_tools()).tools
             env.tools = [SchemaTool(tool.name, tool.description or tool.name, object_schema(tool.input_schema),
                                     caller(server, session, tool.name, tool.name, envs.code.tracer, None))
