@@ -153,12 +153,15 @@ def test_a_scenario_ares_judge_cannot_initialise_is_an_input_error_naming_it_and
     data = tmp_path / "data"
     data.mkdir()
     (data / "no_user.json").write_text(json.dumps(scenario))
+    (data / "proto_find_image_file.json").write_text((SMOKE / "proto_find_image_file.json").read_text())
     proc = harness("run", "--dataset", data, "--agent", "oracle", "--scorer", "gaia2", "--epochs", "1",
                    "--max-retries", "2", "--output-dir", tmp_path / "run")
-    (row,) = rows(tmp_path / "run")
+    got = {r["instance_id"]: r for r in rows(tmp_path / "run")}
+    assert got["proto_find_image_file"]["correct"] is True, explain(proc)  # the other scenario ran and passed
+    row = got["proto_forward_email"]
     assert row["status"] == "error" and row["error_kind"] == "input", explain(proc)
     assert row["attempt"] == 1 and row["correct"] is not True, row
-    assert proc.returncode == 2, explain(proc)  # bad input, as the load's refusals: the run starts no more instances
+    assert proc.returncode == 3, explain(proc)  # that scenario's input alone: the run went on (an instance errored)
     error = row["error"]
     assert "no_user.json" in error and "proto_forward_email" in error, error  # the scenario, by file and id
     assert "IndexError" in error and "extract_user_details" in error, error  # ARE's reason, where ARE gave it
