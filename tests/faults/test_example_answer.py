@@ -40,7 +40,7 @@ def _examples(benchmark: str | None) -> list[str]:
 
 @pytest.mark.parametrize("benchmark", sorted(b.name for b in registered()))
 def test_no_default_prompt_shows_anything_a_model_can_copy_as_its_answer(benchmark):
-    literal = {"multihoprag": ["Insufficient information."]}  # answers it asks for, word for word (Gaia2 ends by acting)
+    literal = {"multihoprag": ["Insufficient information."]}  # asked for word for word (Gaia2 ends by acting)
     assert _examples(benchmark) == literal.get(benchmark, [])  # before: ['42'], then ['[your final answer]']
 
 
