@@ -22,6 +22,7 @@ from harness.sandbox.contract import SandboxSpec, parse_size
 from harness.sandbox.docker import engine, sockets, storage
 from harness.sandbox.docker.task_images import task_tag
 from harness.sandbox.unix_http import connect
+from tests.helpers.wait import wait_for
 
 # Every way agent code might leave something in the mounted directory: more bytes than --disk, a FIFO, a link
 # under the name a socket would have, a file, a directory, a setuid copy of bash; each line says what happened.
@@ -176,7 +177,7 @@ def test_connect_reaches_only_a_socket_of_this_user(tmp_path):
     os.mkfifo(tmp_path / "fifo")
     os.symlink(good, tmp_path / "link")
     (tmp_path / "file").write_text("x")
-    before = len(accepted)
+    before = wait_for(lambda: len(accepted) == 2 and 2, 10, "the listener to accept the two good connects")
     for name in ("fifo", "link", "file"):
         with pytest.raises(SocketRefused, match=f"{name}"):
             connect(str(tmp_path / name), timeout=5)
@@ -186,7 +187,9 @@ def test_connect_reaches_only_a_socket_of_this_user(tmp_path):
             connect(str(tmp_path / "theirs.sock"), timeout=5)
     with pytest.raises(FileNotFoundError):
         connect(str(tmp_path / "missing.sock"))
-    assert len(accepted) == before  # the link was never followed
+    connect(str(good), timeout=5).close()  # accepted in order: had the link been followed, it would come first
+    wait_for(lambda: len(accepted) > before, 10, "the listener to accept the marker connect")
+    assert len(accepted) == before + 1  # the link was never followed
 
 
 def test_every_declared_volume_gets_a_tmpfs_share_of_disk(monkeypatch):
