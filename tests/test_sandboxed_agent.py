@@ -453,3 +453,28 @@ def test_sandbox_agents_are_checked_at_load():
         load_runner("sandbox:python3 @no/such.py")
     with pytest.raises(InputError, match="no command"):
         load_runner("sandbox: ")
+
+
+def test_a_reply_cut_at_the_token_cap_reaches_the_program_as_cut_in_both_wire_formats(tmp_path):
+    """The model's `length` stop is passed on (OpenAI's finish_reason, plain and streamed; Anthropic's stop_reason
+    max_tokens), so a program can tell a cut reply from a finished one (before: every text reply said stop)."""
+    cut = {"content": "The answer is 2", "usage": {"prompt_tokens": 9, "completion_tokens": 512},
+           "finish_reason": "length"}
+
+    async def calls(proxy):
+        client = openai.AsyncOpenAI(base_url=proxy.url + "/v1", api_key="tok-123", max_retries=0)
+        plain = await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "2?"}])
+        chunks = [c async for c in await client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "2?"}], stream=True)]
+        anthropic_client = anthropic.AsyncAnthropic(base_url=proxy.url, api_key="tok-123", max_retries=0)
+        message = await anthropic_client.messages.create(model="m", max_tokens=10,
+                                                         messages=[{"role": "user", "content": "2?"}])
+        finished = await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "2?"}])
+        return plain, chunks, message, finished
+
+    (plain, chunks, message, finished), _, _ = _proxied(
+        tmp_path, [cut, cut, cut, {"content": "2", "usage": {}, "finish_reason": "stop"}], calls)
+    assert plain.choices[0].finish_reason == "length"
+    assert [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason] == ["length"]
+    assert message.stop_reason == "max_tokens"
+    assert finished.choices[0].finish_reason == "stop"

@@ -19,6 +19,18 @@ from typing import Any
 from harness.models.chat import Reply
 
 
+def _finish(reply: Reply) -> str:
+    """Why the reply ended, in OpenAI's words: the provider's own "length" (cut at its token cap) or
+    "content_filter" passed on, so the program sees a cut reply as cut; else by what the reply holds."""
+    if reply.finish_reason in ("length", "content_filter"):
+        return reply.finish_reason
+    return "tool_calls" if reply.tool_calls else "stop"
+
+
+# The same, in Anthropic's words (a filtered reply has no stop reason of its own there: it ends its turn).
+_STOP_REASONS = {"length": "max_tokens", "tool_calls": "tool_use", "stop": "end_turn", "content_filter": "end_turn"}
+
+
 class BadRequest(ValueError):
     """The agent's request is not one of its format (the agent's mistake, answered 400)."""
 
@@ -40,7 +52,7 @@ def chat_completion(reply: Reply, model: str) -> dict[str, Any]:
         message["tool_calls"] = _openai_calls(reply)
     return {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion", "created": int(time.time()),
             "model": model, "choices": [{"index": 0, "message": message, "logprobs": None,
-                                         "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
+                                         "finish_reason": _finish(reply)}],
             "usage": _openai_usage(reply)}
 
 
@@ -51,7 +63,7 @@ def chat_stream(reply: Reply, model: str) -> bytes:
     delta: dict[str, Any] = {"role": "assistant", "content": reply.content or ""}
     if reply.tool_calls:
         delta["tool_calls"] = [dict(call, index=i) for i, call in enumerate(_openai_calls(reply))]
-    finish = "tool_calls" if reply.tool_calls else "stop"
+    finish = _finish(reply)
     chunks = [dict(head, choices=[{"index": 0, "delta": delta, "finish_reason": None}]),
               dict(head, choices=[{"index": 0, "delta": {}, "finish_reason": finish}]),
               dict(head, choices=[], usage=_openai_usage(reply))]
@@ -116,7 +128,7 @@ def message_reply(reply: Reply, model: str) -> dict[str, Any]:
     content += [{"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["arguments"]}
                 for c in reply.tool_calls]
     return {"id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant", "model": model,
-            "content": content, "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
+            "content": content, "stop_reason": _STOP_REASONS[_finish(reply)],
             "stop_sequence": None, "usage": {"input_tokens": reply.usage.get("prompt_tokens", 0),
                                              "output_tokens": reply.usage.get("completion_tokens", 0)}}
 
