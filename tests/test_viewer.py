@@ -92,7 +92,7 @@ def test_viewer_live_update(tmp_path, page):
         row.update(instance_id="task-new", status="error", error_kind="agent", error="the agent crashed", trace=None)
         with open(run / "output.jsonl", "a") as fh:  # what the running harness does
             fh.write(json.dumps(row) + "\n")
-        page.wait_for_function("() => document.querySelector('#row-count').dataset.total === '6'", timeout=10_000)
+        page.wait_for_function("() => document.querySelector('#row-count').dataset.total === '6'", timeout=60_000)
         assert page.locator("#rows tbody tr[data-id='task-new']").count() == 1
         assert "updated" in page.inner_text("#live-status")
         # a later row of the same instance replaces it (the latest row wins)
@@ -100,7 +100,7 @@ def test_viewer_live_update(tmp_path, page):
         with open(run / "output.jsonl", "a") as fh:
             fh.write(json.dumps(row) + "\n")
         page.wait_for_function(
-            "() => document.querySelector(\"#rows tbody tr[data-id='task-new'] td.st-ok\") !== null", timeout=10_000)
+            "() => document.querySelector(\"#rows tbody tr[data-id='task-new'] td.st-ok\") !== null", timeout=60_000)
         assert shown(page) == 6
         assert local_only(page.requests, server.url)
 
@@ -192,7 +192,7 @@ def test_viewer_shows_running_instances_and_accuracy_so_far(tmp_path, page):
             fh.write(json.dumps({"t": 2.0, "type": "message", "source": "assistant",
                                  "content": "STREAMED LINE"}) + "\n")
         page.wait_for_function("() => document.querySelector('#trace').innerText.includes('STREAMED LINE')",
-                               timeout=10_000)
+                               timeout=60_000)
         # it finishes: its row replaces the running one, and the panel shows the row and the verdict
         row = json.loads((run / "output.jsonl").read_text().splitlines()[-1])
         row.update(instance_id="task-0007", correct=True, status="ok", error_kind=None,
@@ -202,13 +202,13 @@ def test_viewer_shows_running_instances_and_accuracy_so_far(tmp_path, page):
                                  "scores": {}}) + "\n")
         with open(run / "output.jsonl", "a") as fh:
             fh.write(json.dumps(row) + "\n")
-        page.wait_for_selector("#rows tbody tr[data-id='task-0007'] td.st-ok", timeout=10_000)
-        page.wait_for_selector("#trace .ev-verdict", timeout=10_000)
+        page.wait_for_selector("#rows tbody tr[data-id='task-0007'] td.st-ok", timeout=60_000)
+        page.wait_for_selector("#trace .ev-verdict", timeout=60_000)
         assert page.inner_text("#progress").startswith("4/8 correct so far, 8 of 12 finished")
         lock.release()
         (run / "report.json").write_text((run / "report.json").read_text() + " ")  # the run's end rewrites it
         page.wait_for_function("() => document.querySelector('.run-state').innerText.startsWith('not running')",
-                               timeout=10_000)
+                               timeout=60_000)
         assert not page.errors
         assert local_only(page.requests, server.url)
 
@@ -220,9 +220,9 @@ def test_viewer_waits_for_a_folder_and_picks_up_new_runs(tmp_path, page):
         assert "waiting for" in page.inner_text("#waiting")
         make_run_dir(runs / "first", 12)
         page.wait_for_function("() => document.querySelector('#row-count')"
-                               " && document.querySelector('#row-count').dataset.total === '12'", timeout=10_000)
+                               " && document.querySelector('#row-count').dataset.total === '12'", timeout=60_000)
         second = make_run_dir(runs / "second", 12, flip=frozenset({0, 1, 2, 3}))
-        page.wait_for_function("() => document.querySelectorAll('#runs-table tbody tr').length === 2", timeout=10_000)
+        page.wait_for_function("() => document.querySelectorAll('#runs-table tbody tr').length === 2", timeout=60_000)
         assert page.locator("#cmp-table").count() == 0  # listed, not compared
         page.select_option("#baseline", str(runs / "first"))
         page.wait_for_selector("#cmp-table")
@@ -232,10 +232,10 @@ def test_viewer_waits_for_a_folder_and_picks_up_new_runs(tmp_path, page):
         (second / "run.json").write_text(json.dumps({**config, "dataset_fingerprint": "another"}))
         (runs / "first" / "run.json").write_text(json.dumps({**config, "dataset_fingerprint": "one"}))
         page.wait_for_function("() => document.querySelector('#cmp-table .delta').innerText"
-                               ".includes('not compared: another dataset')", timeout=10_000)
+                               ".includes('not compared: another dataset')", timeout=60_000)
         page.check("#cmp-force")
         page.wait_for_function("() => document.querySelector('#cmp-table .delta').innerText"
-                               ".includes('compared anyway')", timeout=10_000)
+                               ".includes('compared anyway')", timeout=60_000)
         assert not page.errors
         assert local_only(page.requests, server.url)
 

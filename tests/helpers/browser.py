@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 CHROMIUM = Path("/usr/bin/chromium")
+LOADED_MS = 120_000  # Playwright's timeouts (launch, each action): bounds, not waits
 
 
 @pytest.fixture(scope="module")
@@ -18,7 +19,9 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+        # Bounds for a loaded 2-core machine, not expectations: Playwright's own 30 s was once too short for
+        # Chromium's start beside a 4-worker suite.
+        b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, timeout=LOADED_MS)
         yield b
         b.close()
 
@@ -26,6 +29,7 @@ def browser():
 @pytest.fixture
 def page(browser):
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    ctx.set_default_timeout(LOADED_MS)
     pg = ctx.new_page()
     pg.requests = []  # every URL the page asked for
     pg.errors = []
