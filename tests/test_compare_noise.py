@@ -184,6 +184,39 @@ def test_another_judge_is_named(tmp_path):
         in compare_cli(a, b).output
 
 
+def test_a_judge_whose_alias_was_re_pointed_is_named(tmp_path, monkeypatch):
+    """The LLM judge's real client against a server answering as another model id (and build): each run's
+    judge_call events keep the reply's model id and fingerprint (the real scoring path: scorer, judge_calls, trace),
+    and the comparison names the judge's alias re-pointed (before: judge_call kept neither; only the scorers'
+    names were compared, which are the same)."""
+    from harness.models.completion import completer
+    from harness.runner.appends import judge_calls
+    from harness.scoring.base import ScoreContext
+    from harness.scoring.judge import LLMJudgeScorer
+
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    runs = []
+    for name, answers_as, fingerprint in (("a", "judge-0613", "fp_a"), ("b", "judge-1106", "fp_b")):
+        run = make_run_dir(tmp_path / name, 4)
+        with FakeOpenAI([text("VERDICT: CORRECT")] * 4, fingerprint=fingerprint, answers_as=answers_as) as server:
+            section = ModelSection(name="judge", model="judge-alias", base_url=server.base_url, api_key_env=KEY_ENV,
+                                   max_retries=0, timeout=30)
+            scorer = LLMJudgeScorer(completer(section))
+            for trace in sorted((run / "traces").glob("*.jsonl")):
+                score = scorer.score("4", "4", context=ScoreContext(question="2+2?"))
+                (call,) = judge_calls({"llm_judge": score.model_dump()})
+                with trace.open("a") as fh:
+                    fh.write(call.model_dump_json() + "\n")
+        runs.append(run)
+    (call,) = [e for e in map(json.loads, next((runs[1] / "traces").glob("*.jsonl")).read_text().splitlines())
+               if e["type"] == "judge_call"]
+    assert call["response_model"] == "judge-1106" and call["fingerprint"] == "fp_b"
+    out = compare_cli(*runs).output
+    assert ("judge llm_judge's model answered as judge-0613 in the first run and judge-1106 in the second: "
+            "the alias was re-pointed") in out
+    assert "judge llm_judge's model: system_fingerprint fp_a vs fp_b" in out
+
+
 def test_a_comparison_across_datasets_is_refused_unless_forced(tmp_path):
     a, b = make_run_dir(tmp_path / "a", 12), make_run_dir(tmp_path / "b", 12, flip=frozenset({1}))
     for run, fp in ((a, "aaaa"), (b, "bbbb")):

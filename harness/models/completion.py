@@ -27,19 +27,24 @@ if TYPE_CHECKING:
 
 
 class Completion(str):
-    """A completion's text, with its call's usage."""
+    """A completion's text, with its call's usage, and the model id and system_fingerprint its reply named (what
+    makes two runs' judges comparable: report/calls.py)."""
 
     usage: Usage
+    model: str
+    fingerprint: str
 
-    def __new__(cls, text: str, usage: Usage) -> Completion:
+    def __new__(cls, text: str, usage: Usage, model: str = "", fingerprint: str = "") -> Completion:
         made = super().__new__(cls, text)
-        made.usage = usage
+        made.usage, made.model, made.fingerprint = usage, model, fingerprint
         return made
 
 
-def _completion(section: ModelSection, text: str, raw_usage: object) -> Completion:
+def _completion(section: ModelSection, text: str, raw_usage: object, model: object = None,
+                fingerprint: object = None) -> Completion:
     classes = counts(raw_usage)
-    return Completion(scrub(text), Usage(**classes, llm_calls=1, cost=Price.of(section).charge(classes, section.name)))
+    return Completion(scrub(text), Usage(**classes, llm_calls=1, cost=Price.of(section).charge(classes, section.name)),
+                      model=str(model or ""), fingerprint=str(fingerprint or ""))
 
 
 Chat = Callable[[list[dict[str, Any]]], Completion]
@@ -90,7 +95,8 @@ def _completer(section: ModelSection) -> Chat:
             reply = client.chat.completions.create(model=section.model, messages=sent, **kwargs)
         except openai.OpenAIError as exc:
             raise ModelError(f"judge model {section.name}: {too_large(exc) or exc}") from exc
-        return _completion(section, reply.choices[0].message.content or "", reply.usage)
+        return _completion(section, reply.choices[0].message.content or "", reply.usage, getattr(reply, "model", None),
+                           getattr(reply, "system_fingerprint", None))
 
     return complete
 
@@ -108,6 +114,6 @@ def _messages_completer(section: ModelSection) -> Chat:
         except anthropic.AnthropicError as exc:
             raise ModelError(f"judge model {section.name}: {too_large(exc) or exc}") from exc
         reply = read_reply(answer, f"judge {section.name}")
-        return _completion(section, reply.content, reply.usage)
+        return _completion(section, reply.content, reply.usage, getattr(answer, "model", None))
 
     return complete

@@ -37,7 +37,8 @@ def judge_calls(scores: dict[str, dict]) -> list[JudgeCall]:
         call = (score.get("details") or {}).pop("judge_call", None)
         if isinstance(call, dict):
             calls.append(JudgeCall(judge=name, messages=list(call.get("messages") or []),
-                                   reply=str(call.get("reply", ""))))
+                                   reply=str(call.get("reply", "")), response_model=str(call.get("response_model", "")),
+                                   fingerprint=str(call.get("fingerprint", ""))))
     return calls
 
 

@@ -175,7 +175,9 @@ class LLMJudgeScorer:
         except Exception as exc:
             raise ScorerError(f"{self.name}: judge completion failed: {exc}") from exc
         kept = reply if isinstance(reply, str) else repr(reply)
-        call = {"judge_call": {"messages": [{"role": "user", "content": prompt}], "reply": str(kept)}}
+        call = {"judge_call": {"messages": [{"role": "user", "content": prompt}], "reply": str(kept),
+                               "response_model": str(getattr(reply, "model", "")),
+                               "fingerprint": str(getattr(reply, "fingerprint", ""))}}
         grade = parse_grade(reply)
         if grade is None:  # no verdict, never a 0: the reply is kept (bounded) for the user to see
             cut = kept[:MAX_REPLY] + (f"… [{len(kept) - MAX_REPLY} more characters]" if len(kept) > MAX_REPLY else "")

@@ -219,6 +219,8 @@ class JudgeCall(_Event):
     messages: list[dict[str, Any]] = Field(default_factory=list)  # what the judge was sent
     reply: str = ""  # what it answered
     error: str = ""  # the call's error, when it failed
+    response_model: str = ""  # the model id the reply named (an alias re-pointed shows here: report/calls.py)
+    fingerprint: str = ""  # the reply's system_fingerprint, where the provider gives one
 
 
 class Divergence(_Event):

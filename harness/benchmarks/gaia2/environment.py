@@ -134,7 +134,7 @@ class Gaia2Env:
         except HarnessError as exc:  # the judge model's failure, a budget reached, a reply that cannot be priced
             self._traced(messages, error=str(exc))
             return types.ErrorData(code=types.INTERNAL_ERROR, message=str(exc))
-        self._traced(messages, reply=str(reply))
+        self._traced(messages, reply=str(reply), model=reply.model, fingerprint=reply.fingerprint)
         return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text=str(reply)),
                                          model=self.judge.model, stop_reason="endTurn")
 
@@ -151,11 +151,12 @@ class Gaia2Env:
         self.judge_usage = self.judge_usage + reply.usage
         return reply
 
-    def _traced(self, messages: list[dict[str, Any]], reply: str = "", error: str = "") -> None:
+    def _traced(self, messages: list[dict[str, Any]], reply: str = "", error: str = "", model: str = "",
+                fingerprint: str = "") -> None:
         """One call of ARE's judge, in the instance's trace (an app agent's calls are the meter's model_call)."""
         if self.meter is not None and self.meter.tracer is not None and self.judge is not None:
             self.meter.tracer.emit(JudgeCall(judge="gaia2", model=self.judge.name, messages=messages, reply=reply,
-                                             error=error))
+                                             error=error, response_model=model, fingerprint=fingerprint))
 
     async def _app_agent(self, messages: list[dict[str, Any]]) -> types.CreateMessageResult | types.ErrorData:
         """One call of an app agent's model: the agent's own, through its meter; a failure goes back to ARE's
