@@ -18,7 +18,6 @@ from typing import Any
 
 from harness.results.layout import RunDir
 
-
 _CALLS = ("model_call", "judge_call")
 
 
