@@ -73,7 +73,16 @@ from harness.models.pacing import asked, not_waited, retries_spent
 from harness.models.tap import tap
 from harness.models.textcalls import text_tool_call
 from harness.settings import settings
-from harness.traces import ErrorEvent, ModelAttempt, ModelCall, ModelCallStarted, ModelWait, ToolCallsDropped, Tracer
+from harness.traces import (
+    ErrorEvent,
+    ModelAttempt,
+    ModelCall,
+    ModelCallStarted,
+    ModelWait,
+    ToolCallsDropped,
+    Tracer,
+    actor,
+)
 from harness.usage import Price, Usage, UsageMissing, counts
 
 if TYPE_CHECKING:
@@ -227,7 +236,7 @@ class Meter:
         def send() -> None:
             sent[0] += 1
             if sent[0] > 1 and self.tracer is not None:
-                self.tracer.emit(ModelAttempt(model=model, attempt=sent[0], at=time.time()))
+                self.tracer.emit(ModelAttempt(model=model, attempt=sent[0], at=time.time(), **actor()))
 
         return send
 
@@ -353,7 +362,7 @@ class Meter:
             raise self.failed(not_waited(model, ask, wait, max(left, 0.0), self.call_deadline or 0.0)) from exc
         if self.tracer is not None:
             self.tracer.emit(ModelWait(model=model, status=ask.status, asked=ask.said, seconds=round(wait, 3),
-                                       retry=attempt + 1))
+                                       retry=attempt + 1, **actor()))
         await asyncio.sleep(wait)
         return True
 
@@ -408,7 +417,7 @@ class Meter:
     def started(self, model: str) -> None:
         """Trace that a call went out (a killed agent's trace then shows what it was waiting for)."""
         if self.tracer is not None:
-            self.tracer.emit(ModelCallStarted(model=model, timeout=self.request_timeout, at=time.time()))
+            self.tracer.emit(ModelCallStarted(model=model, timeout=self.request_timeout, at=time.time(), **actor()))
 
     def failed(self, exc: ModelError) -> ModelError:
         """Remember and trace a failed call; returns it to be raised."""
@@ -437,7 +446,7 @@ class Meter:
                                        finish_reason=turn.get("finish_reason"),
                                        response_model=None if cached else turn.get("response_model"),
                                        fingerprint=None if cached else turn.get("fingerprint"),
-                                       sampling=None if cached else turn.get("sampling")))
+                                       sampling=None if cached else turn.get("sampling"), **actor()))
 
     def cap_tool_calls(self, model: str, calls: list[T]) -> list[T]:
         """The calls of one reply that run: the first `max_tool_calls`; the rest dropped, and traced."""

@@ -8,12 +8,16 @@ flushed as it is written, so a killed agent still leaves its trace.
     system_prompt an agent's system message
     tools         the tools the agent's model(s) are offered, once, as the runner has set the agent up: each an
                   OpenAI-style definition {type: function, function: {name, description, parameters}} as the
-                  model is sent it; `agents`, of a team: which member holds which (absent from older traces)
+                  model is sent it; `agents`, of a team: which member holds which (absent from older traces);
+                  `members`, of a team: its members by name, in order (absent from older traces)
     message       text an agent (or the simulated user) said
     tool_call     an agent asked for a tool: name, arguments, call id
     tool_result   what the tool answered (is_error when it failed)
     model_call_started  a model call went out: its model, per-request timeout and wall-clock start
-                  (a start with no model_call or error after it was still waiting when the trace ended)
+                  (a start with no model_call or error after it was still waiting when the trace ended);
+                  this, model_call and model_wait carry `agent` when a team's member or manager, or one of
+                  Gaia2's app agents, made the call (its name), and `via`, of an app agent, the tool whose call
+                  it runs in (`acting`; absent from older traces and from a lone agent's calls)
     model_call    one model call: seconds, usage, the reply (content or tool calls), and the request:
                   n_messages (how many it sent) and messages, only those whose text the trace does
                   not hold yet (role, content, source/call_id); `cached` when --cache answered it
@@ -55,12 +59,35 @@ import errno
 import json
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from harness.text import scrub
+
+# Who makes the model calls of the current task when it is not the agent itself: {"agent": a team's member or
+# manager, or an app agent} and, of an app agent, {"via": the tool whose call it runs in}. The meter writes it into
+# the call's model_call_started, model_wait and model_call events; the ATIF export makes sub-trajectories of them.
+ACTING: ContextVar[dict[str, str] | None] = ContextVar("harness_acting", default=None)
+
+
+@contextmanager
+def acting(agent: str | None, via: str | None = None) -> Iterator[None]:
+    """The model calls made inside are `agent`'s (nothing when None)."""
+    token = ACTING.set(None if agent is None else {"agent": agent, **({"via": via} if via else {})})
+    try:
+        yield
+    finally:
+        ACTING.reset(token)
+
+
+def actor() -> dict[str, str]:
+    """The fields the current model call's events carry: ACTING's, or none."""
+    return dict(ACTING.get() or {})
 
 
 class _Event(BaseModel):
@@ -84,6 +111,7 @@ class ToolsOffered(_Event):
     type: Literal["tools"] = "tools"
     tools: list[dict[str, Any]] = Field(default_factory=list)  # OpenAI-style definitions, one per tool name
     agents: dict[str, list[str]] | None = None  # of a team: member -> the names of the tools it holds
+    members: list[str] | None = None  # of a team: its members' names, in order
 
 
 class Message(_Event):

@@ -31,7 +31,7 @@ import uuid
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, cast
 
-from autogen_core import FunctionCall, Image
+from autogen_core import FunctionCall, Image, MessageHandlerContext
 from autogen_core.models import (
     ChatCompletionClient,
     CreateResult,
@@ -55,6 +55,7 @@ from harness.models.slots import Slots
 from harness.models.tap import overheard, tapped
 from harness.models.textcalls import offered_names
 from harness.text import scrub
+from harness.traces import acting
 from harness.usage import counts
 
 DEFAULT_MODEL_INFO: ModelInfo = {"vision": False, "function_calling": True, "json_output": False,
@@ -267,6 +268,16 @@ async def _scrubbed(pending: Awaitable[CreateResult]) -> CreateResult:
     return scrubbed_result(await pending)
 
 
+def member() -> str | None:
+    """The team's member (or manager) whose message handler makes the current call, by name: AgentChat registers
+    each as the agent type `NAME_TEAMID` keyed by the team's id; None outside a team (a lone agent)."""
+    try:
+        agent_id = MessageHandlerContext.agent_id()
+    except RuntimeError:
+        return None
+    return agent_id.type.removesuffix(f"_{agent_id.key}")
+
+
 class MeteredClient(ChatCompletionClient):
     """Counts every call on the instance's Meter (budgets included) before handing it on; with
     `slots` (the run's cap on the model's calls in flight) each call holds one of them. A reply's
@@ -282,10 +293,11 @@ class MeteredClient(ChatCompletionClient):
     async def create(self, messages: Sequence[Any], **kwargs: Any) -> CreateResult:
         messages = with_pictures(messages, self._images)
         reply = lambda: _scrubbed(self._inner.create(messages, **kwargs))  # noqa: E731
-        return self._capped(await self._meter.call(self._label, reply, turn_from_result, trace_messages(messages),
-                                                   slots=self._slots, retries=self._retries,
-                                                   cached=self._cached(messages, kwargs),
-                                                   offered=offered_names(kwargs.get("tools"))))
+        with acting(member()):
+            return self._capped(await self._meter.call(self._label, reply, turn_from_result, trace_messages(messages),
+                                                       slots=self._slots, retries=self._retries,
+                                                       cached=self._cached(messages, kwargs),
+                                                       offered=offered_names(kwargs.get("tools"))))
 
     def _cached(self, messages: Sequence[Any], kwargs: dict[str, Any]) -> CachedCall[CreateResult] | None:
         """This request's --cache entry (models/cache.py): its messages, tool schemas and the create
@@ -309,12 +321,14 @@ class MeteredClient(ChatCompletionClient):
         mid-stream is the model's too. The slot is held until the stream ends or is dropped. A 429/503
         before the stream's first item is waited out as in Meter.call, and the stream started again."""
         meter, messages = self._meter, with_pictures(messages, self._images)
+        who = member()  # its events' `agent` (set around each, not across this generator's yields)
         meter.before_call()
         admission = await meter.admit()
         slot, waited = await meter.take_slot(self._label, self._slots, admission)
         meter.in_flight += 1  # a step already (Meter.call)
         try:
-            meter.started(self._label)
+            with acting(who):
+                meter.started(self._label)
             started = time.monotonic()
             deadline = meter.time_left(waited)
             ends = None if deadline is None else started + deadline
@@ -328,8 +342,10 @@ class MeteredClient(ChatCompletionClient):
                     except StopAsyncIteration:
                         return
                     except Exception as exc:  # noqa: BLE001 - the same rule as Meter.call
-                        if not streaming and await meter.pace(self._label, exc, attempt, self._retries, ends,
-                                                              self._slots, sent):
+                        with acting(who):
+                            paced = not streaming and await meter.pace(self._label, exc, attempt, self._retries,
+                                                                       ends, self._slots, sent)
+                        if paced:
                             attempt, sent, tried = attempt + 1, time.time(), time.monotonic()
                             stream = self._inner.create_stream(messages, **kwargs).__aiter__()
                             continue
@@ -345,8 +361,9 @@ class MeteredClient(ChatCompletionClient):
                             self._slots.succeeded()
                         took.append(time.monotonic() - tried)
                         done = turn_from_result(item)
-                        meter.after_call(done, time.monotonic() - started, self._label, trace_messages(messages),
-                                         offered=offered_names(kwargs.get("tools")))
+                        with acting(who):
+                            meter.after_call(done, time.monotonic() - started, self._label,
+                                             trace_messages(messages), offered=offered_names(kwargs.get("tools")))
                         if admission is not None:
                             admission.close(meter.charge(counts(done["usage"]), self._label))
                         item = self._capped(item)

@@ -60,8 +60,10 @@ def definition(tool: BaseTool | ToolSchema) -> dict[str, Any]:
 
 def offered_by(agent: Any) -> ToolsOffered:
     """The tools an agent, or each member of a team, holds (best effort: AutoGen keeps them private; a
-    MultimodalWebSurfer's are its `default_tools`), each name once, and which member holds which."""
-    members = getattr(agent, "_participants", None) or [agent]
+    MultimodalWebSurfer's are its `default_tools`), each name once, which member holds which, and a team's
+    members."""
+    team = getattr(agent, "_participants", None)
+    members = team or [agent]
     tools: dict[str, dict[str, Any]] = {}
     held: dict[str, list[str]] = {}
     for member in members:
@@ -69,4 +71,5 @@ def offered_by(agent: Any) -> ToolsOffered:
         for found in map(definition, own):
             tools.setdefault(found["function"]["name"], found)
             held.setdefault(getattr(member, "name", "agent"), []).append(found["function"]["name"])
-    return ToolsOffered(tools=list(tools.values()), agents=held if len(members) > 1 else None)
+    return ToolsOffered(tools=list(tools.values()), agents=held if len(members) > 1 else None,
+                        members=[getattr(m, "name", "agent") for m in team] if team else None)

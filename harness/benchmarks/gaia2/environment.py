@@ -53,7 +53,7 @@ from harness.environments.family import SchemaTool, Tool
 from harness.environments.mcp_config import McpServer
 from harness.errors import HarnessError, InputError
 from harness.sandbox.contract import Sandbox
-from harness.traces import JudgeCall
+from harness.traces import JudgeCall, acting
 from harness.usage import Usage
 
 if TYPE_CHECKING:
@@ -72,6 +72,7 @@ HIDDEN = "harness__"
 AFTER_KILL_S = 120.0  # asking ARE's verdict of a killed agent's scenario, its judge's calls included
 TIMEOUT_S = 180.0  # one call; a message to the user waits for the user's next turn (the driver's TURN_WAIT_S)
 A2A_TIMEOUT_S = 1800.0  # one call in the agent2agent phase: an app agent's whole run, its model calls included
+EXPERT = "__expert_agent"  # ARE's app agent's one tool, named APP__expert_agent
 
 
 @dataclass
@@ -89,6 +90,7 @@ class Gaia2Env:
     _hidden: Callable[[str, dict], Awaitable[str]] | None = None
     _chat: Callable[[list[dict[str, Any]]], Completion] | None = None  # the judge's completion function, made once
     _agent_chat: ChatModel | None = None  # the app agents' model, made at their first call
+    _asked: list[str] = field(default_factory=list)  # the app agents' tools (APP__expert_agent) being called now
     named: str = ""  # the scenario as an error names it: its id and its file on the host
 
     def server(self) -> McpServer:
@@ -167,13 +169,29 @@ class Gaia2Env:
 
         if self.agent is None or self.meter is None:
             return types.ErrorData(code=types.INVALID_REQUEST, message="the agent has no model for ARE's app agents")
+        via = self._asked[0] if len(set(self._asked)) == 1 else None  # ARE does not say which app asks
         try:
             self._agent_chat = self._agent_chat or chat_model(self.agent, self.meter, None)
-            reply = await self._agent_chat.complete(messages, [], hold=False)
+            with acting(via.removesuffix(EXPERT) if via else "app agent", via):
+                reply = await self._agent_chat.complete(messages, [], hold=False)
         except HarnessError as exc:
             return types.ErrorData(code=types.INTERNAL_ERROR, message=str(exc))
         return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text=reply.content),
                                          model=self.agent.model, stop_reason="endTurn")
+
+    def asking(self, name: str, call: Callable[[dict], Awaitable[str]]) -> Callable[[dict], Awaitable[str]]:
+        """An app agent's tool (`APP__expert_agent`) noted while its call runs: the app agent's model calls made
+        meanwhile are that app's (their trace events' `agent` and `via`); any other tool as it is."""
+        if not name.endswith(EXPERT):
+            return call
+
+        async def noted(arguments: dict) -> str:
+            self._asked.append(name)
+            try:
+                return await call(arguments)
+            finally:
+                self._asked.remove(name)
+        return noted
 
     def keep(self, verdict: dict[str, Any]) -> None:
         """ARE's verdict, with what its judge's calls cost when a judge model made them."""
@@ -207,7 +225,8 @@ async def serving(env: Gaia2Env, envs: Environments, work: Callable[[], Awaitabl
                 raise InputError(f"Gaia2 scenario {env.named or env.scenario}: ARE cannot set it up: {refused}")
             listed = (await session.list_tools()).tools
             env.tools = [SchemaTool(tool.name, tool.description or tool.name, object_schema(tool.input_schema),
-                                    caller(server, session, tool.name, tool.name, envs.code.tracer, None))
+                                    env.asking(tool.name, caller(server, session, tool.name, tool.name,
+                                                                 envs.code.tracer, None)))
                          for tool in listed if not tool.name.startswith(HIDDEN)]
             await hidden("harness__task", {})  # the first user message: the agent's task already
 
