@@ -179,6 +179,7 @@ class _Trace:
         self.runs: dict[str, _Link] = {}  # an open tool call's id -> the app agent's run inside it
         self.turn: _Link | None = None  # the team member whose turn the root's latest step is
         self.turns: list[tuple[Step, _Link]] = []  # the root's turn steps
+        self.latest: dict[str, _Link] = {}  # a member's latest turn
         self.answered: list[tuple[dict[str, Any], _Link]] = []  # tool results an app agent's run is linked from
         self.last_call = self.last_model = self.root  # the walks of the latest tool call and model call
         for event in events:
@@ -218,8 +219,10 @@ class _Trace:
         if self.turn is None or self.turn.name != walk.name:
             self.turn, self.root.agent = _Link(walk.name), None
             self.root.steps.append({"source": "agent", "message": "", "timestamp": step.get("timestamp"),
-                                    "llm_call_count": 0, "extra": {"agent": walk.name, "event": "turn"}})
+                                    "llm_call_count": 0, "extra": {"agent": walk.name, "event": (
+                                        "turn" if self.roles[walk.name]["role"] == "team member" else "run")}})
             self.turns.append((self.root.steps[-1], self.turn))
+            self.latest[walk.name] = self.turn
         self.turn.steps.append(step)
 
     def read(self, e: dict[str, Any]) -> None:
@@ -236,8 +239,8 @@ class _Trace:
         elif kind == "message":
             walk = self.who(e)
             self.stepped(walk, e, walk.message(e))
-            if self.turn is not None and self.turn.name == walk.name:
-                self.turn.said = text
+            if (turn := self.latest.get(walk.name)) is not None:  # its message may come after others' calls
+                turn.said = text
         elif kind in PRELUDE:
             self.who(e).prelude.append(e)
         elif kind == "model_call":
