@@ -11,19 +11,24 @@ A trace (harness/traces) becomes steps, in its order, the system prompts first (
   and cached tokens; cache-write and reasoning tokens in metrics.extra), and in extra its seconds, a --cache hit,
   the request's messages the trace held nowhere else, the ``model_call_started``/``model_attempt``/``model_wait``
   events before it, and the reply's tool calls that never ran (beyond HARNESS_MAX_TOOL_CALLS_PER_REPLY);
-* the ``tool_call`` events after it -> that step's tool_calls (id, name, arguments), ``tool_result`` -> its
-  observation (source_call_id, content; is_error in extra), ``env`` and ``tool_calls_dropped`` -> its extra;
+* the ``tool_call`` events after it -> that step's tool_calls (id, name, arguments), ``tool_result`` -> the
+  observation of the step that made the call (source_call_id, content; is_error in extra), ``env`` and
+  ``tool_calls_dropped`` -> its extra;
 * an agent's ``message`` repeating the step's reply names the step's agent; any other is an agent step of its own.
+Sub-agents: the events of a team's member (the tools event's ``members``; a model call's ``agent``, a message's or
+tool call's ``source``) and of an app agent (a model call's ``agent`` with ``via``) become that sub-agent's steps,
+an embedded trajectory of its own in the root's subagent_trajectories; the root links it where it hands work over
+(``_Link``): a member's turn is a root step of its own, an app agent's run the result of the tool call it ran in.
 The ``tools`` event (the tools the agent's model was offered, OpenAI-style, as ATIF wants them) becomes the agent's
 tool_definitions (a team's member -> tool names in agent.extra.tools_by_agent); a trace from before that event has
 none, a warning when it made model calls.
 ``limit``, ``error``, ``divergence``, ``verdict``, ``judge_call`` and ``stderr`` events, and event types this
 module does not know, are kept whole in the root's extra.events (unknown ones also counted in the warnings).
 Timestamps come from the trace's wall clock (model_call_started's `at`); a trace without one has none.
-final_metrics sums the steps' tokens (a warning and the notes say when the row counted otherwise) and takes the
-row's cost (none when not priced). The root's extra holds the outcome (status, answer, target, verdict, every
-scorer's score, error kind, limit), the rest of the row, and run.json. A trial without a trace, or with no step, is
-a warning naming it; nothing else is left out.
+final_metrics sums every step's tokens, the sub-agents' too (a warning and the notes say when the row counted
+otherwise), counts the root's steps and takes the row's cost (none when not priced). The root's extra holds the
+outcome (status, answer, target, verdict, every scorer's score, error kind, limit), the rest of the row, and
+run.json. A trial without a trace, or with no step, is a warning naming it; nothing else is left out.
 """
 
 from __future__ import annotations
@@ -168,7 +173,7 @@ class _Trace:
         starts = [e for e in events if e.get("type") == "model_call_started" and e.get("at")]
         self.t0 = float(starts[0]["at"]) - float(starts[0].get("t") or 0) if starts else None
         self.tools = next((e for e in events if e.get("type") == "tools"), None)  # None: the trace has none
-        self.members = _members(self.tools, events)
+        self.members = set((self.tools or {}).get("members") or [])  # a team's (none in a trace from before them)
         self.root = _Walk(agent_name, self.when)
         self.subs: dict[str, _Walk] = {}
         self.roles: dict[str, dict[str, Any]] = {}  # a sub-agent's: team member or app agent (and its tool)
@@ -281,16 +286,6 @@ class _Trace:
             self.root.steps.append({"source": "agent", "message": "", "llm_call_count": 0,
                                     "extra": {"agent": run.name, "event": "tool call never answered"}})
             self.turns.append((self.root.steps[-1], run))
-
-
-def _members(tools: dict[str, Any] | None, events: list[dict[str, Any]]) -> set[str]:
-    """A team's members: as its tools event names them; in a trace from before that field, those with a system
-    prompt or tools of their own, when they are two or more."""
-    if tools and tools.get("members"):
-        return set(tools["members"])
-    found = {str(e.get("source")) for e in events if e.get("type") == "system_prompt"} | set(
-        (tools or {}).get("agents") or {})
-    return found if len(found) > 1 else set()
 
 
 def _finish(step: Step) -> Step:

@@ -85,7 +85,7 @@ def acting(agent: str | None, via: str | None = None) -> Iterator[None]:
         ACTING.reset(token)
 
 
-def actor() -> dict[str, str]:
+def actor() -> dict[str, Any]:
     """The fields the current model call's events carry: ACTING's, or none."""
     return dict(ACTING.get() or {})
 
