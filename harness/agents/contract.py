@@ -72,6 +72,9 @@ class AgentRequest(BaseModel):
 
     instance: Instance
     task: str
+    # An instance of several steps: the instruction of each step after the first (runner/prompt.py), each given
+    # to a fresh run of the agent when the instance's tool family starts that step (runner/agent_process/child.py)
+    later_steps: list[str] = Field(default_factory=list)
     agent: str
     model: ModelSection
     limits: Limits

@@ -11,6 +11,10 @@ from pydantic import BaseModel, Field
 
 from harness.benchmark import CUSTOM
 
+# An instance's metadata key: the questions of its steps after the first (`question`), in order, each asked of a
+# fresh run of the agent when its tool family starts that step (runner/prompt.py, runner/agent_process/child.py).
+STEPS = "later_steps"
+
 
 class Instance(BaseModel):
     instance_id: str

@@ -50,7 +50,7 @@ from harness.runner.agent_process.supervise import cancelled, own_write, run_age
 from harness.runner.appends import append_divergences, append_verdict, judge_calls
 from harness.runner.pool import WarmPool
 from harness.runner.prompt import DEFAULT as DEFAULT_PROMPT
-from harness.runner.prompt import PromptTemplate, instruction
+from harness.runner.prompt import PromptTemplate, instruction, later_steps
 from harness.sandbox.contract import Sandbox, SandboxProvider, SandboxSpec
 from harness.scoring.apply import context_for, judge_usage, score_row, unscored_reason
 from harness.settings import settings
@@ -198,7 +198,8 @@ def run_instance(instance: Instance, settings_: RunSettings, epoch: int = 1) -> 
 def _request(instance: Instance, settings_: RunSettings, sandbox: Sandbox, trace_path: Path,
              epoch: int, judge_sandbox: Sandbox | None = None) -> AgentRequest:
     turns = None if settings_.replay is None else (turns_for(settings_.replay, instance.instance_id, epoch) or [])
-    return AgentRequest(instance=instance, task=instruction(instance, settings_.prompt), agent=settings_.agent,
+    return AgentRequest(instance=instance, task=instruction(instance, settings_.prompt),
+                        later_steps=later_steps(instance, settings_.prompt), agent=settings_.agent,
                         model=settings_.model, limits=instance.limited(settings_.limits), user=settings_.user,
                         sandbox=sandbox.handle(), trace_path=str(trace_path), replay_turns=turns,
                         slots_dir=str(RunDir(settings_.output_dir).scratch / "model-slots"), search=settings_.search,

@@ -15,6 +15,10 @@ Rules:
 - A template must use {question}. Any other name, a conversion or format spec ({question!r},
   {question:>9}), an attribute or index ({question.x}), a lone brace, or a file that cannot be
   read as UTF-8 is an InputError naming --prompt-template (exit 2, before any container).
+- An instance of several steps (its metadata's STEPS, datasets/model.py: each later step's question, in
+  order; a Harbor task's [[steps]]) has each of those rendered the same way, its question in {question}:
+  the agent's process asks each of a fresh run of the agent when the instance's tool family calls for the
+  next step (runner/agent_process/child.py).
 - The run's configuration records the template (`PromptTemplate.fingerprint`): "default", or the
   sha256 of the file's text; a resume with another template is refused without --force.
 """
@@ -28,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.benchmark import get
-from harness.datasets.model import Instance
+from harness.datasets.model import STEPS, Instance
 from harness.errors import InputError
 from harness.sandbox.contract import WORKSPACE
 
@@ -113,3 +117,9 @@ def load_template(path: Path | None) -> PromptTemplate:
 
 def instruction(instance: Instance, template: PromptTemplate = DEFAULT) -> str:
     return template.render(instance)
+
+
+def later_steps(instance: Instance, template: PromptTemplate = DEFAULT) -> list[str]:
+    """The instruction of each of the instance's steps after the first (its metadata's STEPS), in order."""
+    return [template.render(instance.model_copy(update={"question": question}))
+            for question in instance.metadata.get(STEPS) or []]

@@ -33,8 +33,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.benchmarks.harbor import lint as harbor_lint
+from harness.benchmarks.harbor import steps as harbor_steps
 from harness.datasets.fingerprint import dataset_fingerprint
-from harness.datasets.model import Dataset, Instance
+from harness.datasets.model import STEPS, Dataset, Instance
 from harness.datasets.problems import raise_problems, refuse_split
 from harness.errors import InputError
 from harness.fsutil import tree_hash
@@ -72,6 +73,19 @@ class _Environment(_Part):
         return f"{self.memory_mb or 2048}m"
 
 
+class _StepAgent(_Part):
+    timeout_sec: float | None = Field(None, gt=0)  # None: the task's [agent] timeout_sec
+
+
+class _Step(_Part):
+    """One `[[steps]]` table (Harbor 0.25's StepConfig): its files are under steps/NAME/."""
+
+    name: str = Field(min_length=1, max_length=255)
+    agent: _StepAgent = Field(default_factory=_StepAgent)
+    verifier: _Timed = Field(default_factory=_Timed)  # its timeout_sec is its own (600 s unset), as in Harbor
+    min_reward: float | dict[str, float] | None = None
+
+
 class TaskConfig(_Part):
     """task.toml: the fields the harness enforces; the rest is kept as it is."""
 
@@ -81,7 +95,8 @@ class TaskConfig(_Part):
     agent: _Timed = Field(default_factory=_Timed)
     environment: _Environment = Field(default_factory=_Environment)
     solution: _Solution = Field(default_factory=_Solution)
-    steps: list | None = None  # a multi-step task: refused
+    steps: list[_Step] | None = None  # a multi-step task (harness/benchmarks/harbor/steps.py)
+    multi_step_reward_strategy: Literal["mean", "final"] | None = None
 
     def network(self) -> Literal["none"] | None:
         """"none" when the task asks for no network (its sandbox gets none, whatever --network), else None: the
@@ -91,12 +106,18 @@ class TaskConfig(_Part):
 
     def refusals(self) -> list[str]:
         found = []
-        if self.steps:
-            found.append("a multi-step task ([[steps]]) is not supported: one instance is one agent phase")
         if "allowlist" in {self.environment.network_mode, self.agent.network_mode, self.verifier.network_mode}:
             found.append("network_mode \"allowlist\" is not supported (the harness has no per-host allow list): "
                          "use no-network or public")
         return found
+
+
+def _declares_steps(folder: Path) -> bool:
+    """Whether the task.toml declares [[steps]] (read before the file's other checks)."""
+    try:
+        return bool(tomllib.loads((folder / "task.toml").read_text(encoding="utf-8")).get("steps"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
 
 
 def detect(path: Path) -> Path | None:
@@ -136,7 +157,9 @@ def _task(folder: Path, problems: list[str]) -> Instance | None:
     if unsafe := harbor_lint.files(folder):  # before any of its files is read
         problems.extend(f"task {folder}: {problem}" for problem in unsafe)
         return None
-    for name in ("instruction.md", "environment/Dockerfile", "tests/test.sh"):
+    stepped = bool(_declares_steps(folder))
+    needed = ("environment/Dockerfile",) if stepped else ("instruction.md", "environment/Dockerfile", "tests/test.sh")
+    for name in needed:
         if not (folder / name).is_file():
             compose = name == "environment/Dockerfile" and any(folder.glob("environment/docker-compose.y*ml"))
             problems.append(f"task {folder}: no {name}" + (" (a docker-compose environment is not supported: one "
@@ -155,6 +178,8 @@ def _task(folder: Path, problems: list[str]) -> Instance | None:
         problems.append(f"task {folder}: task.toml: {wrong}")
         return None
     problems.extend(f"task {folder}: task.toml: {refusal}" for refusal in config.refusals())
+    if config.steps:
+        problems.extend(f"task {folder}: {problem}" for problem in harbor_steps.problems(folder, raw, config.steps))
     if parse_size(config.environment.memory_size()) < 0:
         problems.append(f"task {folder}: task.toml: environment.memory {config.environment.memory!r} is no size "
                         "(like 2G or 512M)")
@@ -164,9 +189,15 @@ def _task(folder: Path, problems: list[str]) -> Instance | None:
                 "agent_timeout": config.agent.timeout_sec, "verifier_timeout": config.verifier.timeout_sec,
                 "verifier_env": config.verifier.env, "solution_env": config.solution.env,
                 "tool_families": ["code", "harbor"], **{f"task_{k}": v for k, v in config.metadata.items()}}
-    return Instance(instance_id=folder.name, question=(folder / "instruction.md").read_text(encoding="utf-8"),
-                    answer=TARGET, root=folder, image=str(folder / "environment"),
-                    timeout=config.agent.timeout_sec + config.verifier.timeout_sec,
+    question, timeout = None, config.agent.timeout_sec + config.verifier.timeout_sec
+    if config.steps:  # harness/benchmarks/harbor/steps.py
+        question, *later = (harbor_steps.instruction(folder, step) for step in config.steps)
+        steps = harbor_steps.described(folder, config)
+        timeout = sum(s["agent_timeout"] * (1 + s["workdir"]) + s["verifier_timeout"] for s in steps)
+        metadata.update({"steps": steps, STEPS: later, "reward_strategy": config.multi_step_reward_strategy or "mean"})
+    return Instance(instance_id=folder.name,
+                    question=question or (folder / "instruction.md").read_text(encoding="utf-8"),
+                    answer=TARGET, root=folder, image=str(folder / "environment"), timeout=timeout,
                     build_timeout=config.environment.build_timeout_sec,
                     cpus=config.environment.cpus, memory=config.environment.memory_size(), network=config.network(),
                     metadata=metadata, benchmark="harbor")

@@ -56,6 +56,11 @@ class HarborEnv:
     verifier_timeout: float
     verifier_env: dict[str, str] = field(default_factory=dict)
     verdict: dict[str, Any] | None = None  # the verifier's, once the agent's turns are over
+    tests: tuple[str, ...] = ("tests",)  # the task's folders copied to /tests, in order (a step's over the task's)
+    # A multi-step task's steps (harness/benchmarks/harbor/steps.py), the one running, how their rewards combine
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    step: int = 0
+    reward_strategy: str = "mean"
 
 
 def workdir(sandbox: Sandbox) -> str:
@@ -66,16 +71,22 @@ def workdir(sandbox: Sandbox) -> str:
         return "/"
 
 
-def place(sandbox: Sandbox, task_dir: Path, name: str, target: str, also: str = "") -> str | None:
-    """Copy the task's folder `name` to `target` in the sandbox, after the shell command `also`, through a staging
-    folder: both made afresh first (emptied, a link in their place removed); None, or why it could not be done."""
+def place(sandbox: Sandbox, task_dir: Path, name: str | tuple[str, ...], target: str, also: str = "") -> str | None:
+    """Copy the task's folder `name` (or folders, each over the one before) to `target` in the sandbox, after the
+    shell command `also`, through a staging folder: both made afresh first (emptied, a link in their place
+    removed); None, or why it could not be done."""
+    names = [n for n in ((name,) if isinstance(name, str) else name) if (task_dir / n).is_dir()]
+    if not names:
+        return f"the task has no {name}/ to put in {target}"
     quoted = shlex.quote(target)
     fresh = sandbox.shell(f"{also}rm -rf {STAGE} && {{ [ ! -L {quoted} ] || rm -f {quoted}; }} && mkdir -p {quoted} "
                           f"&& find {quoted} -mindepth 1 -delete", timeout=PREP_TIMEOUT_S, cwd="/")
     if fresh.ok:
-        sandbox.copy_in(task_dir, [name], dest=STAGE)
-        fresh = sandbox.shell(f"cp -a {STAGE}/{name}/. {quoted}/ && rm -rf {STAGE}", timeout=PREP_TIMEOUT_S, cwd="/")
-    return None if fresh.ok else f"the task's {name}/ could not be put in {target}: {fresh.stderr.strip()[-500:]}"
+        sandbox.copy_in(task_dir, names, dest=STAGE)
+        copies = " && ".join(f"cp -a {STAGE}/{shlex.quote(n)}/. {quoted}/" for n in names)
+        fresh = sandbox.shell(f"{copies} && rm -rf {STAGE}", timeout=PREP_TIMEOUT_S, cwd="/")
+    return None if fresh.ok else f"the task's {'/, '.join(names)}/ could not be put in {target}: " \
+        f"{fresh.stderr.strip()[-500:]}"
 
 
 def verify(env: HarborEnv) -> dict[str, Any]:
@@ -89,7 +100,7 @@ def verify(env: HarborEnv) -> dict[str, Any]:
         return {"error": f"{left} process(es) the agent left were still alive after being killed: the verifier "
                          "did not run"}
     clear = f"rm -rf {REWARDS} && mkdir -p {REWARDS} /logs/agent && "
-    if (problem := place(sandbox, env.task_dir, "tests", "/tests", clear)) is not None:
+    if (problem := place(sandbox, env.task_dir, env.tests, "/tests", clear)) is not None:
         return {"error": problem}
     ran = sandbox.exec(["bash", "/tests/test.sh"], timeout=env.verifier_timeout, cwd=workdir(sandbox),
                        env=env.verifier_env)

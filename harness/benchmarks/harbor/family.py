@@ -31,9 +31,14 @@ class Harbor(ToolFamily[HarborEnv]):
     def build(self, setup: Setup, envs: Environments) -> HarborEnv | None:
         meta = setup.instance.metadata if setup.instance is not None else {}
         return HarborEnv(setup.sandbox, Path(meta["task_dir"]), float(meta["agent_timeout"]),
-                         float(meta["verifier_timeout"]), dict(meta.get("verifier_env") or {}))
+                         float(meta["verifier_timeout"]), dict(meta.get("verifier_env") or {}),
+                         steps=list(meta.get("steps") or []), reward_strategy=meta.get("reward_strategy") or "mean")
 
     async def serve(self, setup: Setup, env: HarborEnv, envs: Environments, work: Callable[[], Awaitable[T]]) -> T:
+        if env.steps:  # a multi-step task: each step its agent run and its verifier
+            from harness.benchmarks.harbor.steps import run
+
+            return await run(env, work)  # type: ignore[return-value]  # T is None: the agent's turns return none
         try:
             result = await asyncio.wait_for(work(), env.agent_timeout)
         except TimeoutError:

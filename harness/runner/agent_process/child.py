@@ -25,6 +25,7 @@ if __name__ == "__main__":
 import asyncio
 import contextlib
 import traceback
+from collections.abc import Awaitable
 from pathlib import Path
 
 from harness.agents.contract import AgentContext, AgentRequest, AgentResult, AgentRunner
@@ -111,9 +112,24 @@ def run(request: AgentRequest, result_path: Path) -> int:
         context = AgentContext(task=request.task, instance=request.instance, limits=limits, model=section,
                                meter=meter, tracer=tracer, envs=envs, replay_turns=request.replay_turns,
                                trace_dir=trace_path.parent)
-        runner = runner_class()
+        runner = first = runner_class()
         reply = reply_function(request.user)
-        asyncio.run(serving(setup, envs, lambda: _drive(runner, context, request, reply, result)))
+        tasks, started = [request.task, *request.later_steps], 0
+
+        def step() -> Awaitable[None]:
+            """The agent run of the instance's next step (one unless it has more: each later one a fresh runner)."""
+            nonlocal runner, started
+            if started == len(tasks):
+                raise RuntimeError(f"a tool family asked for a step past the instance's {len(tasks)}")
+            task, started = tasks[started], started + 1
+            now = first if started == 1 else runner_class()
+            if started > 1:
+                tracer.emit(TaskEvent(task=task))
+                context.task = task
+            runner = now
+            return _drive(now, context, task, request, reply, result)
+
+        asyncio.run(serving(setup, envs, step))
         if meter.refused is not None:  # a reply that could not be priced, answered as an error where it came
             raise meter.refused
         result.verdicts = verdicts(envs, request.instance)
@@ -145,7 +161,8 @@ def _kind(runner: AgentRunner | None, exc: BaseException, meter) -> ErrorKind:
     return "model" if kind == "agent" and meter.model_failure is not None else kind
 
 
-async def _drive(runner: AgentRunner, ctx: AgentContext, request: AgentRequest, reply, result: AgentResult) -> None:
+async def _drive(runner: AgentRunner, ctx: AgentContext, task: str, request: AgentRequest, reply,
+                 result: AgentResult) -> None:
     """The task, then a simulated user's reply to each turn that ends without <solution>, for an instance of a
     benchmark whose agents answer in text (`Benchmark.user`; one whose agent ends by acting is never nudged)."""
     from harness.agents.user import wants_reply
@@ -156,7 +173,7 @@ async def _drive(runner: AgentRunner, ctx: AgentContext, request: AgentRequest, 
         await runner.setup(ctx)
         if (offered := runner.tools_offered()) is not None:
             ctx.tracer.emit(offered)
-        result.final_message = await runner.turn(request.task)
+        result.final_message = await runner.turn(task)
         replies = request.user.max_replies if get(request.instance.benchmark).user else 0
         while wants_reply(result.final_message) and result.user_replies < replies:
             if ctx.model.kind == "replay" and ctx.meter.calls >= len(ctx.replay_turns or []):
