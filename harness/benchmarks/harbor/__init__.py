@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.benchmark import Benchmark, Words
-from harness.benchmarks.harbor import dataset
+from harness.benchmark import Benchmark, Figures, Words
+from harness.benchmarks.harbor import dataset, report
 from harness.benchmarks.harbor.prompt import RULES, SYSTEM
 from harness.benchmarks.harbor.scorer import HarborScorer
 
@@ -29,6 +29,10 @@ def _verdict(envs: Any) -> dict[str, Any] | None:
 def _explain(verdict: dict[str, Any]) -> str | None:
     """The verifier's reward, or why it gave none, its exit code and the tail of its output."""
     said = f"reward {verdict['reward']:g}" if "reward" in verdict else f"no reward: {verdict.get('error', '?')}"
+    if verdict.get("steps"):  # a multi-step task: each step's reward, or why it has none
+        said += f" ({verdict.get('strategy')} of steps: " + "; ".join(
+            f"{step['name']} " + (f"{step['reward']:g}" if "reward" in step else f"no reward: {step.get('error')}")
+            + (f", {step['stopped']}" if step.get("stopped") else "") for step in verdict["steps"]) + ")"
     tail = " ".join(str(verdict.get("output") or "").split())[-300:]
     return said + (f"; verifier exit code {verdict['exit_code']}" if verdict.get("exit_code") is not None else "") \
         + (f"; output: …{tail}" if tail else "")
@@ -38,5 +42,6 @@ BENCHMARK = Benchmark(
     name="harbor", title="Harbor", adapters=(dataset,), order=30, prefix="harbor", scorers={"harbor": HarborScorer},
     default_scorers=("harbor",), judges=("harbor",), conventions=RULES, system=SYSTEM, user=False, oracle=_oracle,
     families=(FAMILY,), verdict=_verdict, explain=_explain,
+    figures=Figures(report.applies, report.figures, report.lines),
     words=Words(instances="tasks", rate="solved (reward 1)", correct="passed", wrong="failed", unjudged="not judged",
                 groups="", target=""))

@@ -7,7 +7,9 @@ solved task, by default; `--scorer harbor@T` sets another). Harbor 0.25 takes an
 verdict and the score's details keep the reward as the verifier wrote it, and the explanation says when it was
 clamped. reward.json's other values stay in the verdict alone (a row holds them once). A verifier that could not
 run to a reward (timed out, wrote none, wrote no finite number), or no verdict at all, is a ScorerError: the row
-is not judged, never wrong. The answer is not read: a task is solved by what the agent left in its sandbox."""
+is not judged, never wrong. A multi-step task's reward is its steps' combined (steps.py); the explanation
+and the details name each step's reward ("-": none). The answer is not read: a task is solved by what the agent
+left in its sandbox."""
 
 from __future__ import annotations
 
@@ -35,6 +37,10 @@ class HarborScorer:
             raise ScorerError(f"the task's verifier gave {str(reward)[:80]!r}, not a finite number")
         value = min(max(float(reward), 0.0), 1.0)
         clamped = "" if value == reward else f", counted as {value:g} (a score is in [0, 1])"
+        steps = {step["name"]: step.get("reward") for step in verdict.get("steps") or []}
+        each = "; steps: " + ", ".join(f"{name} {'-' if got is None else format(got, 'g')}"
+                                       for name, got in steps.items()) if steps else ""
         return Score(scorer=self.name, correct=reward >= self.threshold, value=value,
-                     explanation=f"the verifier's reward is {reward:g} ({verdict.get('source')}){clamped}",
-                     details={"reward": reward, "exit_code": verdict.get("exit_code")})
+                     explanation=f"the verifier's reward is {reward:g} ({verdict.get('source')}){clamped}{each}",
+                     details={"reward": reward, "exit_code": verdict.get("exit_code"),
+                              **({"steps": steps} if steps else {})})

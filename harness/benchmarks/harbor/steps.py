@@ -163,8 +163,8 @@ def combine(records: list[dict[str, Any]], strategy: str) -> dict[str, Any]:
         keys = sorted({key for got in scored for key in got})
         values = {key: sum(got.get(key, 0.0) for got in scored) / len(scored) for key in keys}
     if not values:
-        said = "the final step's verifier" if strategy == "final" else "no step's verifier"
-        return {**base, "error": f"{said} gave no reward"}
+        said = "the final step's verifier gave no reward" if strategy == "final" else "no step's verifier gave a reward"
+        return {**base, "error": said}
     if "reward" not in values and len(values) > 1:
         return {**base, "error": f"the steps' rewards name no \"reward\" (nor one value alone): {sorted(values)}"}
     reward = values.get("reward", next(iter(values.values())))

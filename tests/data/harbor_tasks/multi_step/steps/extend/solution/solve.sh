@@ -1,0 +1,2 @@
+#!/bin/bash
+echo "hello $(cat /app/suffix.txt)" > /app/answer.txt

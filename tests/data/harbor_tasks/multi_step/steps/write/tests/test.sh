@@ -1,0 +1,2 @@
+#!/bin/bash
+bash /tests/expect.sh hello

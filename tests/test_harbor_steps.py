@@ -1,0 +1,184 @@
+"""Multi-step Harbor tasks (`[[steps]]`, harness/benchmarks/harbor/steps.py), as Harbor 0.25 runs them: each step its
+instruction (a fresh agent run), its workdir/setup.sh, its verifier (the task's tests/ under the step's), in order in
+one sandbox; a step below its min_reward ends the task; the task's reward is the steps' mean (or the final one's).
+
+The task folder tests/data/harbor_tasks/multi_step (Harbor's oracle scores it 1.0, a do-nothing agent 0) runs in a
+real sandbox of its own image (its FROM line made the python3 base, as tests/test_harbor.py's tasks): the oracle
+passes both steps; a scripted agent in the sandbox does the first step and not the second, on the task and on two
+variants of it. Before: every such task was refused at load (exit 2)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness.benchmarks.harbor.dataset import load
+from harness.benchmarks.harbor.steps import below, combine
+from harness.datasets.model import STEPS
+from harness.errors import InputError
+from harness.runner.prompt import DEFAULT, instruction, later_steps
+from tests.helpers.e2e import explain, harness, out_dir, remove_leftovers, rows, trace
+from tests.test_harbor import python_task_base
+
+TASK = Path(__file__).parent / "data" / "harbor_tasks" / "multi_step"
+# An agent inside the sandbox: the step "write" done (unless its instruction says SKIP), "extend" left undone; its
+# answer says what it saw: the start of its instruction, /tests and /logs/verifier, the working directory's files.
+AGENT = r"""#!/bin/bash
+if grep -q "Write the word hello" "$HARNESS_TASK_FILE" && ! grep -q SKIP "$HARNESS_TASK_FILE"; then
+  echo hello > /app/answer.txt
+fi
+echo "<solution>$(head -c 24 "$HARNESS_TASK_FILE")|tests=$(ls -A /tests 2>/dev/null | tr '\n' ' ')|logs=$(\
+ls -A /logs/verifier 2>/dev/null | tr '\n' ' ')|app=$(ls /app | tr '\n' ' ')</solution>"
+"""
+
+
+def copy_task(tasks: Path, name: str, base: str, toml=lambda text: text, write_note: str = "") -> Path:
+    folder = tasks / name
+    shutil.copytree(TASK, folder)
+    dockerfile = folder / "environment" / "Dockerfile"
+    dockerfile.write_text(dockerfile.read_text().replace("FROM debian:bookworm-slim", f"FROM {base}"))
+    (folder / "task.toml").write_text(toml((folder / "task.toml").read_text()))
+    if write_note:
+        with (folder / "steps" / "write" / "instruction.md").open("a") as out:
+            out.write(write_note)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory, provider, image):
+    """The oracle on the task, and the scripted agent on it and two variants: one run each, shared by the tests."""
+    tmp = tmp_path_factory.mktemp("steps")
+    with python_task_base() as (py, _, made):
+        tasks, oracle_tasks = tmp / "tasks", tmp / "oracle"
+        made.append(copy_task(oracle_tasks, "multi_step", py) / "environment")
+        copy_task(tasks, "multi_step", py)  # min_reward 1 on "write", which the agent passes: mean of 1 and 0
+        copy_task(tasks, "skipped", py, write_note="SKIP this step.\n")  # "write" failed: the task ends there
+        copy_task(tasks, "final", py, toml=lambda t: t.replace('"mean"', '"final"').replace("min_reward = 1.0\n", ""))
+        for folder in (tasks, oracle_tasks):
+            (folder / "replay.jsonl").write_text("".join(json.dumps({"instance_id": p.name, "turns": []}) + "\n"
+                                                         for p in folder.iterdir() if p.is_dir()))
+        (tmp / "agent.sh").write_text(AGENT)
+        outs = {"oracle": out_dir(tmp, "oracle"), "agent": out_dir(tmp, "agent")}
+        try:
+            done = {"oracle": harness("run", "--dataset", f"harbor:{oracle_tasks}", "--agent", "oracle",
+                                      "--model", "replay", "--output-dir", outs["oracle"]),
+                    "agent": harness("run", "--dataset", f"harbor:{tasks}", "--agent",
+                                     f"sandbox:bash @{tmp / 'agent.sh'}", "--model", "replay", "--output-dir",
+                                     outs["agent"])}
+            yield done, outs
+        finally:
+            for out in outs.values():
+                assert remove_leftovers(out) == [], "containers left behind"
+
+
+@pytest.mark.docker
+def test_the_oracle_passes_each_step_and_the_task(ran):
+    done, outs = ran
+    assert done["oracle"].returncode == 0, explain(done["oracle"])
+    [row] = rows(outs["oracle"])
+    verdict = row["verdicts"]["harbor"]
+    assert row["status"] == "ok" and row["correct"] is True and verdict["reward"] == 1.0, row
+    assert [(s["name"], s["reward"]) for s in verdict["steps"]] == [("write", 1.0), ("extend", 1.0)], verdict
+    assert verdict["source"] == "steps (mean)" and row["scores"]["harbor"]["details"]["steps"] == {
+        "write": 1.0, "extend": 1.0}
+
+
+@pytest.mark.docker
+def test_each_step_is_a_fresh_agent_run_verified_in_turn_and_combined_as_harbor_does(ran):
+    done, outs = ran
+    assert done["agent"].returncode == 0, explain(done["agent"])
+    got = {r["instance_id"]: r for r in rows(outs["agent"])}
+    steps = {name: [(s["name"], s.get("reward"), s.get("stopped")) for s in row["verdicts"]["harbor"]["steps"]]
+             for name, row in got.items()}
+    assert steps == {"multi_step": [("write", 1.0, None), ("extend", 0.0, None)],
+                     "skipped": [("write", 0.0, "below its min_reward: reward = 0.0 < 1")],
+                     "final": [("write", 1.0, None), ("extend", 0.0, None)]}, steps
+    rewards = {name: (row["verdicts"]["harbor"]["reward"], row["correct"]) for name, row in got.items()}
+    assert rewards == {"multi_step": (0.5, False), "skipped": (0.0, False), "final": (0.0, False)}, rewards
+    assert "steps: write 1, extend 0" in got["multi_step"]["scores"]["harbor"]["explanation"]
+
+    # The last step's run: its own instruction, setup.sh's file there, no tests nor rewards of the step before.
+    assert got["multi_step"]["answer"] == "Replace the line in /app|tests=|logs=|app=answer.txt setup.sh suffix.txt", \
+        got["multi_step"]["answer"]
+    tasks = [e["task"] for e in trace(outs["agent"], got["multi_step"]) if e["type"] == "task"]
+    assert [t.split("\n", 1)[0] for t in tasks] == [
+        "Write the word hello into /app/answer.txt.",
+        "Replace the line in /app/answer.txt with: hello, a space, then the word in /app/suffix.txt."], tasks
+    assert all("How to work:" in t for t in tasks)  # each through the run's prompt template
+
+    report = json.loads((outs["agent"] / "report.json").read_text())
+    assert report["figures"]["harbor"]["steps"] == {
+        "write": {"ran": 3, "rewarded": 3, "stopped": 1, "mean_reward": 2 / 3},
+        "extend": {"ran": 2, "rewarded": 2, "stopped": 0, "mean_reward": 0.0}}, report["figures"]
+
+
+# ---------------------------------------------------------------- the task format and the rewards, without an engine
+
+def test_a_multi_step_task_loads_as_one_instance_its_later_steps_rendered_by_the_template():
+    [instance] = load(TASK).instances
+    assert instance.question == "Write the word hello into /app/answer.txt.\n"
+    assert instance.metadata[STEPS] == [(TASK / "steps/extend/instruction.md").read_text()]
+    steps = instance.metadata["steps"]
+    assert [(s["name"], s["agent_timeout"], s["verifier_timeout"], s["min_reward"]) for s in steps] == [
+        ("write", 60.0, 600.0, 1.0), ("extend", 60.0, 30.0, None)]  # a step's verifier timeout is its own (Harbor)
+    assert steps[1]["verifier_env"] == {"ANSWER": "/app/answer.txt", "EXPECTED": "hello world"}
+    assert instance.timeout == 60 + 600 + 2 * 60 + 30  # each step's agent, setup.sh and verifier time
+    [later] = later_steps(instance, DEFAULT)
+    assert later.startswith("Replace the line") and later.endswith(instruction(instance).split("\n\n", 1)[1])
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    (lambda f: (f / "steps/extend/instruction.md").unlink(), "no steps/extend/instruction.md"),
+    (lambda f: (f / "steps/write/tests/test.sh").unlink(), "no steps/write/tests/test.sh nor tests/test.sh"),
+    (lambda f: (f / "steps/write/solution/solve.sh").unlink(), "steps/write/solution/ has no solve.sh"),
+    (lambda f: _toml(f, 'name = "extend"', 'name = "WRITE"'), "steps[1] ('WRITE').name: a step of that name"),
+    (lambda f: _toml(f, 'name = "extend"', 'name = "a/b"'), "steps[1] ('a/b').name: not a portable folder name"),
+    (lambda f: _toml(f, "min_reward = 1.0\n", "min_reward = 1.0\n[steps.healthcheck]\ncommand = \"true\"\n"),
+     "steps[0] ('write').healthcheck: a step's own healthcheck is not supported"),
+    (lambda f: _toml(f, "min_reward = 1.0\n", "min_reward = 1.0\nartifacts = [\"/app/x\"]\n"),
+     "steps[0] ('write').artifacts: a step's own artifacts is not supported"),
+    (lambda f: _toml(f, "timeout_sec = 30.0\n", "timeout_sec = 30.0\nenvironment_mode = \"separate\"\n"),
+     "steps[1] ('extend').verifier.environment_mode: a separate verifier environment is not supported"),
+    (lambda f: _toml(f, "[steps.verifier]\n", "[steps.agent]\nuser = \"nobody\"\n[steps.verifier]\n"),
+     "steps[1] ('extend').agent.user: a step's own agent user is not supported"),
+    (lambda f: _toml(f, '"mean"', '"median"'), "multi_step_reward_strategy"),
+])
+def test_a_multi_step_task_that_cannot_run_is_refused_naming_the_file_or_key(tmp_path, change, says):
+    folder = tmp_path / "task"
+    shutil.copytree(TASK, folder)
+    change(folder)
+    with pytest.raises(InputError) as refused:
+        load(folder)
+    assert says in str(refused.value) and str(folder.resolve()) in str(refused.value), refused.value
+
+
+def _toml(folder: Path, old: str, new: str) -> None:
+    path = folder / "task.toml"
+    assert old in path.read_text()
+    path.write_text(path.read_text().replace(old, new, 1))
+
+
+def test_min_reward_gates_on_reward_or_on_each_named_value_a_missing_one_failing():
+    assert below(None, {}) is None and below(1.0, {"reward": 1.0}) is None
+    assert below(1.0, {"reward": 0.5}) == "reward = 0.5 < 1"
+    assert below({"a": 0.5, "b": 1}, {"a": 0.5, "b": 1.0}) is None
+    assert below({"a": 0.5, "b": 1}, {"a": 0.5}) == "b = missing < 1"
+
+
+def test_the_steps_rewards_combine_as_harbor_combines_them():
+    ok = lambda name, **rewards: {"name": name, "reward": rewards.get("reward", 0), "rewards": rewards}  # noqa: E731
+    txt = lambda name, reward: {"name": name, "reward": reward, "source": "reward.txt"}  # noqa: E731
+    failed = {"name": "c", "error": "the verifier wrote no /logs/verifier/reward.txt nor reward.json"}
+    # mean: per value over the steps that gave a reward, a value a step lacks counting 0; a step with none left out
+    mean = combine([ok("a", reward=1, style=1), txt("b", 0.5), failed], "mean")
+    assert (mean["reward"], mean["rewards"], mean["source"]) == (0.75, {"reward": 0.75, "style": 0.5}, "steps (mean)")
+    assert combine([txt("a", 1), txt("b", 0)], "mean")["reward"] == 0.5 and "rewards" not in combine(
+        [txt("a", 1)], "mean")
+    # final: the last step run, as it is; with no reward, none
+    assert combine([txt("a", 1), txt("b", 0.25)], "final")["reward"] == 0.25
+    assert combine([txt("a", 1), failed], "final")["error"] == "the final step's verifier gave no reward"
+    assert combine([failed], "mean")["error"] == "no step's verifier gave a reward"
+    assert combine([ok("a", score=1.0), ok("b", score=0.0)], "mean")["reward"] == 0.5  # one value alone
