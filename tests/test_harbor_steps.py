@@ -24,12 +24,13 @@ from tests.helpers.e2e import explain, harness, out_dir, remove_leftovers, rows,
 from tests.test_harbor import python_task_base
 
 TASK = Path(__file__).parent / "data" / "harbor_tasks" / "multi_step"
-# An agent inside the sandbox: the step "write" done (unless its instruction says SKIP), "extend" left undone; its
-# answer says what it saw: the start of its instruction, /tests and /logs/verifier, the working directory's files.
+# An agent inside the sandbox: the step "write" done (unless its instruction says SKIP; then past its time if it says
+# SLOW), "extend" left undone; its answer says what it saw: the start of its instruction, /tests and /logs/verifier, the working directory's files.
 AGENT = r"""#!/bin/bash
 if grep -q "Write the word hello" "$HARNESS_TASK_FILE" && ! grep -q SKIP "$HARNESS_TASK_FILE"; then
   echo hello > /app/answer.txt
 fi
+if grep -q SLOW "$HARNESS_TASK_FILE"; then sleep 600; fi
 echo "<solution>$(head -c 24 "$HARNESS_TASK_FILE")|tests=$(ls -A /tests 2>/dev/null | tr '\n' ' ')|logs=$(\
 ls -A /logs/verifier 2>/dev/null | tr '\n' ' ')|app=$(ls /app | tr '\n' ' ')</solution>"
 """
@@ -57,17 +58,29 @@ def ran(tmp_path_factory, provider, image):
         copy_task(tasks, "multi_step", py)  # min_reward 1 on "write", which the agent passes: mean of 1 and 0
         copy_task(tasks, "skipped", py, write_note="SKIP this step.\n")  # "write" failed: the task ends there
         copy_task(tasks, "final", py, toml=lambda t: t.replace('"mean"', '"final"').replace("min_reward = 1.0\n", ""))
+        copy_task(tasks, "late", py, write_note="SLOW\n",  # past its 2 s: verified all the same, the task goes on
+                  toml=lambda t: t.replace("min_reward = 1.0\n", "min_reward = 1.0\n[steps.agent]\ntimeout_sec = 2.0\n"))
+        broken = copy_task(tasks, "broken", py)  # extend's setup.sh fails: no agent run, no reward, the task ends
+        (broken / "steps" / "extend" / "workdir" / "setup.sh").write_text("echo cannot >&2; exit 3\n")
         for folder in (tasks, oracle_tasks):
             (folder / "replay.jsonl").write_text("".join(json.dumps({"instance_id": p.name, "turns": []}) + "\n"
                                                          for p in folder.iterdir() if p.is_dir()))
         (tmp / "agent.sh").write_text(AGENT)
-        outs = {"oracle": out_dir(tmp, "oracle"), "agent": out_dir(tmp, "agent")}
+        replayed = tmp / "replayed"  # the plain runner on a recording: each step's run goes on with its turns
+        copy_task(replayed, "multi_step", py)
+        shell = lambda command: {"tool_calls": [{"name": "run_shell", "arguments": {"command": command}}]}  # noqa: E731
+        turns = [shell("echo hello > answer.txt"), {"content": "<solution>one</solution>"},
+                 shell('echo "hello $(cat suffix.txt)" > answer.txt'), {"content": "<solution>two</solution>"}]
+        (replayed / "replay.jsonl").write_text(json.dumps({"instance_id": "multi_step", "turns": turns}) + "\n")
+        outs = {"oracle": out_dir(tmp, "oracle"), "agent": out_dir(tmp, "agent"), "plain": out_dir(tmp, "plain")}
         try:
             done = {"oracle": harness("run", "--dataset", f"harbor:{oracle_tasks}", "--agent", "oracle",
                                       "--model", "replay", "--output-dir", outs["oracle"]),
                     "agent": harness("run", "--dataset", f"harbor:{tasks}", "--agent",
                                      f"sandbox:bash @{tmp / 'agent.sh'}", "--model", "replay", "--output-dir",
-                                     outs["agent"])}
+                                     outs["agent"]),
+                    "plain": harness("run", "--dataset", f"harbor:{replayed}", "--agent", "plain", "--model",
+                                     "replay", "--output-dir", outs["plain"])}
             yield done, outs
         finally:
             for out in outs.values():
@@ -87,6 +100,16 @@ def test_the_oracle_passes_each_step_and_the_task(ran):
 
 
 @pytest.mark.docker
+def test_a_recordings_turns_go_on_from_step_to_step(ran):
+    """Before: each step's fresh runner replayed the recording from its first turn (step 2 wrote hello again)."""
+    done, outs = ran
+    assert done["plain"].returncode == 0, explain(done["plain"])
+    [row] = rows(outs["plain"])
+    assert [s["reward"] for s in row["verdicts"]["harbor"]["steps"]] == [1.0, 1.0], row["verdicts"]
+    assert row["answer"] == "two" and row["correct"] is True, row
+
+
+@pytest.mark.docker
 def test_each_step_is_a_fresh_agent_run_verified_in_turn_and_combined_as_harbor_does(ran):
     done, outs = ran
     assert done["agent"].returncode == 0, explain(done["agent"])
@@ -95,9 +118,16 @@ def test_each_step_is_a_fresh_agent_run_verified_in_turn_and_combined_as_harbor_
              for name, row in got.items()}
     assert steps == {"multi_step": [("write", 1.0, None), ("extend", 0.0, None)],
                      "skipped": [("write", 0.0, "below its min_reward: reward = 0.0 < 1")],
-                     "final": [("write", 1.0, None), ("extend", 0.0, None)]}, steps
+                     "final": [("write", 1.0, None), ("extend", 0.0, None)],
+                     "late": [("write", 1.0, None), ("extend", 0.0, None)],
+                     "broken": [("write", 1.0, None), ("extend", None, None)]}, steps
     rewards = {name: (row["verdicts"]["harbor"]["reward"], row["correct"]) for name, row in got.items()}
-    assert rewards == {"multi_step": (0.5, False), "skipped": (0.0, False), "final": (0.0, False)}, rewards
+    # broken: Harbor leaves a step without a verifier's result out of the mean
+    assert rewards == {"multi_step": (0.5, False), "skipped": (0.0, False), "final": (0.0, False),
+                       "late": (0.5, False), "broken": (1.0, True)}, rewards
+    assert got["late"]["limit"] == "wall_time" and got["late"]["verdicts"]["harbor"]["steps"][0]["agent_timed_out"]
+    assert all(row["limit"] is None for name, row in got.items() if name != "late"), got
+    assert got["broken"]["verdicts"]["harbor"]["steps"][1]["error"] == "step 'extend': setup.sh exited with code 3: cannot"
     assert "steps: write 1, extend 0" in got["multi_step"]["scores"]["harbor"]["explanation"]
 
     # The last step's run: its own instruction, setup.sh's file there, no tests nor rewards of the step before.
@@ -111,8 +141,8 @@ def test_each_step_is_a_fresh_agent_run_verified_in_turn_and_combined_as_harbor_
 
     report = json.loads((outs["agent"] / "report.json").read_text())
     assert report["figures"]["harbor"]["steps"] == {
-        "write": {"ran": 3, "rewarded": 3, "stopped": 1, "mean_reward": 2 / 3},
-        "extend": {"ran": 2, "rewarded": 2, "stopped": 0, "mean_reward": 0.0}}, report["figures"]
+        "write": {"ran": 5, "rewarded": 5, "stopped": 1, "mean_reward": 0.8},
+        "extend": {"ran": 4, "rewarded": 3, "stopped": 0, "mean_reward": 0.0}}, report["figures"]
 
 
 # ---------------------------------------------------------------- the task format and the rewards, without an engine

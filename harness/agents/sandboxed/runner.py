@@ -86,6 +86,9 @@ class SandboxedRunner(AgentRunner):
         self.task = ""
         self.last = ""
         self.runs = 0
+        # Its runs' spools, its own: a runner after it in the same sandbox (a multi-step task's next step) must not
+        # read what a run of this one that was stopped left in its spool (its exit code)
+        self.spools = f"{ROOT}/{secrets.token_hex(6)}"
 
     def tools_offered(self) -> ToolsOffered:
         """The tool server's tools (the in-sandbox program's own, if it has any, are not the harness's to know)."""
@@ -106,7 +109,7 @@ class SandboxedRunner(AgentRunner):
         if self.runs == 1:
             self.task = message
         task = message if self.runs == 1 else FOLLOW_UP.format(task=self.task, answer=self.last, reply=message)
-        spool = f"{ROOT}/run-{self.runs}"
+        spool = f"{self.spools}/run-{self.runs}"
         env = {"OPENAI_API_KEY": self.proxy.token, "ANTHROPIC_API_KEY": self.proxy.token,
                "HARNESS_MODEL": self.ctx.model.model, "HARNESS_TASK_FILE": f"{spool}/task.txt",
                "HARNESS_ANSWER_FILE": f"{spool}/answer.txt"}

@@ -123,9 +123,11 @@ def run(request: AgentRequest, result_path: Path) -> int:
                 raise RuntimeError(f"a tool family asked for a step past the instance's {len(tasks)}")
             task, started = tasks[started], started + 1
             now = first if started == 1 else runner_class()
-            if started > 1:
+            if started > 1:  # a recording's turns go on where the steps before left them (one per model call)
                 tracer.emit(TaskEvent(task=task))
                 context.task = task
+                if request.replay_turns is not None:
+                    context.replay_turns = request.replay_turns[meter.calls:]
             runner = now
             return _drive(now, context, task, request, reply, result)
 
@@ -176,7 +178,7 @@ async def _drive(runner: AgentRunner, ctx: AgentContext, task: str, request: Age
         result.final_message = await runner.turn(task)
         replies = request.user.max_replies if get(request.instance.benchmark).user else 0
         while wants_reply(result.final_message) and result.user_replies < replies:
-            if ctx.model.kind == "replay" and ctx.meter.calls >= len(ctx.replay_turns or []):
+            if ctx.model.kind == "replay" and ctx.meter.calls >= len(request.replay_turns or []):
                 break  # a recording with no answers left cannot take a reply
             answer = reply(result.final_message, request.instance, result.user_replies + 1)
             if not answer:
