@@ -24,8 +24,9 @@ from tests.helpers.e2e import explain, harness, out_dir, remove_leftovers, rows,
 from tests.test_harbor import python_task_base
 
 TASK = Path(__file__).parent / "data" / "harbor_tasks" / "multi_step"
-# An agent inside the sandbox: the step "write" done (unless its instruction says SKIP; then past its time if it says
-# SLOW), "extend" left undone; its answer says what it saw: the start of its instruction, /tests and /logs/verifier, the working directory's files.
+# An agent inside the sandbox: the step "write" done (unless its instruction says SKIP), then past its time if it
+# says SLOW; "extend" left undone. Its answer says what it saw: the start of its instruction, /tests and
+# /logs/verifier, the working directory's files.
 AGENT = r"""#!/bin/bash
 if grep -q "Write the word hello" "$HARNESS_TASK_FILE" && ! grep -q SKIP "$HARNESS_TASK_FILE"; then
   echo hello > /app/answer.txt
@@ -59,7 +60,8 @@ def ran(tmp_path_factory, provider, image):
         copy_task(tasks, "skipped", py, write_note="SKIP this step.\n")  # "write" failed: the task ends there
         copy_task(tasks, "final", py, toml=lambda t: t.replace('"mean"', '"final"').replace("min_reward = 1.0\n", ""))
         copy_task(tasks, "late", py, write_note="SLOW\n",  # past its 2 s: verified all the same, the task goes on
-                  toml=lambda t: t.replace("min_reward = 1.0\n", "min_reward = 1.0\n[steps.agent]\ntimeout_sec = 2.0\n"))
+                  toml=lambda t: t.replace("min_reward = 1.0\n",
+                                           "min_reward = 1.0\n[steps.agent]\ntimeout_sec = 2.0\n"))
         broken = copy_task(tasks, "broken", py)  # extend's setup.sh fails: no agent run, no reward, the task ends
         (broken / "steps" / "extend" / "workdir" / "setup.sh").write_text("echo cannot >&2; exit 3\n")
         for folder in (tasks, oracle_tasks):
@@ -127,7 +129,8 @@ def test_each_step_is_a_fresh_agent_run_verified_in_turn_and_combined_as_harbor_
                        "late": (0.5, False), "broken": (1.0, True)}, rewards
     assert got["late"]["limit"] == "wall_time" and got["late"]["verdicts"]["harbor"]["steps"][0]["agent_timed_out"]
     assert all(row["limit"] is None for name, row in got.items() if name != "late"), got
-    assert got["broken"]["verdicts"]["harbor"]["steps"][1]["error"] == "step 'extend': setup.sh exited with code 3: cannot"
+    assert got["broken"]["verdicts"]["harbor"]["steps"][1]["error"] == \
+        "step 'extend': setup.sh exited with code 3: cannot"
     assert "steps: write 1, extend 0" in got["multi_step"]["scores"]["harbor"]["explanation"]
 
     # The last step's run: its own instruction, setup.sh's file there, no tests nor rewards of the step before.
