@@ -17,6 +17,10 @@ remote server are read from the host's environment by the agent's process when i
 never enter a sandbox; the configuration holds only the variables' names, so the whole of it is
 part of the run's fingerprint (runner/run_config.py). The servers' tools reach the agents as
 `NAME__tool` (harness/environments/mcp_tools.py).
+
+An instance may declare servers of its own (its metadata's INSTANCE_KEY: McpServer fields, as a Harbor task's
+[[environment.mcp_servers]] become: harness/benchmarks/harbor/mcp.py): its agent gets them beside the run's, a
+run's server of the same name taking the place of the instance's (as Harbor's agent configuration does).
 """
 
 from __future__ import annotations
@@ -62,6 +66,16 @@ class McpServer(BaseModel):
     def where(self) -> str:
         """How messages name this server."""
         return f"MCP server {self.name!r}"
+
+
+INSTANCE_KEY = "mcp_servers"  # an instance's metadata key: its own servers, each McpServer's fields
+
+
+def for_instance(run: tuple[McpServer, ...], instance: Any) -> tuple[McpServer, ...]:
+    """The servers an instance's agent gets: its own (INSTANCE_KEY), then the run's; one per name, the run's
+    taking the place of the instance's."""
+    own = [McpServer.model_validate(raw) for raw in (instance.metadata.get(INSTANCE_KEY) or [] if instance else [])]
+    return tuple({server.name: server for server in (*own, *run)}.values())
 
 
 def from_flag(text: str) -> McpServer:

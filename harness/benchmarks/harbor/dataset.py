@@ -34,9 +34,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.benchmarks.harbor import lint as harbor_lint
 from harness.benchmarks.harbor import steps as harbor_steps
+from harness.benchmarks.harbor.mcp import McpServerConfig, servers
 from harness.datasets.fingerprint import dataset_fingerprint
 from harness.datasets.model import STEPS, Dataset, Instance
 from harness.datasets.problems import raise_problems, refuse_split
+from harness.environments.mcp_config import INSTANCE_KEY
 from harness.errors import InputError
 from harness.fsutil import tree_hash
 from harness.sandbox.contract import parse_size
@@ -61,6 +63,7 @@ class _Solution(_Part):
 
 class _Environment(_Part):
     network_mode: Literal["no-network", "public", "allowlist"] = "public"
+    mcp_servers: list[McpServerConfig] = Field(default_factory=list)  # harness/benchmarks/harbor/mcp.py
     allow_internet: bool | None = None  # Harbor's older spelling of no-network (False)
     cpus: float = Field(1, gt=0)
     build_timeout_sec: float = Field(600.0, gt=0)
@@ -180,6 +183,8 @@ def _task(folder: Path, problems: list[str]) -> Instance | None:
     problems.extend(f"task {folder}: task.toml: {refusal}" for refusal in config.refusals())
     if config.steps:
         problems.extend(f"task {folder}: {problem}" for problem in harbor_steps.problems(folder, raw, config.steps))
+    mcp, unserved = servers(config.environment.mcp_servers)
+    problems.extend(f"task {folder}: task.toml: {problem}" for problem in unserved)
     if parse_size(config.environment.memory_size()) < 0:
         problems.append(f"task {folder}: task.toml: environment.memory {config.environment.memory!r} is no size "
                         "(like 2G or 512M)")
@@ -188,7 +193,8 @@ def _task(folder: Path, problems: list[str]) -> Instance | None:
     metadata = {"task_dir": str(folder), "task_hash": tree_hash(folder),
                 "agent_timeout": config.agent.timeout_sec, "verifier_timeout": config.verifier.timeout_sec,
                 "verifier_env": config.verifier.env, "solution_env": config.solution.env,
-                "tool_families": ["code", "harbor"], **{f"task_{k}": v for k, v in config.metadata.items()}}
+                "tool_families": ["code", "mcp", "harbor"], **({INSTANCE_KEY: mcp} if mcp else {}),
+                **{f"task_{k}": v for k, v in config.metadata.items()}}
     question, timeout = None, config.agent.timeout_sec + config.verifier.timeout_sec
     if config.steps:  # harness/benchmarks/harbor/steps.py
         question, *later = (harbor_steps.instruction(folder, step) for step in config.steps)

@@ -23,7 +23,9 @@ NAME = "harbor"
 
 
 class Harbor(ToolFamily[HarborEnv]):
-    name, order = "harbor", 96
+    # No tools of its own; before mcp (90), so that its serve holds MCP's: each agent run (a multi-step task's
+    # step) connects the task's servers afresh, and they are gone before its verifier runs
+    name, order = "harbor", 85
 
     def offered(self, setup: Setup) -> bool:
         return setup.instance is not None and setup.instance.benchmark == NAME

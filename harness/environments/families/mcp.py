@@ -1,6 +1,7 @@
-"""The run's MCP servers' tools (`SERVER__TOOL`, the servers' own schemas): connected around the agent's
-turns (harness/environments/mcp_tools.py), so they are known only once a server runs (the dry preflight
-offers none). The run's preflight starts every server once and lists its tools (environments/mcp_preflight.py)."""
+"""The MCP servers' tools (`SERVER__TOOL`, the servers' own schemas): the run's, and an instance's own
+(mcp_config.py `for_instance`), connected around each run of the agent's turns (harness/environments/mcp_tools.py),
+so they are known only once a server runs (the dry preflight offers none). The run's preflight starts every server
+of the run once and lists its tools (environments/mcp_preflight.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from harness.datasets.model import Instance
 from harness.environments import Environments
 from harness.environments.families.images import Images
 from harness.environments.family import Needs, RunSetup, Setup, Tool, ToolFamily
+from harness.environments.mcp_config import for_instance
 
 T = TypeVar("T")
 
@@ -33,11 +35,13 @@ class Mcp(ToolFamily[list[Tool]]):
         return []  # filled once the servers are connected (serve)
 
     async def serve(self, setup: Setup, env: list[Tool], envs: Environments, work: Callable[[], Awaitable[T]]) -> T:
-        if not setup.mcp:
+        servers = for_instance(setup.mcp, setup.instance)  # the run's and the instance's own
+        if not servers:
             return await work()  # no server: the MCP client is never imported (each agent process paid ~2 ms)
         from harness.environments.mcp_tools import serving_mcp
 
-        return await serving_mcp(setup.mcp, envs, work, into=env, images=envs.of(Images))
+        env.clear()  # served again (a multi-step task's next agent run): the servers connected afresh
+        return await serving_mcp(servers, envs, work, into=env, images=envs.of(Images))
 
     def tools(self, envs: Environments, instance: Instance | None) -> list[Tool]:
         served = envs.of(Mcp)
