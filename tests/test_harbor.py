@@ -114,7 +114,7 @@ def test_a_task_folder_and_a_folder_of_tasks_become_instances(tmp_path):
     (lambda f: (f / "task.toml").write_text('[environment]\nnetwork_mode = "allowlist"\nallowed_hosts = ["a.org"]'),
      'network_mode "allowlist" is not supported'),
     (lambda f: (f / "task.toml").write_text('[[steps]]\nname = "one"\n[[steps]]\nname = "two"'),
-     "a multi-step task ([[steps]]) is not supported"),
+     "no steps/one/instruction.md"),  # multi-step tasks run (tests/test_harbor_steps.py), each step its folder
 ])
 def test_a_broken_task_is_refused_naming_its_folder(tmp_path, break_it, says):
     folder = write_task(tmp_path / "set", "broken", app_dockerfile("some-base:1"))
