@@ -115,6 +115,12 @@ def test_a_task_folder_and_a_folder_of_tasks_become_instances(tmp_path):
      'network_mode "allowlist" is not supported'),
     (lambda f: (f / "task.toml").write_text('[[steps]]\nname = "one"\n[[steps]]\nname = "two"'),
      "no steps/one/instruction.md"),  # multi-step tasks run (tests/test_harbor_steps.py), each step its folder
+    # Harbor runs a compose file's services beside a Dockerfile's main one: before, they were dropped silently
+    (lambda f: (f / "environment" / "docker-compose.yaml").write_text("services:\n  db:\n    image: postgres\n"),
+     "environment/docker-compose.yaml: a multi-container environment (docker-compose services beside the main one) "
+     "is not supported"),
+    (lambda f: ((f / "environment" / "Dockerfile").unlink(), (f / "environment" / "docker-compose.yaml").write_text(
+        "services:\n  main:\n    build: .\n")), "environment/docker-compose.yaml: a multi-container environment"),
 ])
 def test_a_broken_task_is_refused_naming_its_folder(tmp_path, break_it, says):
     folder = write_task(tmp_path / "set", "broken", app_dockerfile("some-base:1"))

@@ -7,8 +7,10 @@ and, optionally, ``solution/`` (``solve.sh``: what `--agent oracle` runs). Of ta
 (the agent's wall seconds), ``[verifier] timeout_sec`` and ``env``, ``[solution] env``, ``[environment] cpus``,
 ``memory`` ("2G") or ``memory_mb``, ``[environment] network_mode`` (or an ``[agent]`` override, or the older
 ``allow_internet = false``): "no-network" gives the task's sandbox no network whatever --network; "public" gets
-the run's --network (a task narrows the policy, never widens it); "allowlist" is refused, as is a multi-step task
-(``[[steps]]``). Harbor's defaults where a field is missing (Harbor 0.25's task models, read from its wheel).
+the run's --network (a task narrows the policy, never widens it); "allowlist" is refused. A multi-step task
+(``[[steps]]``: steps.py) is one instance, its later steps' instructions in its metadata (`STEPS`); a task's MCP
+servers (``[[environment.mcp_servers]]``: mcp.py) are its instance's own. Harbor's defaults where a field is missing
+(Harbor 0.25's task models, read from its wheel).
 Everything else (metadata, tags, GPUs, storage) is kept in the instance's metadata, not enforced: --disk holds.
 
 instance_id = the folder's name; question = instruction.md; answer "1": a solved task's reward; image = the
@@ -18,10 +20,11 @@ agent at its own); cpus and memory from [environment]. Nothing is copied into th
 tests/ and solution/ stay on the host, read by the verifier (harness/benchmarks/harbor/environment.py) and the oracle.
 
 Refused, every problem in one InputError naming the task folder: no task.toml or instruction.md, a task.toml
-that is not TOML or has a field of the wrong type, no environment/Dockerfile (a docker-compose environment
-cannot be one sandbox), no tests/test.sh, a memory that is no size; --split; and what lint.py finds first, as
-`harbor lint` would (a file that links out of the folder, a key Harbor does not know, a value the engine cannot
-give). [environment] build_timeout_sec bounds the build of the task's image (`Instance.build_timeout`).
+that is not TOML or has a field of the wrong type, no environment/Dockerfile, an environment/docker-compose.yaml
+(Harbor runs its services beside the main container: one sandbox is one container), no tests/test.sh, a memory
+that is no size; --split; and what lint.py finds first, as `harbor lint` would (a file that links out of the
+folder, a key Harbor does not know, a value the engine cannot give). [environment] build_timeout_sec bounds the
+build of the task's image (`Instance.build_timeout`).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from harness.fsutil import tree_hash
 from harness.sandbox.contract import parse_size
 
 PREFIX = "harbor:"
+COMPOSE = "environment/docker-compose.yaml"  # the one name Harbor 0.25 reads (a .yml it ignores, as the harness)
 TARGET = "1"  # the reward of a solved task
 
 
@@ -163,10 +167,11 @@ def _task(folder: Path, problems: list[str]) -> Instance | None:
     stepped = bool(_declares_steps(folder))
     needed = ("environment/Dockerfile",) if stepped else ("instruction.md", "environment/Dockerfile", "tests/test.sh")
     for name in needed:
-        if not (folder / name).is_file():
-            compose = name == "environment/Dockerfile" and any(folder.glob("environment/docker-compose.y*ml"))
-            problems.append(f"task {folder}: no {name}" + (" (a docker-compose environment is not supported: one "
-                                                            "sandbox is one container)" if compose else ""))
+        if not (folder / name).is_file() and not (name == "environment/Dockerfile" and (folder / COMPOSE).exists()):
+            problems.append(f"task {folder}: no {name}")
+    if (folder / COMPOSE).exists():  # Harbor runs it (beside a Dockerfile too): its services are the task's
+        problems.append(f"task {folder}: {COMPOSE}: a multi-container environment (docker-compose services beside "
+                        "the main one) is not supported: one sandbox is one container (docs/guide.md, Harbor tasks)")
     try:
         raw = tomllib.loads((folder / "task.toml").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
