@@ -146,6 +146,9 @@ def test_each_step_is_a_fresh_agent_run_verified_in_turn_and_combined_as_harbor_
     assert report["figures"]["harbor"]["steps"] == {
         "write": {"ran": 5, "rewarded": 5, "stopped": 1, "mean_reward": 0.8},
         "extend": {"ran": 4, "rewarded": 3, "stopped": 0, "mean_reward": 0.0}}, report["figures"]
+    shown = " ".join(done["agent"].stdout.split())  # the run's report table, as the terminal shows it
+    assert "step write │ mean reward 0.8 over 5 of 5 run(s); ended the" in shown, shown
+    assert "step extend │ mean reward 0 over 3 of 4 run(s)" in shown and "per annotated step count" not in shown, shown
 
 
 # ---------------------------------------------------------------- the task format and the rewards, without an engine
@@ -154,7 +157,7 @@ def test_a_multi_step_task_loads_as_one_instance_its_later_steps_rendered_by_the
     [instance] = load(TASK).instances
     assert instance.question == "Write the word hello into /app/answer.txt.\n"
     assert instance.metadata[STEPS] == [(TASK / "steps/extend/instruction.md").read_text()]
-    steps = instance.metadata["steps"]
+    steps = instance.metadata["harbor_steps"]
     assert [(s["name"], s["agent_timeout"], s["verifier_timeout"], s["min_reward"]) for s in steps] == [
         ("write", 60.0, 600.0, 1.0), ("extend", 60.0, 30.0, None)]  # a step's verifier timeout is its own (Harbor)
     assert steps[1]["verifier_env"] == {"ANSWER": "/app/answer.txt", "EXPECTED": "hello world"}

@@ -205,7 +205,8 @@ def _task(folder: Path, problems: list[str]) -> Instance | None:
         question, *later = (harbor_steps.instruction(folder, step) for step in config.steps)
         steps = harbor_steps.described(folder, config)
         timeout = sum(s["agent_timeout"] * (1 + s["workdir"]) + s["verifier_timeout"] for s in steps)
-        metadata.update({"steps": steps, STEPS: later, "reward_strategy": config.multi_step_reward_strategy or "mean"})
+        metadata.update({"harbor_steps": steps, STEPS: later,
+                         "reward_strategy": config.multi_step_reward_strategy or "mean"})
     return Instance(instance_id=folder.name,
                     question=question or (folder / "instruction.md").read_text(encoding="utf-8"),
                     answer=TARGET, root=folder, image=str(folder / "environment"), timeout=timeout,

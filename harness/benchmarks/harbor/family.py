@@ -34,7 +34,8 @@ class Harbor(ToolFamily[HarborEnv]):
         meta = setup.instance.metadata if setup.instance is not None else {}
         return HarborEnv(setup.sandbox, Path(meta["task_dir"]), float(meta["agent_timeout"]),
                          float(meta["verifier_timeout"]), dict(meta.get("verifier_env") or {}),
-                         steps=list(meta.get("steps") or []), reward_strategy=meta.get("reward_strategy") or "mean")
+                         steps=list(meta.get("harbor_steps") or []),
+                         reward_strategy=meta.get("reward_strategy") or "mean")
 
     async def serve(self, setup: Setup, env: HarborEnv, envs: Environments, work: Callable[[], Awaitable[T]]) -> T:
         if env.steps:  # a multi-step task: each step its agent run and its verifier

@@ -83,7 +83,8 @@ def problems(folder: Path, raw: dict[str, Any], steps: list[Any]) -> list[str]:
 
 
 def described(folder: Path, config: Any) -> list[dict[str, Any]]:
-    """Each step as the run reads it (the instance's metadata `steps`)."""
+    """Each step as the run reads it: the instance's metadata `harbor_steps` (not `steps`, a GAIA label the report
+    breaks rows down by)."""
     return [{"name": step.name, "agent_timeout": step.agent.timeout_sec or config.agent.timeout_sec,
              "verifier_timeout": step.verifier.timeout_sec,
              "verifier_env": {**config.verifier.env, **step.verifier.env},
