@@ -52,7 +52,8 @@ REFUSED = {"healthcheck": "a step's own healthcheck", "artifacts": "a step's own
 def problems(folder: Path, raw: dict[str, Any], steps: list[Any]) -> list[str]:
     """What of the task's [[steps]] cannot run: a refused key, a bad or repeated name, a missing file."""
     found, seen = [], set()
-    verifier = raw.get("verifier") if isinstance(raw.get("verifier"), dict) else {}
+    verifier = raw.get("verifier")
+    verifier = verifier if isinstance(verifier, dict) else {}
     if verifier.get("environment_mode") == "separate" or verifier.get("environment") is not None:
         found.append("task.toml: verifier: a separate verifier environment for a multi-step task's steps is not "
                      "supported (each step is verified in the task's one sandbox)")
