@@ -97,7 +97,7 @@ def test_the_simulated_user_answers_only_a_benchmark_that_asks_for_it(benchmark,
     instance = Instance(instance_id="t", question="Q?", root=Path("/tmp"), benchmark=benchmark)
     ctx = SimpleNamespace(tracer=SimpleNamespace(emit=lambda event: None), model=SimpleNamespace(kind="openai"))
     request = SimpleNamespace(task="Q?", instance=instance, user=UserSimulation())
-    asyncio.run(_drive(runner, ctx, request, lambda message, instance, number: "carry on", result))
+    asyncio.run(_drive(runner, ctx, request.task, request, lambda message, instance, number: "carry on", result))
     assert runner.turns == turns and result.user_replies == turns - 1  # before: 4 turns on Harbor and Gaia2 too
 
 

@@ -118,7 +118,7 @@ async def run(env: HarborEnv, work: Callable[[], Awaitable[T]]) -> T | None:
         record: dict[str, Any] = {"name": step["name"]}
         records.append(record)
         if (problem := await asyncio.to_thread(_prepare, env, step)) is not None:
-            record["error"] = problem
+            record.update(error=problem, stopped="its setup.sh failed")
             break
         try:
             result = await asyncio.wait_for(work(), step["agent_timeout"])
