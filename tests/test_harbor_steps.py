@@ -182,6 +182,8 @@ def test_a_multi_step_task_loads_as_one_instance_its_later_steps_rendered_by_the
     (lambda f: _toml(f, "[steps.verifier]\n", "[steps.agent]\nuser = \"nobody\"\n[steps.verifier]\n"),
      "steps[1] ('extend').agent.user: a step's own agent user is not supported"),
     (lambda f: _toml(f, '"mean"', '"median"'), "multi_step_reward_strategy"),
+    (lambda f: _toml(f, "timeout_sec = 30.0\n", "timeout_sec = inf\n"),
+     "steps[1] ('extend').verifier.timeout_sec inf is not a finite number of seconds"),
     (lambda f: _toml(f, "timeout_sec = 60.0\nenv", "timeout_sec = 60.0\nenvironment_mode = \"separate\"\nenv"),
      "verifier: a separate verifier environment for a multi-step task's steps is not supported"),
 ])

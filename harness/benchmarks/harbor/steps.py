@@ -30,6 +30,7 @@ test script; step names that are not portable folder names or that collide.
 from __future__ import annotations
 
 import asyncio
+import math
 import shlex
 import unicodedata
 from collections.abc import Awaitable, Callable
@@ -37,6 +38,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from harness.benchmarks.harbor.environment import PREP_TIMEOUT_S, REWARDS, STAGE, HarborEnv, verify, workdir
+from harness.benchmarks.harbor.lint import MAX_SECONDS
 from harness.errors import LimitExceeded
 
 T = TypeVar("T")
@@ -65,6 +67,10 @@ def problems(folder: Path, raw: dict[str, Any], steps: list[Any]) -> list[str]:
             if (value is not None and not sub) or (isinstance(value, dict) and value.get(sub) is not None):
                 found.append(f"{where}.{key}: {what} is not supported (the harness runs every step in the "
                              "task's one sandbox, with the task's settings)")
+        for phase, seconds in (("agent", step.agent.timeout_sec), ("verifier", step.verifier.timeout_sec)):
+            if seconds is not None and not (math.isfinite(seconds) and seconds <= MAX_SECONDS):
+                found.append(f"{where}.{phase}.timeout_sec {seconds:g} is not a finite number of seconds up to "
+                             f"{MAX_SECONDS:g} (30 days)")
         if (table.get("verifier") or {}).get("environment_mode") == "separate":
             found.append(f"{where}.verifier.environment_mode: a separate verifier environment is not supported")
         name = step.name
