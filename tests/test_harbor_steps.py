@@ -223,3 +223,5 @@ def test_the_steps_rewards_combine_as_harbor_combines_them():
     assert combine([txt("a", 1), failed], "final")["error"] == "the final step's verifier gave no reward"
     assert combine([failed], "mean")["error"] == "no step's verifier gave a reward"
     assert combine([ok("a", score=1.0), ok("b", score=0.0)], "mean")["reward"] == 0.5  # one value alone
+    several = combine([{"name": "a", "rewards": {"x": 1.0, "y": 0.0}}, ok("b", x=0.0, y=1.0)], "mean")
+    assert "reward" not in several and "error" not in several and several["rewards"] == {"x": 0.5, "y": 0.5}

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.benchmark import Benchmark, Figures, Words
-from harness.benchmarks.harbor import dataset, report
+from harness.benchmarks.harbor import dataset
 from harness.benchmarks.harbor.prompt import RULES, SYSTEM
 from harness.benchmarks.harbor.scorer import HarborScorer
 
@@ -26,6 +26,23 @@ def _verdict(envs: Any) -> dict[str, Any] | None:
     return verdict(envs)
 
 
+def _applies(tasks: Any) -> bool:
+    return any(t.get("benchmark") == "harbor" for t in tasks.values())
+
+
+def _figures(latest: Any, selected: Any, *_: Any) -> dict[str, Any]:
+    """Each step's figures of the run's multi-step tasks (steps.py)."""
+    from harness.benchmarks.harbor.steps import figures
+
+    return figures(latest, selected)
+
+
+def _lines(found: dict[str, Any]) -> list[tuple[str, str]]:
+    from harness.benchmarks.harbor.steps import lines
+
+    return lines(found)
+
+
 def _explain(verdict: dict[str, Any]) -> str | None:
     """The verifier's reward, or why it gave none, its exit code and the tail of its output."""
     said = f"reward {verdict['reward']:g}" if "reward" in verdict else f"no reward: {verdict.get('error', '?')}"
@@ -42,6 +59,6 @@ BENCHMARK = Benchmark(
     name="harbor", title="Harbor", adapters=(dataset,), order=30, prefix="harbor", scorers={"harbor": HarborScorer},
     default_scorers=("harbor",), judges=("harbor",), conventions=RULES, system=SYSTEM, user=False, oracle=_oracle,
     families=(FAMILY,), verdict=_verdict, explain=_explain,
-    figures=Figures(report.applies, report.figures, report.lines),
+    figures=Figures(_applies, _figures, _lines),
     words=Words(instances="tasks", rate="solved (reward 1)", correct="passed", wrong="failed", unjudged="not judged",
                 groups="", target=""))

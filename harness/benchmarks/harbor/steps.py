@@ -19,12 +19,14 @@ harbor/trial/multi_step.py), in one sandbox, step after step:
 The task's reward (`multi_step_reward_strategy`): "mean" (the default) is each value's mean over the steps whose
 verifier gave a reward (a value a step lacks counts 0; a step with none, or never run, is left out); "final" is
 the last run step's rewards, as they are. The verdict keeps each step's (`steps`: its name, reward or error,
-exit code) beside the combined reward. --agent oracle runs steps/NAME/solution/solve.sh for a step that has a
-solution folder, else the task's solution/solve.sh.
+exit code) beside the combined reward (several values, none named "reward": the values alone, no headline, as a
+single step's). The report's figures (`figures`, `lines`) give each step's mean reward over the run. --agent
+oracle runs steps/NAME/solution/solve.sh for a step that has a solution folder, else the task's solution/solve.sh.
 
 Refused at load (dataset.py, exit 2): a step key Harbor knows that the harness does not do for a step (its own
-healthcheck, artifacts, user, network policy or separate verifier environment); a missing step instruction or
-test script; step names that are not portable folder names or that collide.
+healthcheck, artifacts, user, network policy, collect hooks or separate verifier environment, or the task's separate
+verifier); a timeout that is no finite number of seconds; a missing step instruction or test script; step names that
+are not portable folder names or that collide.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import asyncio
 import math
 import shlex
 import unicodedata
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -150,9 +152,9 @@ async def run(env: HarborEnv, work: Callable[[], Awaitable[T]]) -> T | None:
 
 def rewards(verdict: dict[str, Any]) -> dict[str, float]:
     """A verifier's values by name, as Harbor keeps them (reward.txt's one number is "reward")."""
-    if "reward" not in verdict or "error" in verdict:
+    if "error" in verdict:
         return {}
-    return dict(verdict.get("rewards") or {"reward": verdict["reward"]})
+    return dict(verdict.get("rewards") or ({"reward": verdict["reward"]} if "reward" in verdict else {}))
 
 
 def below(minimum: float | dict[str, float] | None, got: dict[str, float]) -> str | None:
@@ -177,11 +179,10 @@ def combine(records: list[dict[str, Any]], strategy: str) -> dict[str, Any]:
     if not values:
         said = "the final step's verifier gave no reward" if strategy == "final" else "no step's verifier gave a reward"
         return {**base, "error": said}
-    if "reward" not in values and len(values) > 1:
-        return {**base, "error": f"the steps' rewards name no \"reward\" (nor one value alone): {sorted(values)}"}
-    reward = values.get("reward", next(iter(values.values())))
-    return {**base, "reward": reward, "source": f"steps ({strategy})",
-            **({"rewards": values} if set(values) != {"reward"} else {})}
+    source = {"source": f"steps ({strategy})", **({"rewards": values} if set(values) != {"reward"} else {})}
+    if "reward" not in values and len(values) > 1:  # no headline, as a single step's several values none "reward"
+        return {**base, **source}
+    return {**base, "reward": values.get("reward", next(iter(values.values()))), **source}
 
 
 def _prepare(env: HarborEnv, step: dict[str, Any]) -> str | None:
@@ -204,3 +205,30 @@ def _prepare(env: HarborEnv, step: dict[str, Any]) -> str | None:
 def _clear(env: HarborEnv) -> None:
     """The step's tests and its verifier's outputs out of the agent's sight before the next step."""
     env.sandbox.shell(f"rm -rf /tests/* /tests/.[!.]* {REWARDS}/* {REWARDS}/.[!.]*", timeout=PREP_TIMEOUT_S, cwd="/")
+
+
+def figures(latest: Mapping[tuple[str, int], Any], selected: Sequence[str]) -> dict[str, Any]:
+    """The report's figures of the run's multi-step tasks: for each step (by name) over the latest rows, how many ran
+    it, how many of those its verifier gave a reward, their mean and how many ended the task there; {} without
+    steps (report.json keeps them under "harbor")."""
+    steps: dict[str, dict[str, Any]] = {}
+    chosen = set(selected)
+    for (iid, _), row in latest.items():
+        for step in ((row.verdicts.get("harbor") or {}).get("steps") or []) if iid in chosen else []:
+            got = steps.setdefault(str(step.get("name")), {"ran": 0, "rewarded": 0, "rewards": [], "stopped": 0})
+            got["ran"] += 1
+            got["stopped"] += bool(step.get("stopped"))
+            if isinstance(step.get("reward"), int | float) and "error" not in step:
+                got["rewarded"] += 1
+                got["rewards"].append(float(step["reward"]))
+    return {"steps": {name: {"ran": g["ran"], "rewarded": g["rewarded"], "stopped": g["stopped"],
+                             "mean_reward": sum(g["rewards"]) / len(g["rewards"]) if g["rewards"] else None}
+                      for name, g in steps.items()}} if steps else {}
+
+
+def lines(found: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Each step's line of the report table."""
+    return [(f"step {name}", f"mean reward {'-' if g['mean_reward'] is None else format(g['mean_reward'], '.3g')} "
+                             f"over {g['rewarded']} of {g['ran']} run(s)"
+                             + (f"; ended the task in {g['stopped']}" if g["stopped"] else ""))
+            for name, g in (found.get("steps") or {}).items()]
