@@ -31,11 +31,13 @@ import json
 import math
 import re
 import shlex
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import SandboxFileNotFound, SandboxOutputLimit, SandboxUnsupported
+from harness.benchmarks.harbor.artifacts import Entry, collect, seed
+from harness.errors import InfraError, SandboxFileNotFound, SandboxOutputLimit, SandboxUnsupported
 from harness.sandbox.contract import ExecResult, Sandbox
 
 STAGE = "/tmp/harness-harbor"  # where copy_in may write; moved from there to Harbor's place
@@ -56,6 +58,10 @@ class HarborEnv:
     verifier_timeout: float
     verifier_env: dict[str, str] = field(default_factory=dict)
     verdict: dict[str, Any] | None = None  # the verifier's, once the agent's turns are over
+    judge: Sandbox | None = None  # the separate verifier's own sandbox (None: the shared mode, `sandbox`)
+    artifacts: list[Entry] = field(default_factory=list)  # what is collected (artifacts.py), the convention first
+    declared: bool = False  # the task declares artifacts
+    collected: Path | None = None  # where they go on the host (beside the trace); None: not collected
 
 
 def workdir(sandbox: Sandbox) -> str:
@@ -79,7 +85,8 @@ def place(sandbox: Sandbox, task_dir: Path, name: str, target: str, also: str = 
 
 
 def verify(env: HarborEnv) -> dict[str, Any]:
-    """Run the task's verifier in its sandbox; the verdict (`reward`, or `error`)."""
+    """Run the task's verifier, in the agent's sandbox or its own (`env.judge`), once the agent's processes have
+    ended and its artifacts are collected; the verdict (`reward`, or `error`)."""
     sandbox = env.sandbox
     try:
         left = sandbox.end_processes()
@@ -88,16 +95,22 @@ def verify(env: HarborEnv) -> dict[str, Any]:
     if left:
         return {"error": f"{left} process(es) the agent left were still alive after being killed: the verifier "
                          "did not run"}
+    mode = {"verifier_mode": "separate" if env.judge is not None else "shared"}
+    manifest = [] if env.collected is None else collect(sandbox, env.artifacts, env.collected, env.declared)
+    where = env.judge if env.judge is not None else sandbox
+    if env.judge is not None and env.collected is not None and \
+            (problem := seed(env.judge, env.artifacts, env.collected, manifest)) is not None:
+        return {**mode, "error": problem}
     clear = f"rm -rf {REWARDS} && mkdir -p {REWARDS} /logs/agent && "
-    if (problem := place(sandbox, env.task_dir, "tests", "/tests", clear)) is not None:
-        return {"error": problem}
-    ran = sandbox.exec(["bash", "/tests/test.sh"], timeout=env.verifier_timeout, cwd=workdir(sandbox),
-                       env=env.verifier_env)
-    facts = {"exit_code": ran.exit_code, "seconds": round(ran.duration, 3), "output": _tail(ran)}
+    if (problem := place(where, env.task_dir, "tests", "/tests", clear)) is not None:
+        return {**mode, "error": problem}
+    ran = where.exec(["bash", "/tests/test.sh"], timeout=env.verifier_timeout, cwd=workdir(where),
+                     env=env.verifier_env)
+    facts = {**mode, "exit_code": ran.exit_code, "seconds": round(ran.duration, 3), "output": _tail(ran)}
     if ran.timed_out:
         return {**facts, "error": f"the verifier did not end within its timeout_sec ({env.verifier_timeout:g} s)"}
     try:
-        found = reward(sandbox)
+        found = reward(where)
     except ValueError as exc:
         return {**facts, "error": str(exc)}
     return {**facts, **found}
@@ -155,3 +168,25 @@ def _number(value: Any, name: str) -> float:
 
 def _tail(result: ExecResult) -> str:
     return (result.stdout[-1500:] + ("\n" + result.stderr[-1500:] if result.stderr.strip() else "")).strip()
+
+
+def healthcheck(sandbox: Sandbox, check: dict[str, Any]) -> None:
+    """The task's [environment.healthcheck], before the agent's turns, as Harbor runs it: its command until it
+    passes once; a failure in the first start_period_sec is not counted (tried again after start_interval_sec),
+    after it `retries` failures in a row fail it (tried again after interval_sec). Failed: an InfraError naming the
+    command and its last output (Harbor retries such a trial)."""
+    started = time.monotonic()
+    failures = 0
+    while True:
+        ran = sandbox.shell(check["command"], timeout=float(check["timeout_sec"]), cwd=workdir(sandbox))
+        if ran.ok:
+            return
+        if time.monotonic() < started + float(check["start_period_sec"]):
+            time.sleep(float(check["start_interval_sec"]))
+            continue
+        failures += 1
+        if failures >= int(check["retries"]):
+            said = f"exit code {ran.exit_code}" + (" (timed out)" if ran.timed_out else "")
+            raise InfraError(f"the task's healthcheck failed {failures} time(s) in a row ({said}): "
+                             f"{check['command']!r}; its output: {_tail(ran)[-300:]!r}")
+        time.sleep(float(check["interval_sec"]))

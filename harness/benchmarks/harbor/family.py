@@ -13,10 +13,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harness.benchmarks.harbor.environment import HarborEnv, verify
+from harness.benchmarks.harbor.artifacts import entries
+from harness.benchmarks.harbor.environment import HarborEnv, healthcheck, verify
 from harness.environments import Environments
 from harness.environments.family import Setup, ToolFamily
-from harness.errors import LimitExceeded
+from harness.errors import HarnessError, LimitExceeded
 
 T = TypeVar("T")
 NAME = "harbor"
@@ -30,10 +31,19 @@ class Harbor(ToolFamily[HarborEnv]):
 
     def build(self, setup: Setup, envs: Environments) -> HarborEnv | None:
         meta = setup.instance.metadata if setup.instance is not None else {}
+        if meta.get("separate") and setup.judge_sandbox is None:
+            raise HarnessError("a Harbor task with a separate verifier was given no judge's sandbox")
+        trace = setup.tracer.path
         return HarborEnv(setup.sandbox, Path(meta["task_dir"]), float(meta["agent_timeout"]),
-                         float(meta["verifier_timeout"]), dict(meta.get("verifier_env") or {}))
+                         float(meta["verifier_timeout"]), dict(meta.get("verifier_env") or {}),
+                         judge=setup.judge_sandbox if meta.get("separate") else None,
+                         artifacts=entries(list(meta.get("artifacts") or [])), declared=bool(meta.get("artifacts")),
+                         collected=None if trace is None else trace.with_name(trace.stem + "-artifacts"))
 
     async def serve(self, setup: Setup, env: HarborEnv, envs: Environments, work: Callable[[], Awaitable[T]]) -> T:
+        meta = setup.instance.metadata if setup.instance is not None else {}
+        if meta.get("healthcheck"):
+            await asyncio.to_thread(healthcheck, env.sandbox, meta["healthcheck"])
         try:
             result = await asyncio.wait_for(work(), env.agent_timeout)
         except TimeoutError:

@@ -76,6 +76,7 @@ def _create_kwargs(spec: SandboxSpec, name: str, token: str, *, unix: bool = Fal
         pids_limit=spec.pids,
         security_opt=["no-new-privileges"],
         cap_drop=["ALL"],
+        **({"user": spec.user} if spec.user is not None else {}),
         # The disk limit, the memory limit that goes with it (no swap: a memory hog is OOM-killed,
         # not slowed to a crawl), and the capped log (storage.py).
         **storage.create_options(spec),
