@@ -1,0 +1,9 @@
+#!/bin/bash
+# A fresh container holds the declared artifact and the agent's /logs/artifacts, nothing else of the agent's.
+mkdir -p /logs/verifier
+if [ "$(cat /app/answer.txt 2>/dev/null)" = hello ] && [ ! -e /app/scratch.txt ] \
+    && [ "$(cat /logs/artifacts/note.txt 2>/dev/null)" = published ]; then
+  echo 1 > /logs/verifier/reward.txt
+else
+  echo 0 > /logs/verifier/reward.txt
+fi
