@@ -80,7 +80,9 @@ def place(sandbox: Sandbox, task_dir: Path, name: str, target: str, also: str = 
                           f"&& find {quoted} -mindepth 1 -delete", timeout=PREP_TIMEOUT_S, cwd="/")
     if fresh.ok:
         sandbox.copy_in(task_dir, [name], dest=STAGE)
-        fresh = sandbox.shell(f"cp -a {STAGE}/{name}/. {quoted}/ && rm -rf {STAGE}", timeout=PREP_TIMEOUT_S, cwd="/")
+        # Its entries, not the folder itself: a mount's root (Harbor's places are) keeps its owner's times and mode
+        fresh = sandbox.shell(f"find {STAGE}/{name} -mindepth 1 -maxdepth 1 -exec cp -a {{}} {quoted}/ ';' "
+                              f"&& rm -rf {STAGE}", timeout=PREP_TIMEOUT_S, cwd="/")
     return None if fresh.ok else f"the task's {name}/ could not be put in {target}: {fresh.stderr.strip()[-500:]}"
 
 
