@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.benchmarks.harbor import verifier_mode
+from harness.benchmarks.harbor.environment import reward
 from harness.datasets import load_dataset
 from harness.errors import InputError
 from tests.helpers.e2e import explain, harness, out_dir, remove_leftovers, rows
@@ -89,6 +90,33 @@ def test_the_same_user_for_both_phases_runs_shared(tmp_path):
     assert verifier_mode.user(1500) == "1500"
 
 
+def test_several_rewards_are_kept_and_reward_is_their_headline_as_harbor_reports_them():
+    """Harbor 0.25 keeps reward.json whole; its primary reward is "reward", else the only value, else none (no
+    headline: not judged here), and its job's mean metric gives each key's mean over the runs, 0 where missing."""
+    from harness.benchmarks.harbor import report
+    from harness.benchmarks.harbor.scorer import HarborScorer
+    from harness.results.model import ResultRow
+    from harness.scoring.base import ScoreContext, ScorerError
+    from tests.test_harbor import RewardFiles
+
+    both = reward(RewardFiles({"reward.json": '{"accuracy": 1, "speed": 0.5}'}))
+    assert both == {"rewards": {"accuracy": 1.0, "speed": 0.5}, "source": "reward.json"}  # before: refused
+    with pytest.raises(ScorerError, match='2 rewards, none named "reward": no headline'):
+        HarborScorer().score(None, "1", context=ScoreContext(verdicts={"harbor": both}))
+    headline = reward(RewardFiles({"reward.json": '{"reward": 0.25, "style": 1}'}))
+    assert (headline["reward"], headline["rewards"]) == (0.25, {"reward": 0.25, "style": 1.0})
+
+    def row(iid: str, verdict: dict | None) -> ResultRow:
+        return ResultRow(instance_id=iid, status="ok" if verdict else "error", question="q",
+                         verdicts={"harbor": verdict} if verdict else {})
+    latest = {("a", 1): row("a", both), ("b", 1): row("b", headline), ("c", 1): row("c", None)}
+    found = report.figures(latest, ["a", "b", "c", "d"], 1)
+    assert found == {"reward_means": {"accuracy": 0.25, "reward": 0.0625, "speed": 0.125, "style": 0.25}, "runs": 4}
+    assert report.lines(found) == [("reward means (Harbor's)",
+                                    "accuracy 0.250, reward 0.062, speed 0.125, style 0.250 over 4 run(s)")]
+    assert report.figures({("b", 1): row("b", {"reward": 1.0, "source": "reward.txt"})}, ["b"], 1) == {}
+
+
 # ---------------------------------------------------------------- real containers
 
 @pytest.mark.docker
@@ -132,7 +160,8 @@ echo goodbye > /app/answer.txt
 ln -sf /etc/passwd /app/extra                     # a declared artifact that is a link
 mkdir -p /app/notes && ln -s /etc/shadow /app/notes/link && mkfifo /app/notes/fifo && echo note > /app/notes/ok.txt
 echo planted > /app/scratch.txt                   # outside the artifacts
-mkdir -p /logs/verifier /tests && echo 1 > /logs/verifier/reward.txt && echo 'echo 1 > /logs/verifier/reward.txt' > /tests/test.sh
+mkdir -p /logs/verifier /tests && echo 1 > /logs/verifier/reward.txt
+echo 'echo 1 > /logs/verifier/reward.txt' > /tests/test.sh
 setsid bash -c 'touch /tmp/loop-started; while :; do echo 1 > /logs/verifier/reward.txt; sleep 0.02; done' \
   </dev/null >/dev/null 2>&1 &
 until [ -e /tmp/loop-started ]; do sleep 0.01; done

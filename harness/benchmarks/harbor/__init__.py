@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.benchmark import Benchmark, Words
+from harness.benchmark import Benchmark, Figures, Words
 from harness.benchmarks.harbor import dataset
 from harness.benchmarks.harbor.prompt import RULES, SYSTEM
 from harness.benchmarks.harbor.scorer import HarborScorer
@@ -26,9 +26,29 @@ def _verdict(envs: Any) -> dict[str, Any] | None:
     return verdict(envs)
 
 
+def _applies(tasks: Any) -> bool:
+    from harness.benchmarks.harbor.report import applies
+
+    return applies(tasks)
+
+
+def _figures(*args: Any) -> dict[str, Any]:
+    from harness.benchmarks.harbor.report import figures
+
+    return figures(*args)
+
+
+def _lines(found: dict[str, Any]) -> list[tuple[str, str]]:
+    from harness.benchmarks.harbor.report import lines
+
+    return lines(found)
+
+
 def _explain(verdict: dict[str, Any]) -> str | None:
     """The verifier's reward, or why it gave none, its exit code and the tail of its output."""
-    said = f"reward {verdict['reward']:g}" if "reward" in verdict else f"no reward: {verdict.get('error', '?')}"
+    said = f"reward {verdict['reward']:g}" if "reward" in verdict else (
+        f"rewards {verdict['rewards']}, none named reward" if verdict.get("rewards")
+        else f"no reward: {verdict.get('error', '?')}")
     tail = " ".join(str(verdict.get("output") or "").split())[-300:]
     return said + (f"; verifier exit code {verdict['exit_code']}" if verdict.get("exit_code") is not None else "") \
         + (f"; output: …{tail}" if tail else "")
@@ -37,6 +57,6 @@ def _explain(verdict: dict[str, Any]) -> str | None:
 BENCHMARK = Benchmark(
     name="harbor", title="Harbor", adapters=(dataset,), order=30, prefix="harbor", scorers={"harbor": HarborScorer},
     default_scorers=("harbor",), judges=("harbor",), conventions=RULES, system=SYSTEM, user=False, oracle=_oracle,
-    families=(FAMILY,), verdict=_verdict, explain=_explain,
+    families=(FAMILY,), verdict=_verdict, explain=_explain, figures=Figures(_applies, _figures, _lines),
     words=Words(instances="tasks", rate="solved (reward 1)", correct="passed", wrong="failed", unjudged="not judged",
                 groups="", target=""))

@@ -8,8 +8,11 @@ through a staging folder made afresh (both emptied first, a link in their place 
 planted is copied along), /logs/verifier is made afresh, and `bash /tests/test.sh` runs in the task's working
 directory with [verifier] env, for at most [verifier] timeout_sec. The reward is what test.sh wrote:
 /logs/verifier/reward.json (a number, or an object: its "reward", or its only value), else reward.txt (one number),
-in Harbor's order (harbor 0.25's verifier reads the JSON first); the
-script's exit code is kept but, as in Harbor, never read as the reward.
+in Harbor's order (harbor 0.25's verifier reads the JSON first); the script's exit code is kept but, as in Harbor,
+never read as the reward. reward.json's values are kept whole (`rewards`), as Harbor keeps a trial's; "reward" (or
+the only value) is the headline, as Harbor's primary reward: an object of several values none of which is named
+"reward" has none (the row is not judged; the report gives each value's mean over the runs, as Harbor's mean
+metric does: harness/benchmarks/harbor/report.py).
 
 A reward is a finite number, as Harbor 0.25 has it (of any size: Harbor neither bounds nor clamps one; the
 harbor scorer clamps its score's value). reward.txt holds one number in decimal digits (Python's float(), Harbor's
@@ -140,12 +143,14 @@ def reward(sandbox: Sandbox) -> dict[str, Any]:
             raise ValueError(f"the verifier's {REWARDS}/{name} is not JSON of finite numbers ({exc})") from None
         if not isinstance(rewards, dict):
             return {"reward": _number(rewards, name), "source": name}
-        if not ("reward" in rewards or len(rewards) == 1):
-            raise ValueError(f"the verifier's {REWARDS}/{name} names no \"reward\" (nor one value alone)")
+        if not rewards:
+            raise ValueError(f"the verifier's {REWARDS}/{name} holds no value")
         if len(rewards) > MAX_REWARDS or any(len(key) > MAX_NAME for key in rewards):
             raise ValueError(f"the verifier's {REWARDS}/{name} has {len(rewards)} values: at most {MAX_REWARDS}, "
                              f"named in at most {MAX_NAME} characters")
         numbers = {key: _number(value, name) for key, value in rewards.items()}
+        if "reward" not in numbers and len(numbers) > 1:  # Harbor's primary reward: none, each value is kept
+            return {"rewards": numbers, "source": name}
         return {"reward": numbers["reward"] if "reward" in numbers else next(iter(numbers.values())),
                 "rewards": numbers, "source": name}
     raise ValueError(f"the verifier wrote no {REWARDS}/reward.txt nor reward.json")
