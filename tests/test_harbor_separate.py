@@ -190,14 +190,24 @@ def test_a_hostile_agent_cannot_reach_a_separate_verifier(tmp_path, python_base)
         'artifacts = ["/app/answer.txt"]', 'artifacts = ["/app/answer.txt", "/app/extra", "/app/notes"]'))
     (task / "tests" / "test.sh").write_text(SEEN)
     made.append(task / "environment")
-    (tasks / "replay.jsonl").write_text(json.dumps({"instance_id": "separate_verifier", "turns": []}) + "\n")
+    # Beside it, on the same image, a task whose healthcheck never passes: an infra error of its row, named.
+    unhealthy = copy_tasks(tasks, py, "healthcheck") / "healthcheck"
+    (unhealthy / "task.toml").write_text((unhealthy / "task.toml").read_text().replace(
+        'command = "test -e /tmp/checked-once || { touch /tmp/checked-once; exit 1; }"', 'command = "echo not yet; false"'))
+    (tasks / "replay.jsonl").write_text("".join(json.dumps({"instance_id": name, "turns": []}) + "\n"
+                                                for name in ("separate_verifier", "healthcheck")))
     (tmp_path / "hostile.sh").write_text(HOSTILE)
     out = out_dir(tmp_path)
     try:
         run = harness("run", "--dataset", f"harbor:{tasks}", "--agent", f"sandbox:bash @{tmp_path / 'hostile.sh'}",
-                      "--model", "replay", "--scorer", "harbor", "--output-dir", out)
-        assert run.returncode == 0, explain(run)
-        [row] = rows(out)
+                      "--model", "replay", "--scorer", "harbor", "--max-retries", "0", "--output-dir", out)
+        assert run.returncode == 3, explain(run)  # an errored row
+        got = {r["instance_id"]: r for r in rows(out)}
+        sick = got["healthcheck"]
+        assert (sick["status"], sick["error_kind"]) == ("error", "infra"), sick
+        assert "the task's healthcheck failed 3 time(s) in a row (exit code 1): 'echo not yet; false'" in sick["error"]
+        assert "not yet" in sick["error"], sick["error"]
+        row = got["separate_verifier"]
         verdict = row["verdicts"]["harbor"]
         assert (row["status"], row["correct"], verdict.get("reward")) == ("ok", False, 0), verdict
         seen, procs = verdict["output"].split("\n")[:2]
