@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from harness.benchmarks.harbor import verifier_mode
 from harness.benchmarks.harbor.environment import reward
 from harness.datasets import load_dataset
 from harness.errors import InputError
@@ -87,6 +86,8 @@ def test_the_same_user_for_both_phases_runs_shared(tmp_path):
     folder = _task(tmp_path, '[agent]\nuser = "worker"\n[verifier]\nuser = "worker"\n')
     loaded = load_dataset(f"harbor:{folder}")
     assert loaded.instances[0].user == "worker" and loaded.instances[0].judge_sandbox is None
+    from harness.benchmarks.harbor import verifier_mode
+
     assert verifier_mode.user(1500) == "1500"
 
 
