@@ -193,10 +193,16 @@ def test_a_hostile_agent_cannot_reach_a_separate_verifier(tmp_path, python_base)
     made.append(task / "environment")
     # Beside it, on the same image, a task whose healthcheck never passes: an infra error of its row, named.
     unhealthy = copy_tasks(tasks, py, "healthcheck") / "healthcheck"
-    (unhealthy / "task.toml").write_text((unhealthy / "task.toml").read_text().replace(
-        'command = "test -e /tmp/checked-once || { touch /tmp/checked-once; exit 1; }"', 'command = "echo not yet; false"'))
+    toml = (unhealthy / "task.toml").read_text()
+    (unhealthy / "task.toml").write_text(toml.replace(toml.split("command = ")[1].split("\n")[0], '"echo not yet; false"'))
+    # And one whose [agent] user the image does not have: an input error of its row, naming the user.
+    stranger = copy_tasks(tasks / "more", py, "reward_json") / "reward_json"
+    stranger.rename(tasks / "stranger")
+    (tasks / "stranger" / "task.toml").write_text((tasks / "stranger" / "task.toml").read_text().replace(
+        "[agent]\n", '[agent]\nuser = "nobody-here"\n').replace("[verifier]\n", '[verifier]\nuser = "nobody-here"\n'))
+    shutil.rmtree(tasks / "more")
     (tasks / "replay.jsonl").write_text("".join(json.dumps({"instance_id": name, "turns": []}) + "\n"
-                                                for name in ("separate_verifier", "healthcheck")))
+                                                for name in ("separate_verifier", "healthcheck", "stranger")))
     (tmp_path / "hostile.sh").write_text(HOSTILE)
     out = out_dir(tmp_path)
     try:
@@ -208,6 +214,8 @@ def test_a_hostile_agent_cannot_reach_a_separate_verifier(tmp_path, python_base)
         assert (sick["status"], sick["error_kind"]) == ("error", "infra"), sick
         assert "the task's healthcheck failed 3 time(s) in a row (exit code 1): 'echo not yet; false'" in sick["error"]
         assert "not yet" in sick["error"], sick["error"]
+        assert got["stranger"]["error_kind"] == "input", got["stranger"]
+        assert "has no user 'nobody-here' for its sandbox to run as" in got["stranger"]["error"]
         row = got["separate_verifier"]
         verdict = row["verdicts"]["harbor"]
         assert (row["status"], row["correct"], verdict.get("reward")) == ("ok", False, 0), verdict

@@ -13,7 +13,7 @@ import secrets
 import time
 from pathlib import Path
 
-from harness.errors import InfraError, MountSourceUnseen, PortTaken
+from harness.errors import InfraError, InputError, MountSourceUnseen, PortTaken
 from harness.sandbox.contract import (
     WORKSPACE,
     Capabilities,
@@ -194,6 +194,15 @@ class DockerProvider(SandboxProvider):
         return Capacity(cpus=float(info.get("NCPU") or 0), memory=int(info.get("MemTotal") or 0))
 
     def start(self, spec: SandboxSpec) -> DockerSandbox:
+        try:
+            return self._start(spec)
+        except InfraError as exc:
+            if spec.user is not None and "unable to find user" in str(exc):  # the task's, not the engine's doing
+                raise InputError(f"the image {spec.image} has no user {spec.user!r} for its sandbox to run as (a "
+                                 "Harbor task's [agent] or [verifier] user)") from exc
+            raise
+
+    def _start(self, spec: SandboxSpec) -> DockerSandbox:
         name = naming.container_name(spec.run_id, spec.instance_id, spec.attempt)
         token = secrets.token_urlsafe(24)
         unix = sockets.wanted(spec.network)
