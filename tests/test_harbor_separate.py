@@ -194,7 +194,8 @@ def test_a_hostile_agent_cannot_reach_a_separate_verifier(tmp_path, python_base)
     # Beside it, on the same image, a task whose healthcheck never passes: an infra error of its row, named.
     unhealthy = copy_tasks(tasks, py, "healthcheck") / "healthcheck"
     toml = (unhealthy / "task.toml").read_text()
-    (unhealthy / "task.toml").write_text(toml.replace(toml.split("command = ")[1].split("\n")[0], '"echo not yet; false"'))
+    command = toml.split("command = ")[1].split("\n")[0]
+    (unhealthy / "task.toml").write_text(toml.replace(command, '"echo not yet; false"'))
     # And one whose [agent] user the image does not have: an input error of its row, naming the user.
     stranger = copy_tasks(tasks / "more", py, "reward_json") / "reward_json"
     stranger.rename(tasks / "stranger")
