@@ -188,7 +188,7 @@ def test_a_hostile_agent_cannot_reach_a_separate_verifier(tmp_path, python_base)
     tasks = copy_tasks(tmp_path / "tasks", py, "separate_verifier")
     task = tasks / "separate_verifier"
     (task / "task.toml").write_text((task / "task.toml").read_text().replace(
-        'artifacts = ["/app/answer.txt"]', 'artifacts = ["/app/answer.txt", "/app/extra", "/app/notes"]'))
+        '"/app/bin"]', '"/app/bin", "/app/extra", "/app/notes"]'))
     (task / "tests" / "test.sh").write_text(SEEN)
     made.append(task / "environment")
     # Beside it, on the same image, a task whose healthcheck never passes: an infra error of its row, named.

@@ -31,16 +31,20 @@ from harness.sandbox.contract import Sandbox
 
 CONVENTION = "/logs/artifacts"  # Harbor's folder an agent publishes into
 MAX_BYTES = 64 * 2**20  # the most one attempt's artifacts may hold (their files' bytes)
+MAX_ENTRIES = 10_000  # and the most files and folders
+PER_ENTRY = 2048  # the most a tar adds per file (its headers, a PAX record, the padding of its last block)
 PACK = "/tmp/harness-artifact.tar"
 STAGE = "/tmp/harness-artifacts"
 TIMEOUT_S = 120.0
 MANIFEST = "manifest.json"
 
-# Packs sys.argv[1] (absolute) into PACK, regular files and folders only, at most sys.argv[2] bytes, leaving out
-# names matching the patterns in sys.argv[3] (JSON); prints a JSON line: type, bytes, refused (paths left out).
+# Packs sys.argv[1] (absolute) into sys.argv[5], regular files and folders only, at most sys.argv[2] bytes in at
+# most sys.argv[3] entries, leaving out names matching the patterns in sys.argv[4] (JSON); prints a JSON line:
+# type, bytes, entries, refused (paths left out).
 _PACKER = r"""
 import fnmatch, json, os, stat, sys, tarfile
-source, budget, patterns, pack = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3]), sys.argv[4]
+source, budget, most, patterns, pack = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), json.loads(sys.argv[4]), \
+    sys.argv[5]
 def say(**facts):
     print(json.dumps(facts)); sys.exit(0)
 try:
@@ -51,18 +55,19 @@ if stat.S_ISLNK(top.st_mode):
     say(type="link")
 def left_out(rel):
     return any(fnmatch.fnmatch(rel, p) or fnmatch.fnmatch(os.path.basename(rel), p) for p in patterns)
-refused, size = [], 0
+refused, size, count = [], 0, 0
 with tarfile.open(pack, "w", format=tarfile.PAX_FORMAT) as tar:
     def put(path, rel):
-        global size
+        global size, count
         info = os.lstat(path)
         if stat.S_ISREG(info.st_mode):
             size += info.st_size
-            if size > budget:
-                say(type="too_big", bytes=size)
         elif not stat.S_ISDIR(info.st_mode):
             refused.append(rel)
             return False
+        count += 1
+        if size > budget or count > most:
+            say(type="too_big", bytes=size, entries=count)
         tar.add(path, arcname=rel, recursive=False)
         return stat.S_ISDIR(info.st_mode)
     if put(source, "x"):
@@ -76,7 +81,7 @@ with tarfile.open(pack, "w", format=tarfile.PAX_FORMAT) as tar:
                     continue
                 if not put(os.path.join(root, name), os.path.join("x", rel)) and name in dirs:
                     dirs.remove(name)
-say(type="directory" if stat.S_ISDIR(top.st_mode) else "file", bytes=size, refused=refused[:20],
+say(type="directory" if stat.S_ISDIR(top.st_mode) else "file", bytes=size, entries=count, refused=refused[:20],
     refused_count=len(refused))
 """
 
@@ -106,9 +111,9 @@ def entries(declared: list[dict]) -> list[Entry]:
 def collect(sandbox: Sandbox, wanted: list[Entry], folder: Path, declared: bool) -> list[dict]:
     """Every entry out of `sandbox` into `folder`; the manifest (also written there). Nothing is written when the
     task declares no artifacts and its conventional folder holds nothing."""
-    manifest, budget = [], MAX_BYTES
+    manifest, budget, room = [], MAX_BYTES, MAX_ENTRIES
     for entry in wanted:
-        facts = _pack(sandbox, entry, budget)
+        facts = _pack(sandbox, entry, budget, room)
         kind = facts.get("type")
         status = {"missing": "failed", "link": "refused", "too_big": "failed"}.get(kind, "ok")
         guessed = "file" if posixpath.splitext(entry.source)[1] else "directory"  # as Harbor guesses
@@ -117,13 +122,14 @@ def collect(sandbox: Sandbox, wanted: list[Entry], folder: Path, declared: bool)
         if kind == "link":
             record["detail"] = "a link: not followed"
         elif kind == "too_big":
-            record["detail"] = f"the artifacts of this attempt hold more than {MAX_BYTES} bytes"
+            record["detail"] = f"this attempt's artifacts hold more than {MAX_BYTES} bytes or {MAX_ENTRIES} entries"
         elif kind in ("file", "directory"):
-            budget -= int(facts.get("bytes", 0))
+            size, count = int(facts.get("bytes", 0)), int(facts.get("entries", 0))
+            budget, room = budget - size, room - count
             if facts.get("refused_count"):
                 record["refused"] = facts["refused"]
                 record["detail"] = f"{facts['refused_count']} link(s) or special file(s) left out"
-            if not _unpack(sandbox, folder / entry.relative(), budget + int(facts.get("bytes", 0))):
+            if not _unpack(sandbox, folder / entry.relative(), size + PER_ENTRY * (count + 8)):
                 record.update(status="failed", detail="the packed artifact could not be read")
             elif kind == "directory" and not any((folder / entry.relative()).iterdir()):
                 record["status"] = "empty"
@@ -133,11 +139,15 @@ def collect(sandbox: Sandbox, wanted: list[Entry], folder: Path, declared: bool)
     if declared or any(r["status"] == "ok" for r in manifest):
         folder.mkdir(parents=True, exist_ok=True)
         (folder / MANIFEST).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    else:
+        _remove(folder)  # an empty /logs/artifacts of a task that declares nothing: no folder in the run
     return manifest
 
 
-def _pack(sandbox: Sandbox, entry: Entry, budget: int) -> dict:
-    argv = ["python3", "-c", _PACKER, entry.source, str(max(budget, 0)), json.dumps(entry.exclude), PACK]
+def _pack(sandbox: Sandbox, entry: Entry, budget: int, room: int) -> dict:
+    # -I: none of the environment's or the user's site (what agent code may have planted) is read
+    argv = ["python3", "-I", "-c", _PACKER, entry.source, str(max(budget, 0)), str(max(room, 0)),
+            json.dumps(entry.exclude), PACK]
     ran = sandbox.exec(argv, timeout=TIMEOUT_S, cwd="/")
     try:
         facts = dict(json.loads(ran.stdout.strip().splitlines()[-1]))
@@ -149,9 +159,10 @@ def _pack(sandbox: Sandbox, entry: Entry, budget: int) -> dict:
 
 
 def _unpack(sandbox: Sandbox, target: Path, most: int) -> bool:
-    """The packed entry (its top member named `x`) unpacked at `target`, through tarfile's data filter."""
+    """The packed entry (its top member named `x`, at most `most` bytes) unpacked at `target`, through tarfile's
+    data filter."""
     try:
-        data = sandbox.read_file(PACK, max_bytes=most + 2**20)  # tar's headers beside the files' bytes
+        data = sandbox.read_file(PACK, max_bytes=most)
     except (SandboxFileNotFound, SandboxOutputLimit):
         return False
     finally:
@@ -175,6 +186,14 @@ def _unpack(sandbox: Sandbox, target: Path, most: int) -> bool:
         _remove(staging)
 
 
+def _executables(collected: Path, target: str) -> list[str]:
+    """Where the collected entry's executable files go in the verifier's sandbox (their mode as the agent left
+    it, which the copy in does not keep)."""
+    found = [collected] if collected.is_file() else sorted(collected.rglob("*"))
+    return [posixpath.join(target, path.relative_to(collected).as_posix()).removesuffix("/.")
+            for path in found if path.is_file() and path.stat().st_mode & 0o100]
+
+
 def _remove(path: Path) -> None:
     import shutil
 
@@ -183,7 +202,10 @@ def _remove(path: Path) -> None:
 
 def seed(judge: Sandbox, wanted: list[Entry], folder: Path, manifest: list[dict]) -> str | None:
     """The collected entries into the verifier's own sandbox at their source paths (the conventional folder at
-    CONVENTION); None, or why it could not be done."""
+    CONVENTION, made in any case, as Harbor's verifier has it); None, or why it could not be done."""
+    made = judge.shell(f"mkdir -p {CONVENTION}", timeout=TIMEOUT_S, cwd="/")
+    if not made.ok:
+        return f"{CONVENTION} could not be made in the verifier's sandbox: {made.stderr.strip()[-300:]}"
     for entry, record in zip(wanted, manifest, strict=True):
         if record["status"] not in ("ok", "empty") or not (folder / entry.relative()).exists():
             continue
@@ -193,6 +215,9 @@ def seed(judge: Sandbox, wanted: list[Entry], folder: Path, manifest: list[dict]
         quoted, staged = shlex.quote(target), shlex.quote(f"{STAGE}/{entry.relative()}")
         ran = judge.shell(f"mkdir -p \"$(dirname {quoted})\" && rm -rf {quoted} && cp -a {staged} {quoted} "
                           f"&& rm -rf {STAGE}", timeout=TIMEOUT_S, cwd="/")
+        if ran.ok and (runnable := _executables(folder / entry.relative(), target)):  # copy_in stores 0644
+            ran = judge.exec(["xargs", "-0", "chmod", "a+x", "--"], stdin="\0".join(runnable), timeout=TIMEOUT_S,
+                             cwd="/")
         if not ran.ok:
             why = ran.stderr.strip()[-300:]
             return f"the artifact {entry.source} could not be put in the verifier's sandbox: {why}"

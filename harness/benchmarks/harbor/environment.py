@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.benchmarks.harbor.artifacts import Entry, collect, seed
+from harness.benchmarks.harbor.artifacts import CONVENTION, Entry, collect, seed
 from harness.errors import InfraError, SandboxFileNotFound, SandboxOutputLimit, SandboxUnsupported
 from harness.sandbox.contract import ExecResult, Sandbox
 
@@ -175,6 +175,16 @@ def _number(value: Any, name: str) -> float:
 
 def _tail(result: ExecResult) -> str:
     return (result.stdout[-1500:] + ("\n" + result.stderr[-1500:] if result.stderr.strip() else "")).strip()
+
+
+def prepare(sandbox: Sandbox, check: dict[str, Any] | None) -> None:
+    """Before the agent's turns: Harbor's folders the agent writes to (/logs/agent, /logs/artifacts: mounted and
+    there from the start in Harbor's containers), then the task's healthcheck, if it has one."""
+    made = sandbox.shell(f"mkdir -p /logs/agent {CONVENTION}", timeout=PREP_TIMEOUT_S, cwd="/")
+    if not made.ok:
+        raise InfraError(f"Harbor's /logs folders could not be made in the sandbox: {made.stderr.strip()[-300:]}")
+    if check:
+        healthcheck(sandbox, check)
 
 
 def healthcheck(sandbox: Sandbox, check: dict[str, Any]) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from harness.benchmarks.harbor.artifacts import entries
-from harness.benchmarks.harbor.environment import HarborEnv, healthcheck, verify
+from harness.benchmarks.harbor.environment import HarborEnv, prepare, verify
 from harness.environments import Environments
 from harness.environments.family import Setup, ToolFamily
 from harness.errors import HarnessError, LimitExceeded
@@ -42,8 +42,7 @@ class Harbor(ToolFamily[HarborEnv]):
 
     async def serve(self, setup: Setup, env: HarborEnv, envs: Environments, work: Callable[[], Awaitable[T]]) -> T:
         meta = setup.instance.metadata if setup.instance is not None else {}
-        if meta.get("healthcheck"):
-            await asyncio.to_thread(healthcheck, env.sandbox, meta["healthcheck"])
+        await asyncio.to_thread(prepare, env.sandbox, meta.get("healthcheck"))
         try:
             result = await asyncio.wait_for(work(), env.agent_timeout)
         except TimeoutError:
