@@ -114,7 +114,7 @@ def collect(sandbox: Sandbox, wanted: list[Entry], folder: Path, declared: bool)
     manifest, budget, room = [], MAX_BYTES, MAX_ENTRIES
     for entry in wanted:
         facts = _pack(sandbox, entry, budget, room)
-        kind = facts.get("type")
+        kind = str(facts.get("type"))
         status = {"missing": "failed", "link": "refused", "too_big": "failed"}.get(kind, "ok")
         guessed = "file" if posixpath.splitext(entry.source)[1] else "directory"  # as Harbor guesses
         record = {"source": entry.source, "destination": f"artifacts/{entry.relative()}",
