@@ -91,6 +91,17 @@ def test_the_same_user_for_both_phases_runs_shared(tmp_path):
     assert verifier_mode.user(1500) == "1500"
 
 
+def test_a_separate_verifiers_task_builds_its_tools_before_any_sandbox():
+    """The preflight builds the agent's tools over no sandbox (harness/agents/dry.py), with the first instance."""
+    from harness.agents.contract import Limits
+    from harness.agents.dry import dry_environments
+    from harness.benchmarks.harbor.family import Harbor
+
+    task = next(i for i in load_dataset(f"harbor:{DATA}").instances if i.instance_id == "separate_verifier")
+    env = dry_environments(Limits(), instance=task).of(Harbor)
+    assert env is not None and env.separate and env.judge is None  # before: a HarnessError
+
+
 def test_several_rewards_are_kept_and_reward_is_their_headline_as_harbor_reports_them():
     """Harbor 0.25 keeps reward.json whole; its primary reward is "reward", else the only value, else none (no
     headline: not judged here), and its job's mean metric gives each key's mean over the runs, 0 where missing."""

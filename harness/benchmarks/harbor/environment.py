@@ -61,7 +61,8 @@ class HarborEnv:
     verifier_timeout: float
     verifier_env: dict[str, str] = field(default_factory=dict)
     verdict: dict[str, Any] | None = None  # the verifier's, once the agent's turns are over
-    judge: Sandbox | None = None  # the separate verifier's own sandbox (None: the shared mode, `sandbox`)
+    separate: bool = False  # the verifier runs in a sandbox of its own, `judge` (else in `sandbox`)
+    judge: Sandbox | None = None
     artifacts: list[Entry] = field(default_factory=list)  # what is collected (artifacts.py), the convention first
     declared: bool = False  # the task declares artifacts
     collected: Path | None = None  # where they go on the host (beside the trace); None: not collected
@@ -100,12 +101,16 @@ def verify(env: HarborEnv) -> dict[str, Any]:
     if left:
         return {"error": f"{left} process(es) the agent left were still alive after being killed: the verifier "
                          "did not run"}
-    mode = {"verifier_mode": "separate" if env.judge is not None else "shared"}
+    mode = {"verifier_mode": "separate" if env.separate else "shared"}
     manifest = [] if env.collected is None else collect(sandbox, env.artifacts, env.collected, env.declared)
-    where = env.judge if env.judge is not None else sandbox
-    if env.judge is not None and env.collected is not None and \
-            (problem := seed(env.judge, env.artifacts, env.collected, manifest)) is not None:
-        return {**mode, "error": problem}
+    where = sandbox
+    if env.separate:
+        if env.judge is None or env.collected is None:
+            return {**mode, "error": "the separate verifier was given no sandbox of its own, or nowhere to keep "
+                                     "the artifacts: it did not run"}
+        if (problem := seed(env.judge, env.artifacts, env.collected, manifest)) is not None:
+            return {**mode, "error": problem}
+        where = env.judge
     clear = f"rm -rf {REWARDS} && mkdir -p {REWARDS} /logs/agent && "
     if (problem := place(where, env.task_dir, "tests", "/tests", clear)) is not None:
         return {**mode, "error": problem}

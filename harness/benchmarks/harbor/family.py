@@ -17,7 +17,7 @@ from harness.benchmarks.harbor.artifacts import entries
 from harness.benchmarks.harbor.environment import HarborEnv, prepare, verify
 from harness.environments import Environments
 from harness.environments.family import Setup, ToolFamily
-from harness.errors import HarnessError, LimitExceeded
+from harness.errors import LimitExceeded
 
 T = TypeVar("T")
 NAME = "harbor"
@@ -31,12 +31,10 @@ class Harbor(ToolFamily[HarborEnv]):
 
     def build(self, setup: Setup, envs: Environments) -> HarborEnv | None:
         meta = setup.instance.metadata if setup.instance is not None else {}
-        if meta.get("separate") and setup.judge_sandbox is None:
-            raise HarnessError("a Harbor task with a separate verifier was given no judge's sandbox")
         trace = setup.tracer.path
         return HarborEnv(setup.sandbox, Path(meta["task_dir"]), float(meta["agent_timeout"]),
                          float(meta["verifier_timeout"]), dict(meta.get("verifier_env") or {}),
-                         judge=setup.judge_sandbox if meta.get("separate") else None,
+                         separate=bool(meta.get("separate")), judge=setup.judge_sandbox,
                          artifacts=entries(list(meta.get("artifacts") or [])), declared=bool(meta.get("artifacts")),
                          collected=None if trace is None else trace.with_name(trace.stem + "-artifacts"))
 
