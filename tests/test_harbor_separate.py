@@ -149,6 +149,8 @@ def test_the_oracle_scores_every_feature_1_as_harbor_does(tmp_path, python_base)
         assert verdicts["artifacts"]["verifier_mode"] == "shared"
         assert "agent: worker; verifier: checker" in verdicts["users"]["output"]
         assert verdicts["reward_json"]["rewards"] == {"reward": 1, "style": 0.5, "steps": 3}
+        means = json.loads((out / "report.json").read_text())["figures"]["harbor"]["reward_means"]
+        assert means == {"reward": 1.0, "steps": 0.6, "style": 0.1}, means  # as Harbor's mean metric: 0 where missing
 
         # Artifacts beside the trace, per attempt, in Harbor's layout, the excluded file left out.
         kept = out / got["artifacts"]["trace"].replace(".jsonl", "-artifacts")
