@@ -13,7 +13,7 @@ import secrets
 import time
 from pathlib import Path
 
-from harness.errors import InfraError, InputError, MountSourceUnseen, PortTaken
+from harness.errors import InfraError, InputError, MountSourceUnseen, PortTaken, UnknownUser
 from harness.sandbox.contract import (
     WORKSPACE,
     Capabilities,
@@ -196,11 +196,9 @@ class DockerProvider(SandboxProvider):
     def start(self, spec: SandboxSpec) -> DockerSandbox:
         try:
             return self._start(spec)
-        except InfraError as exc:
-            if spec.user is not None and "unable to find user" in str(exc):  # the task's, not the engine's doing
-                raise InputError(f"the image {spec.image} has no user {spec.user!r} for its sandbox to run as (a "
-                                 "Harbor task's [agent] or [verifier] user)") from exc
-            raise
+        except UnknownUser as exc:  # the task's doing, not the engine's
+            raise InputError(f"the image {spec.image} has no user {spec.user!r} for its sandbox to run as (the "
+                             "task's own user)") from exc
 
     def _start(self, spec: SandboxSpec) -> DockerSandbox:
         name = naming.container_name(spec.run_id, spec.instance_id, spec.attempt)
