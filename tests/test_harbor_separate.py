@@ -169,6 +169,9 @@ def test_the_oracle_scores_every_feature_1_as_harbor_does(tmp_path, python_base)
 
 
 HOSTILE = r"""#!/bin/bash
+if grep -q "notes into" "$HARNESS_TASK_FILE"; then  # the task whose agent runs out of time, its work done
+  echo hello > /app/answer.txt && mkdir -p /app/out && echo kept > /app/out/a.txt && sleep 600
+fi
 # Wrong work, and every way of reaching the verifier from the agent's sandbox it has.
 echo goodbye > /app/answer.txt
 ln -sf /etc/passwd /app/extra                     # a declared artifact that is a link
@@ -215,8 +218,12 @@ def test_a_hostile_agent_cannot_reach_a_separate_verifier(tmp_path, python_base)
     (tasks / "stranger" / "task.toml").write_text((tasks / "stranger" / "task.toml").read_text().replace(
         "[agent]\n", '[agent]\nuser = "nobody-here"\n').replace("[verifier]\n", '[verifier]\nuser = "nobody-here"\n'))
     shutil.rmtree(tasks / "more")
-    (tasks / "replay.jsonl").write_text("".join(json.dumps({"instance_id": name, "turns": []}) + "\n"
-                                                for name in ("separate_verifier", "healthcheck", "stranger")))
+    # And one whose agent runs out of its [agent] timeout_sec: no verifier, its artifacts kept all the same.
+    slow = copy_tasks(tasks, py, "artifacts") / "artifacts"
+    (slow / "task.toml").write_text((slow / "task.toml").read_text().replace("[agent]\ntimeout_sec = 60.0",
+                                                                            "[agent]\ntimeout_sec = 3.0"))
+    names = ("separate_verifier", "healthcheck", "stranger", "artifacts")
+    (tasks / "replay.jsonl").write_text("".join(json.dumps({"instance_id": n, "turns": []}) + "\n" for n in names))
     (tmp_path / "hostile.sh").write_text(HOSTILE)
     out = out_dir(tmp_path)
     try:
@@ -230,6 +237,10 @@ def test_a_hostile_agent_cannot_reach_a_separate_verifier(tmp_path, python_base)
         assert "not yet" in sick["error"], sick["error"]
         assert got["stranger"]["error_kind"] == "input", got["stranger"]
         assert "has no user 'nobody-here' for its sandbox to run as" in got["stranger"]["error"]
+        late = got["artifacts"]
+        assert (late["status"], late["limit"], late["verdicts"]) == ("limit", "wall_time", {}), late
+        kept = out / late["trace"].replace(".jsonl", "-artifacts")
+        assert (kept / "app" / "answer.txt").read_text() == "hello\n" and (kept / "results/out/a.txt").is_file()
         row = got["separate_verifier"]
         verdict = row["verdicts"]["harbor"]
         assert (row["status"], row["correct"], verdict.get("reward")) == ("ok", False, 0), verdict

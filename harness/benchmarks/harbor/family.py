@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from harness.benchmarks.harbor.artifacts import entries
-from harness.benchmarks.harbor.environment import HarborEnv, prepare, verify
+from harness.benchmarks.harbor.environment import HarborEnv, prepare, salvage, verify
 from harness.environments import Environments
 from harness.environments.family import Setup, ToolFamily
 from harness.errors import LimitExceeded
@@ -44,6 +44,7 @@ class Harbor(ToolFamily[HarborEnv]):
         try:
             result = await asyncio.wait_for(work(), env.agent_timeout)
         except TimeoutError:
+            await asyncio.to_thread(salvage, env)  # its artifacts are kept all the same, as Harbor keeps them
             raise LimitExceeded("wall_time", f"the task's [agent] timeout_sec, {env.agent_timeout:g} s") from None
         env.verdict = await asyncio.to_thread(verify, env)
         return result
