@@ -1,7 +1,8 @@
 """A Harbor task's artifacts (task.toml `artifacts = [...]`): collected out of the agent's sandbox into the run
-directory once the agent's turns are over (or ran out of time), for every task that declares them (and the agent's /logs/artifacts,
-Harbor's conventional folder, whenever it holds something), and, for a separate verifier, put into the verifier's
-own sandbox at the paths they came from (the conventional folder at /logs/artifacts), as Harbor 0.25 does
+directory once the agent's turns are over (or ran out of time), for every task that declares them (and the agent's
+/logs/artifacts, Harbor's conventional folder, whenever it holds something), and, for a separate verifier, put into
+the verifier's own sandbox at the paths they came from (the conventional folder at /logs/artifacts), as Harbor 0.25
+does
 (harbor/trial/artifact_handler.py).
 
 On the host they go beside the instance's trace (`<trace stem>-artifacts/`, per attempt), laid out as Harbor lays

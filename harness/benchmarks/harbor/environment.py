@@ -1,9 +1,12 @@
-"""A Harbor task's verifier, run in the instance's sandbox once the agent's turns are over (the harbor tool family,
-harness/benchmarks/harbor/family.py), and the task's folders put where Harbor puts them.
+"""A Harbor task's verifier, run once the agent's turns are over (the harbor tool family,
+harness/benchmarks/harbor/family.py), and the task's folders put where Harbor puts them; before the agent, Harbor's
+/logs folders and the task's healthcheck (`prepare`).
 
 As Harbor does, with what agent code left behind out of the way first: every process in the sandbox but its
 service is ended (`Sandbox.end_processes`: a daemon the agent left, such as a `setsid` loop writing a reward, is
-gone; one that cannot be ended means no verifier run, an `error`), then the task's tests/ are copied to /tests
+gone; one that cannot be ended means no verifier run, an `error`), the task's artifacts are collected beside the
+trace (artifacts.py), and, in the separate mode (verifier_mode.py), put into the verifier's own sandbox, where the
+rest happens; in the shared mode in the agent's. Then the task's tests/ are copied to /tests
 through a staging folder made afresh (both emptied first, a link in their place removed, so nothing the agent
 planted is copied along), /logs/verifier is made afresh, and `bash /tests/test.sh` runs in the task's working
 directory with [verifier] env, for at most [verifier] timeout_sec. The reward is what test.sh wrote:
@@ -25,7 +28,7 @@ wrong answer. A sandbox that died meanwhile raises, as every sandbox request doe
 
 What stays as in Harbor's shared verifier mode: the verifier runs the image's programs as the agent's user, so an
 agent whose user may change them (a root task user, its own home's Python site) can change what the verifier
-runs (docs/reliability.md).
+runs; the separate mode closes that (docs/reliability.md).
 """
 
 from __future__ import annotations
