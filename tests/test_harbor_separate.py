@@ -102,6 +102,48 @@ def test_a_separate_verifiers_task_builds_its_tools_before_any_sandbox():
     assert env is not None and env.separate and env.judge is None  # before: a HarnessError
 
 
+class Checked:
+    """A sandbox whose healthcheck command fails `fails` times, then passes (pure logic: the loop's counting)."""
+
+    def __init__(self, fails: int):
+        self.fails, self.calls = fails, 0
+
+    def shell(self, command: str, **kwargs):
+        from harness.sandbox.contract import ExecResult
+
+        self.calls += 1
+        return ExecResult(exit_code=0 if self.calls > self.fails else 1, stdout="", stderr="down")
+
+    def read_file(self, path: str, **kwargs):
+        from harness.errors import SandboxFileNotFound
+
+        raise SandboxFileNotFound(path)
+
+
+@pytest.mark.parametrize("fails, start_period, retries, calls, passed", [
+    (2, 0.0, 3, 3, True),  # two failures of three allowed: passes on the third try
+    (3, 0.0, 3, 3, False),  # three in a row: failed
+    (4, 3.0, 3, 5, True),  # the first two fall in the start period (a clock tick per try): not counted
+    (1, 0.0, 0, 1, False),  # Harbor's retries 0: the first counted failure fails it
+])
+def test_a_healthcheck_counts_failures_as_harbor_does(monkeypatch, fails, start_period, retries, calls, passed):
+    from harness.benchmarks.harbor import environment
+    from harness.errors import InfraError
+
+    clock = iter(range(100))
+    monkeypatch.setattr(environment.time, "monotonic", lambda: float(next(clock)))
+    monkeypatch.setattr(environment.time, "sleep", lambda seconds: None)
+    check = {"command": "probe", "interval_sec": 0.1, "timeout_sec": 5.0, "start_period_sec": start_period,
+             "start_interval_sec": 0.1, "retries": retries}
+    sandbox = Checked(fails)
+    if passed:
+        environment.healthcheck(sandbox, check)
+    else:
+        with pytest.raises(InfraError, match="the task's healthcheck failed"):
+            environment.healthcheck(sandbox, check)
+    assert sandbox.calls == calls
+
+
 def test_several_rewards_are_kept_and_reward_is_their_headline_as_harbor_reports_them():
     """Harbor 0.25 keeps reward.json whole; its primary reward is "reward", else the only value, else none (no
     headline: not judged here), and its job's mean metric gives each key's mean over the runs, 0 where missing."""

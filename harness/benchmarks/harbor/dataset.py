@@ -60,13 +60,13 @@ class _Solution(_Part):
     env: dict[str, str] = Field(default_factory=dict)
 
 
-class _Healthcheck(_Part):
+class _Healthcheck(_Part):  # Harbor bounds none of these (a wait below 0 is none, retries below 1 are 1)
     command: str
-    interval_sec: float = Field(5.0, ge=0)
+    interval_sec: float = 5.0
     timeout_sec: float = Field(30.0, gt=0)
-    start_period_sec: float = Field(0.0, ge=0)
-    start_interval_sec: float = Field(5.0, ge=0)
-    retries: int = Field(3, ge=1)
+    start_period_sec: float = 0.0
+    start_interval_sec: float = 5.0
+    retries: int = 3
 
 
 class _Environment(_Part):

@@ -217,15 +217,16 @@ def healthcheck(sandbox: Sandbox, check: dict[str, Any]) -> None:
     started = time.monotonic()
     failures = 0
     while True:
+        starting = time.monotonic() < started + float(check["start_period_sec"])  # asked before it runs, as Harbor
         ran = sandbox.shell(check["command"], timeout=float(check["timeout_sec"]), cwd=workdir(sandbox))
         if ran.ok:
             return
-        if time.monotonic() < started + float(check["start_period_sec"]):
-            time.sleep(float(check["start_interval_sec"]))
+        if starting:
+            time.sleep(max(float(check["start_interval_sec"]), 0.0))
             continue
         failures += 1
         if failures >= int(check["retries"]):
             said = f"exit code {ran.exit_code}" + (" (timed out)" if ran.timed_out else "")
             raise InfraError(f"the task's healthcheck failed {failures} time(s) in a row ({said}): "
                              f"{check['command']!r}; its output: {_tail(ran)[-300:]!r}")
-        time.sleep(float(check["interval_sec"]))
+        time.sleep(max(float(check["interval_sec"]), 0.0))
