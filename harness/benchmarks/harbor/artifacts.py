@@ -120,7 +120,9 @@ def collect(sandbox: Sandbox, wanted: list[Entry], folder: Path, declared: bool)
         guessed = "file" if posixpath.splitext(entry.source)[1] else "directory"  # as Harbor guesses
         record = {"source": entry.source, "destination": f"artifacts/{entry.relative()}",
                   "type": kind if kind in ("file", "directory") else guessed, "status": status}
-        if kind == "link":
+        if facts.get("error"):  # the packer did not finish (a file its user may not read...)
+            record["detail"] = f"not packed: {facts['error']}"
+        elif kind == "link":
             record["detail"] = "a link: not followed"
         elif kind == "too_big":
             record["detail"] = f"this attempt's artifacts hold more than {MAX_BYTES} bytes or {MAX_ENTRIES} entries"
