@@ -106,6 +106,10 @@ class EngineInUse(EngineRefused):
     """The object cannot be removed while something uses it (a network with active endpoints)."""
 
 
+class UnknownUser(EngineRefused):
+    """The container's user (`SandboxSpec.user`) is not in its image: the task's doing (the provider says so)."""
+
+
 class PortTaken(EngineRefused):
     """The host port asked for is held by something else (the container did not start)."""
 

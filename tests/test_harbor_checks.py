@@ -2,7 +2,7 @@
 every file of it (a link out of the folder, a FIFO, a link cycle: refused naming the file, so instruction.md is never
 a host file's text), every key of task.toml (an unknown one refused naming the nearest known one, as `harbor lint`
 does), and the values the engine cannot give (a timeout that is no finite number, no memory, more CPUs than the
-engine has, a GPU, a separate verifier environment). Each refusal is exit 2 from the CLI."""
+engine has, a GPU, a verifier image of its own). Each refusal is exit 2 from the CLI."""
 
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ anything = {goes = "here"}
 [verifier]
 timeout_sec = 30.0
 env = {A = "1"}
-user = "root"
+user = "agent"
 network_mode = "public"
 [agent]
 timeout_sec = 60.0
@@ -149,8 +149,8 @@ env = {C = "3"}
     ("[environment]\nmemory_mb = 1\n", "environment.memory_mb 1 is no size of at least 6 MB"),
     ("[environment]\ngpus = 1\n", "environment.gpus 1: a sandbox gets no GPU"),
     ('[environment]\nos = "windows"\n', 'environment.os "windows": sandboxes are Linux containers'),
-    ('[verifier]\nenvironment_mode = "separate"\n', "a separate verifier environment is not supported"),
-    ('[verifier.environment]\ndocker_image = "x"\n', "a separate verifier environment is not supported"),
+    ('[verifier.environment]\ndocker_image = "x"\n', "verifier.environment.docker_image: a verifier image of its own "
+     "is not supported"),
 ])
 def test_a_value_the_engine_cannot_give_is_refused_at_load(tmp_path, toml, says):
     folder = write_task(tmp_path / "set", "odd", app_dockerfile("some-base:1"), toml=toml)

@@ -16,6 +16,17 @@ from harness.benchmark import CUSTOM
 STEPS = "later_steps"
 
 
+class JudgeSandbox(BaseModel):
+    """A judge's sandbox an instance asks for itself (a Harbor task's separate verifier), started beside its sandbox
+    and reached by the host alone: its own resources (None: the instance's), its user (None: the image's USER) and
+    its network ("none", or None: the run's --network, as the instance's own). Its image is the instance's."""
+
+    cpus: float | None = Field(None, gt=0)
+    memory: str | None = None
+    network: Literal["none"] | None = "none"
+    user: str | None = None
+
+
 class Instance(BaseModel):
     instance_id: str
     question: str
@@ -42,6 +53,8 @@ class Instance(BaseModel):
     # "none": this task's sandbox has no network whatever the run's --network (a task may narrow the policy, never
     # widen it: a Harbor task's network_mode "no-network"); None: the run's.
     network: Literal["none"] | None = None
+    user: str | None = None  # who its sandbox's commands run as (a Harbor task's [agent] user); None: the image's
+    judge_sandbox: JudgeSandbox | None = None  # a judge's sandbox of its own (see JudgeSandbox)
     # The benchmark it is an instance of (harness/benchmark.py: its prompt conventions, scorers, oracle...), set by
     # its dataset adapter; "custom": a dataset of one's own.
     benchmark: str = CUSTOM
@@ -52,10 +65,21 @@ class Instance(BaseModel):
         return limits if self.timeout is None else limits.model_copy(update={"instance_timeout": self.timeout})
 
     def resources(self, resources: Mapping[str, Any]) -> dict[str, Any]:
-        """The run's SandboxSpec resources with this task's own cpus, memory and (narrower) network where it names
-        them."""
-        own = {name: value for name in ("cpus", "memory", "network") if (value := getattr(self, name)) is not None}
+        """The run's SandboxSpec resources with this task's own cpus, memory, (narrower) network and user where it
+        names them."""
+        own = {name: value for name in ("cpus", "memory", "network", "user")
+               if (value := getattr(self, name)) is not None}
         return {**resources, **own}
+
+    def judge_resources(self, resources: Mapping[str, Any]) -> dict[str, Any]:
+        """The SandboxSpec resources of its judge's sandbox: its own `judge_sandbox`'s where it names them, else
+        its own sandbox's, with no network unless it asks for the run's; a benchmark's (`judge_sandbox`) has none."""
+        own = self.resources(resources)
+        judge = self.judge_sandbox
+        if judge is None:
+            return {**own, "network": "none"}
+        named = {name: value for name in ("cpus", "memory", "network") if (value := getattr(judge, name)) is not None}
+        return {**own, "user": judge.user, **named}
 
     def expectations(self) -> dict:
         """The task's own expectations that are set (what expectations.json keeps for a rescore)."""

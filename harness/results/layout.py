@@ -16,7 +16,8 @@
                  each run (wall time summed over runs) and by `harness score`
     ../summary.csv   one row per output directory (its output_dir column), in the directory's parent; a
                  re-run or `harness score` replaces the directory's row
-    traces/          one JSONL trace per instance attempt (and epoch) (harness/traces), screenshots beside them; the
+    traces/          one JSONL trace per instance attempt (and epoch) (harness/traces), screenshots beside them, a
+                 task's declared artifacts too (`<trace>-artifacts/`, with their manifest.json); the
                  parent appends `limit` (a wall-clock kill), `divergence` (a replayed tool result that
                  differs from the recording) and `verdict` (after scoring) events
     noise.json       `harness noise DIR` (harness/report/noise.py): the run's measured noise floor (flip rates,

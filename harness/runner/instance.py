@@ -131,13 +131,16 @@ def _sandbox(settings_: RunSettings, spec: SandboxSpec) -> Iterator[Sandbox]:
 def _judge_sandbox(settings_: RunSettings, spec: SandboxSpec, instance: Instance,
                    wanted: bool) -> Iterator[Sandbox | None]:
     """The instance's judge's sandbox when its benchmark wants one (`Benchmark.judge_sandbox`: Gaia2's ARE), with
-    the instance's files; else None. Of the instance's image, with no network whatever the run's: only the host
-    reaches it (docs/sandboxes.md, "The judge's sandbox")."""
-    if not wanted:
+    the instance's files, or the instance asks for one (`Instance.judge_sandbox`: a Harbor task's separate verifier);
+    else None. Of the instance's image, with no network whatever the run's unless the instance asks for the run's:
+    only the host reaches it (docs/sandboxes.md, "The judge's sandbox")."""
+    if not wanted and instance.judge_sandbox is None:
         yield None
         return
-    with _sandbox(settings_, spec.model_copy(update={"network": "none"})) as sandbox:
-        _copy_files(sandbox, instance, instance.files)
+    resources = instance.judge_resources(settings_.sandbox.resources(settings_.network))
+    with _sandbox(settings_, spec.model_copy(update=resources)) as sandbox:
+        if wanted:
+            _copy_files(sandbox, instance, instance.files)
         yield sandbox
 
 

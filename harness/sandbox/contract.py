@@ -62,6 +62,8 @@ class SandboxSpec(BaseModel):
     # "none" (default), "internet", or "internal:NAME" (only that internal network).
     network: str = "none"
     env: dict[str, str] = Field(default_factory=dict)
+    # Who its service and every command run as (a name or uid the image knows); None: the image's USER.
+    user: str | None = None
 
     @field_validator("memory")
     @classmethod

@@ -20,7 +20,18 @@ def seed() -> None:
     source = os.path.join(HERE, "seed")
     if workdir in ("", "/") or not os.path.isdir(source) or (os.path.isdir(workdir) and os.listdir(workdir)):
         return
-    shutil.copytree(source, workdir, symlinks=True, dirs_exist_ok=True)
+    _copy_into(source, workdir)
+
+
+def _copy_into(source: str, target: str) -> None:
+    """The entries of `source` into the folder `target`, whose own owner and mode stay (a mount's root, which a
+    sandbox running as another user than root, a Harbor task's [agent] user, may not change)."""
+    for name in os.listdir(source):
+        path = os.path.join(source, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.copytree(path, os.path.join(target, name), symlinks=True, dirs_exist_ok=True)
+        else:
+            shutil.copy2(path, os.path.join(target, name), follow_symlinks=False)
 
 
 def seed_volumes() -> None:
@@ -34,7 +45,7 @@ def seed_volumes() -> None:
     for number, path in enumerate(declared):
         source = os.path.join(HERE, "seed-volumes", str(number))
         if os.path.isdir(source) and os.path.isdir(path) and not os.listdir(path):
-            shutil.copytree(source, path, symlinks=True, dirs_exist_ok=True)
+            _copy_into(source, path)
 
 
 if __name__ == "__main__":

@@ -27,25 +27,30 @@ def _verdict(envs: Any) -> dict[str, Any] | None:
 
 
 def _applies(tasks: Any) -> bool:
-    return any(t.get("benchmark") == "harbor" for t in tasks.values())
+    from harness.benchmarks.harbor.report import applies
+
+    return applies(tasks)
 
 
-def _figures(latest: Any, selected: Any, *_: Any) -> dict[str, Any]:
-    """Each step's figures of the run's multi-step tasks (steps.py)."""
-    from harness.benchmarks.harbor.steps import figures
+def _figures(latest: Any, selected: Any, *rest: Any) -> dict[str, Any]:
+    """Harbor's reward means of a run with several reward keys (report.py), each step's figures of its multi-step
+    tasks (steps.py)."""
+    from harness.benchmarks.harbor import report, steps
 
-    return figures(latest, selected)
+    return {**report.figures(latest, selected, *rest), **steps.figures(latest, selected)}
 
 
 def _lines(found: dict[str, Any]) -> list[tuple[str, str]]:
-    from harness.benchmarks.harbor.steps import lines
+    from harness.benchmarks.harbor import report, steps
 
-    return lines(found)
+    return report.lines(found) + steps.lines(found)
 
 
 def _explain(verdict: dict[str, Any]) -> str | None:
     """The verifier's reward, or why it gave none, its exit code and the tail of its output."""
-    said = f"reward {verdict['reward']:g}" if "reward" in verdict else f"no reward: {verdict.get('error', '?')}"
+    said = f"reward {verdict['reward']:g}" if "reward" in verdict else (
+        f"rewards {verdict['rewards']}, none named reward" if verdict.get("rewards")
+        else f"no reward: {verdict.get('error', '?')}")
     if verdict.get("steps"):  # a multi-step task: each step's reward, or why it has none
         said += f" ({verdict.get('strategy')} of steps: " + "; ".join(
             f"{step['name']} " + (f"{step['reward']:g}" if "reward" in step else f"no reward: {step.get('error')}")
@@ -58,7 +63,6 @@ def _explain(verdict: dict[str, Any]) -> str | None:
 BENCHMARK = Benchmark(
     name="harbor", title="Harbor", adapters=(dataset,), order=30, prefix="harbor", scorers={"harbor": HarborScorer},
     default_scorers=("harbor",), judges=("harbor",), conventions=RULES, system=SYSTEM, user=False, oracle=_oracle,
-    families=(FAMILY,), verdict=_verdict, explain=_explain,
-    figures=Figures(_applies, _figures, _lines),
+    families=(FAMILY,), verdict=_verdict, explain=_explain, figures=Figures(_applies, _figures, _lines),
     words=Words(instances="tasks", rate="solved (reward 1)", correct="passed", wrong="failed", unjudged="not judged",
                 groups="", target=""))

@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.benchmarks.harbor import lint as harbor_lint
 from harness.benchmarks.harbor import steps as harbor_steps
+from harness.benchmarks.harbor import verifier_mode
 from harness.benchmarks.harbor.mcp import McpServerConfig, servers
 from harness.datasets.fingerprint import dataset_fingerprint
 from harness.datasets.model import STEPS, Dataset, Instance
@@ -59,10 +60,20 @@ class _Timed(_Part):
     timeout_sec: float = Field(600.0, gt=0)
     env: dict[str, str] = Field(default_factory=dict)
     network_mode: Literal["no-network", "public", "allowlist"] | None = None  # a phase's own (Harbor 0.25)
+    user: str | int | None = None  # who the phase runs as (None: the image's USER)
 
 
 class _Solution(_Part):
     env: dict[str, str] = Field(default_factory=dict)
+
+
+class _Healthcheck(_Part):  # Harbor bounds none of these (a wait below 0 is none, retries below 1 are 1)
+    command: str
+    interval_sec: float = 5.0
+    timeout_sec: float = Field(30.0, gt=0)
+    start_period_sec: float = 0.0
+    start_interval_sec: float = 5.0
+    retries: int = 3
 
 
 class _Environment(_Part):
@@ -73,6 +84,7 @@ class _Environment(_Part):
     build_timeout_sec: float = Field(600.0, gt=0)
     memory: str | None = None
     memory_mb: int | None = Field(None, gt=0)
+    healthcheck: _Healthcheck | None = None
 
     def memory_size(self) -> str:
         if self.memory is not None:
@@ -93,17 +105,34 @@ class _Step(_Part):
     min_reward: float | dict[str, float] | None = None
 
 
+class _Verifier(_Timed):
+    environment_mode: Literal["shared", "separate"] | None = None
+    environment: _Environment | None = None  # its own container's (implies "separate")
+
+    def separate(self) -> bool:
+        """Harbor's resolution: the mode named, else "separate" when an environment is given, else shared."""
+        return self.environment_mode == "separate" or (self.environment_mode is None and self.environment is not None)
+
+
+class Artifact(_Part):
+    source: str
+    destination: str | None = None
+    exclude: list[str] = Field(default_factory=list)
+    service: str | None = None
+
+
 class TaskConfig(_Part):
     """task.toml: the fields the harness enforces; the rest is kept as it is."""
 
     version: str = "1.0"
     metadata: dict = Field(default_factory=dict)
-    verifier: _Timed = Field(default_factory=_Timed)
+    verifier: _Verifier = Field(default_factory=_Verifier)
     agent: _Timed = Field(default_factory=_Timed)
     environment: _Environment = Field(default_factory=_Environment)
     solution: _Solution = Field(default_factory=_Solution)
     steps: list[_Step] | None = None  # a multi-step task (harness/benchmarks/harbor/steps.py)
     multi_step_reward_strategy: Literal["mean", "final"] | None = None
+    artifacts: list[str | Artifact] = Field(default_factory=list)
 
     def network(self) -> Literal["none"] | None:
         """"none" when the task asks for no network (its sandbox gets none, whatever --network), else None: the
@@ -190,6 +219,7 @@ def _task(folder: Path, problems: list[str]) -> Instance | None:
         problems.extend(f"task {folder}: {problem}" for problem in harbor_steps.problems(folder, raw, config.steps))
     mcp, unserved = servers(config.environment.mcp_servers)
     problems.extend(f"task {folder}: task.toml: {problem}" for problem in unserved)
+    problems.extend(f"task {folder}: task.toml: {problem}" for problem in verifier_mode.problems(config, folder, raw))
     if parse_size(config.environment.memory_size()) < 0:
         problems.append(f"task {folder}: task.toml: environment.memory {config.environment.memory!r} is no size "
                         "(like 2G or 512M)")
@@ -198,6 +228,9 @@ def _task(folder: Path, problems: list[str]) -> Instance | None:
     metadata = {"task_dir": str(folder), "task_hash": tree_hash(folder),
                 "agent_timeout": config.agent.timeout_sec, "verifier_timeout": config.verifier.timeout_sec,
                 "verifier_env": config.verifier.env, "solution_env": config.solution.env,
+                "artifacts": [a if isinstance(a, str) else a.model_dump(exclude_none=True) for a in config.artifacts],
+                "separate": config.verifier.separate(),
+                "healthcheck": h.model_dump() if (h := config.environment.healthcheck) else None,
                 "tool_families": ["code", "mcp", "harbor"], **({INSTANCE_KEY: mcp} if mcp else {}),
                 **{f"task_{k}": v for k, v in config.metadata.items()}}
     question, timeout = None, config.agent.timeout_sec + config.verifier.timeout_sec
@@ -212,4 +245,5 @@ def _task(folder: Path, problems: list[str]) -> Instance | None:
                     answer=TARGET, root=folder, image=str(folder / "environment"), timeout=timeout,
                     build_timeout=config.environment.build_timeout_sec,
                     cpus=config.environment.cpus, memory=config.environment.memory_size(), network=config.network(),
+                    user=verifier_mode.user(config.agent.user), judge_sandbox=verifier_mode.judge_sandbox(config),
                     metadata=metadata, benchmark="harbor")

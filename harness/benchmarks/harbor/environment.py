@@ -1,15 +1,21 @@
-"""A Harbor task's verifier, run in the instance's sandbox once the agent's turns are over (the harbor tool family,
-harness/benchmarks/harbor/family.py), and the task's folders put where Harbor puts them.
+"""A Harbor task's verifier, run once the agent's turns are over (the harbor tool family,
+harness/benchmarks/harbor/family.py), and the task's folders put where Harbor puts them; before the agent, Harbor's
+/logs folders and the task's healthcheck (`prepare`).
 
 As Harbor does, with what agent code left behind out of the way first: every process in the sandbox but its
 service is ended (`Sandbox.end_processes`: a daemon the agent left, such as a `setsid` loop writing a reward, is
-gone; one that cannot be ended means no verifier run, an `error`), then the task's tests/ are copied to /tests
+gone; one that cannot be ended means no verifier run, an `error`), the task's artifacts are collected beside the
+trace (artifacts.py), and, in the separate mode (verifier_mode.py), put into the verifier's own sandbox, where the
+rest happens; in the shared mode in the agent's. Then the task's tests/ are copied to /tests
 through a staging folder made afresh (both emptied first, a link in their place removed, so nothing the agent
 planted is copied along), /logs/verifier is made afresh, and `bash /tests/test.sh` runs in the task's working
 directory with [verifier] env, for at most [verifier] timeout_sec. The reward is what test.sh wrote:
 /logs/verifier/reward.json (a number, or an object: its "reward", or its only value), else reward.txt (one number),
-in Harbor's order (harbor 0.25's verifier reads the JSON first); the
-script's exit code is kept but, as in Harbor, never read as the reward.
+in Harbor's order (harbor 0.25's verifier reads the JSON first); the script's exit code is kept but, as in Harbor,
+never read as the reward. reward.json's values are kept whole (`rewards`), as Harbor keeps a trial's; "reward" (or
+the only value) is the headline, as Harbor's primary reward: an object of several values none of which is named
+"reward" has none (the row is not judged; the report gives each value's mean over the runs, as Harbor's mean
+metric does: harness/benchmarks/harbor/report.py).
 
 A reward is a finite number, as Harbor 0.25 has it (of any size: Harbor neither bounds nor clamps one; the
 harbor scorer clamps its score's value). reward.txt holds one number in decimal digits (Python's float(), Harbor's
@@ -22,22 +28,26 @@ wrong answer. A sandbox that died meanwhile raises, as every sandbox request doe
 
 What stays as in Harbor's shared verifier mode: the verifier runs the image's programs as the agent's user, so an
 agent whose user may change them (a root task user, its own home's Python site) can change what the verifier
-runs (docs/reliability.md).
+runs; the separate mode closes that (docs/reliability.md).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 import shlex
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import SandboxFileNotFound, SandboxOutputLimit, SandboxUnsupported
+from harness.benchmarks.harbor.artifacts import CONVENTION, Entry, collect, seed
+from harness.errors import HarnessError, InfraError, SandboxFileNotFound, SandboxOutputLimit, SandboxUnsupported
 from harness.sandbox.contract import ExecResult, Sandbox
 
+log = logging.getLogger(__name__)
 STAGE = "/tmp/harness-harbor"  # where copy_in may write; moved from there to Harbor's place
 REWARDS = "/logs/verifier"
 PREP_TIMEOUT_S = 120.0
@@ -61,6 +71,11 @@ class HarborEnv:
     steps: list[dict[str, Any]] = field(default_factory=list)
     step: int = 0
     reward_strategy: str = "mean"
+    separate: bool = False  # the verifier runs in a sandbox of its own, `judge` (else in `sandbox`)
+    judge: Sandbox | None = None
+    artifacts: list[Entry] = field(default_factory=list)  # what is collected (artifacts.py), the convention first
+    declared: bool = False  # the task declares artifacts
+    collected: Path | None = None  # where they go on the host (beside the trace); None: not collected
 
 
 def workdir(sandbox: Sandbox) -> str:
@@ -83,14 +98,18 @@ def place(sandbox: Sandbox, task_dir: Path, name: str | tuple[str, ...], target:
                           f"&& find {quoted} -mindepth 1 -delete", timeout=PREP_TIMEOUT_S, cwd="/")
     if fresh.ok:
         sandbox.copy_in(task_dir, names, dest=STAGE)
-        copies = " && ".join(f"cp -a {STAGE}/{shlex.quote(n)}/. {quoted}/" for n in names)
+        # Each folder's entries, not the folder itself: a mount's root (Harbor's places are) keeps its owner's times
+        # and mode; a later folder's entries go over an earlier one's
+        copies = " && ".join(f"find {STAGE}/{shlex.quote(n)} -mindepth 1 -maxdepth 1 -exec cp -a {{}} {quoted}/ ';'"
+                             for n in names)
         fresh = sandbox.shell(f"{copies} && rm -rf {STAGE}", timeout=PREP_TIMEOUT_S, cwd="/")
     return None if fresh.ok else f"the task's {'/, '.join(names)}/ could not be put in {target}: " \
         f"{fresh.stderr.strip()[-500:]}"
 
 
 def verify(env: HarborEnv) -> dict[str, Any]:
-    """Run the task's verifier in its sandbox; the verdict (`reward`, or `error`)."""
+    """Run the task's verifier, in the agent's sandbox or its own (`env.judge`), once the agent's processes have
+    ended and its artifacts are collected; the verdict (`reward`, or `error`)."""
     sandbox = env.sandbox
     try:
         left = sandbox.end_processes()
@@ -99,19 +118,41 @@ def verify(env: HarborEnv) -> dict[str, Any]:
     if left:
         return {"error": f"{left} process(es) the agent left were still alive after being killed: the verifier "
                          "did not run"}
+    mode = {"verifier_mode": "separate" if env.separate else "shared"}
+    manifest = [] if env.collected is None else collect(sandbox, env.artifacts, env.collected, env.declared)
+    where = sandbox
+    if env.separate:
+        if env.judge is None or env.collected is None:
+            return {**mode, "error": "the separate verifier was given no sandbox of its own, or nowhere to keep "
+                                     "the artifacts: it did not run"}
+        if (problem := seed(env.judge, env.artifacts, env.collected, manifest)) is not None:
+            return {**mode, "error": problem}
+        where = env.judge
     clear = f"rm -rf {REWARDS} && mkdir -p {REWARDS} /logs/agent && "
-    if (problem := place(sandbox, env.task_dir, env.tests, "/tests", clear)) is not None:
-        return {"error": problem}
-    ran = sandbox.exec(["bash", "/tests/test.sh"], timeout=env.verifier_timeout, cwd=workdir(sandbox),
-                       env=env.verifier_env)
-    facts = {"exit_code": ran.exit_code, "seconds": round(ran.duration, 3), "output": _tail(ran)}
+    if (problem := place(where, env.task_dir, env.tests, "/tests", clear)) is not None:
+        return {**mode, "error": problem}
+    ran = where.exec(["bash", "/tests/test.sh"], timeout=env.verifier_timeout, cwd=workdir(where),
+                     env=env.verifier_env)
+    facts = {**mode, "exit_code": ran.exit_code, "seconds": round(ran.duration, 3), "output": _tail(ran)}
     if ran.timed_out:
         return {**facts, "error": f"the verifier did not end within its timeout_sec ({env.verifier_timeout:g} s)"}
     try:
-        found = reward(sandbox)
+        found = reward(where)
     except ValueError as exc:
         return {**facts, "error": str(exc)}
     return {**facts, **found}
+
+
+def salvage(env: HarborEnv) -> None:
+    """The artifacts of an agent whose turns did not end in time (no verifier runs), collected once its processes
+    have ended, as far as they can be: nothing here may cost the row its limit."""
+    if env.collected is None:
+        return
+    try:
+        if env.sandbox.end_processes() == 0:
+            collect(env.sandbox, env.artifacts, env.collected, env.declared)
+    except (HarnessError, OSError) as exc:
+        log.warning("the artifacts of %s could not be collected: %s", env.task_dir.name, exc)
 
 
 def reward(sandbox: Sandbox) -> dict[str, Any]:
@@ -136,12 +177,14 @@ def reward(sandbox: Sandbox) -> dict[str, Any]:
             raise ValueError(f"the verifier's {REWARDS}/{name} is not JSON of finite numbers ({exc})") from None
         if not isinstance(rewards, dict):
             return {"reward": _number(rewards, name), "source": name}
-        if not ("reward" in rewards or len(rewards) == 1):
-            raise ValueError(f"the verifier's {REWARDS}/{name} names no \"reward\" (nor one value alone)")
+        if not rewards:
+            raise ValueError(f"the verifier's {REWARDS}/{name} holds no value")
         if len(rewards) > MAX_REWARDS or any(len(key) > MAX_NAME for key in rewards):
             raise ValueError(f"the verifier's {REWARDS}/{name} has {len(rewards)} values: at most {MAX_REWARDS}, "
                              f"named in at most {MAX_NAME} characters")
         numbers = {key: _number(value, name) for key, value in rewards.items()}
+        if "reward" not in numbers and len(numbers) > 1:  # Harbor's primary reward: none, each value is kept
+            return {"rewards": numbers, "source": name}
         return {"reward": numbers["reward"] if "reward" in numbers else next(iter(numbers.values())),
                 "rewards": numbers, "source": name}
     raise ValueError(f"the verifier wrote no {REWARDS}/reward.txt nor reward.json")
@@ -166,3 +209,36 @@ def _number(value: Any, name: str) -> float:
 
 def _tail(result: ExecResult) -> str:
     return (result.stdout[-1500:] + ("\n" + result.stderr[-1500:] if result.stderr.strip() else "")).strip()
+
+
+def prepare(sandbox: Sandbox, check: dict[str, Any] | None) -> None:
+    """Before the agent's turns: Harbor's folders the agent writes to (/logs/agent, /logs/artifacts: mounted and
+    there from the start in Harbor's containers), then the task's healthcheck, if it has one."""
+    made = sandbox.shell(f"mkdir -p /logs/agent {CONVENTION}", timeout=PREP_TIMEOUT_S, cwd="/")
+    if not made.ok:
+        raise InfraError(f"Harbor's /logs folders could not be made in the sandbox: {made.stderr.strip()[-300:]}")
+    if check:
+        healthcheck(sandbox, check)
+
+
+def healthcheck(sandbox: Sandbox, check: dict[str, Any]) -> None:
+    """The task's [environment.healthcheck], before the agent's turns, as Harbor runs it: its command until it
+    passes once; a failure in the first start_period_sec is not counted (tried again after start_interval_sec),
+    after it `retries` failures in a row fail it (tried again after interval_sec). Failed: an InfraError naming the
+    command and its last output (Harbor retries such a trial)."""
+    started = time.monotonic()
+    failures = 0
+    while True:
+        starting = time.monotonic() < started + float(check["start_period_sec"])  # asked before it runs, as Harbor
+        ran = sandbox.shell(check["command"], timeout=float(check["timeout_sec"]), cwd=workdir(sandbox))
+        if ran.ok:
+            return
+        if starting:
+            time.sleep(max(float(check["start_interval_sec"]), 0.0))
+            continue
+        failures += 1
+        if failures >= int(check["retries"]):
+            said = f"exit code {ran.exit_code}" + (" (timed out)" if ran.timed_out else "")
+            raise InfraError(f"the task's healthcheck failed {failures} time(s) in a row ({said}): "
+                             f"{check['command']!r}; its output: {_tail(ran)[-300:]!r}")
+        time.sleep(max(float(check["interval_sec"]), 0.0))

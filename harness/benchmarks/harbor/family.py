@@ -13,7 +13,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harness.benchmarks.harbor.environment import HarborEnv, verify
+from harness.benchmarks.harbor.artifacts import entries
+from harness.benchmarks.harbor.environment import HarborEnv, prepare, salvage, verify
 from harness.environments import Environments
 from harness.environments.family import Setup, ToolFamily
 from harness.errors import LimitExceeded
@@ -32,12 +33,18 @@ class Harbor(ToolFamily[HarborEnv]):
 
     def build(self, setup: Setup, envs: Environments) -> HarborEnv | None:
         meta = setup.instance.metadata if setup.instance is not None else {}
+        trace = setup.tracer.path
         return HarborEnv(setup.sandbox, Path(meta["task_dir"]), float(meta["agent_timeout"]),
                          float(meta["verifier_timeout"]), dict(meta.get("verifier_env") or {}),
                          steps=list(meta.get("harbor_steps") or []),
-                         reward_strategy=meta.get("reward_strategy") or "mean")
+                         reward_strategy=meta.get("reward_strategy") or "mean",
+                         separate=bool(meta.get("separate")), judge=setup.judge_sandbox,
+                         artifacts=entries(list(meta.get("artifacts") or [])), declared=bool(meta.get("artifacts")),
+                         collected=None if trace is None else trace.with_name(trace.stem + "-artifacts"))
 
     async def serve(self, setup: Setup, env: HarborEnv, envs: Environments, work: Callable[[], Awaitable[T]]) -> T:
+        meta = setup.instance.metadata if setup.instance is not None else {}
+        await asyncio.to_thread(prepare, env.sandbox, meta.get("healthcheck"))  # once, before the first agent run
         if env.steps:  # a multi-step task: each step its agent run and its verifier
             from harness.benchmarks.harbor.steps import run
 
@@ -45,6 +52,7 @@ class Harbor(ToolFamily[HarborEnv]):
         try:
             result = await asyncio.wait_for(work(), env.agent_timeout)
         except TimeoutError:
+            await asyncio.to_thread(salvage, env)  # its artifacts are kept all the same, as Harbor keeps them
             raise LimitExceeded("wall_time", f"the task's [agent] timeout_sec, {env.agent_timeout:g} s") from None
         env.verdict = await asyncio.to_thread(verify, env)
         return result

@@ -10,7 +10,7 @@ starts a container: each check returns its problems (strings naming the file or 
   (difflib, as `harbor lint` does), so a typo such as `[verifer]` is not run silently with defaults.
 - `engine_values`: what the engine cannot give, whatever Harbor accepts: a timeout that is no finite number of
   seconds (or more than MAX_SECONDS), CPUs that are no finite number, memory below the sandbox's least, a GPU or
-  TPU, a Windows image, a verifier in an environment of its own. (More CPUs or memory than the engine has is the
+  TPU, a Windows image. (More CPUs or memory than the engine has is the
   preflight's, which asks the engine: runner/preflight.py `check_capacity`.)
 """
 
@@ -133,7 +133,4 @@ def engine_values(raw: dict[str, Any]) -> list[str]:
         problems.append("environment.tpu: a sandbox gets no TPU")
     if str(environment.get("os", "linux")).lower() != "linux":
         problems.append(f"environment.os \"{environment['os']}\": sandboxes are Linux containers")
-    if verifier.get("environment_mode") == "separate" or verifier.get("environment") is not None:
-        problems.append("a separate verifier environment is not supported: the verifier runs in the agent's "
-                        "sandbox once every process of the agent's has ended (Harbor's shared mode)")
     return problems

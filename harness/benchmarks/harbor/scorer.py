@@ -32,6 +32,9 @@ class HarborScorer:
             raise ScorerError("no verdict of the task's verifier: the agent's turns did not end in the harbor family")
         if "error" in verdict:
             raise ScorerError(f"the task's verifier gave no reward: {verdict['error']}")
+        if "reward" not in verdict and verdict.get("rewards"):
+            raise ScorerError(f"the verifier wrote {len(verdict['rewards'])} rewards, none named \"reward\": no "
+                              "headline, as in Harbor (the report gives each one's mean)")
         reward = verdict.get("reward")
         if isinstance(reward, bool) or not isinstance(reward, int | float) or not math.isfinite(reward):
             raise ScorerError(f"the task's verifier gave {str(reward)[:80]!r}, not a finite number")

@@ -37,6 +37,7 @@ from harness.errors import (
     PortTaken,
     SandboxDied,
     SandboxExhausted,
+    UnknownUser,
 )
 from harness.settings import settings, state_dir
 
@@ -227,6 +228,7 @@ def sandbox_host() -> str:
 REFUSALS: tuple[tuple[int | None, tuple[str, ...], type[EngineRefused]], ...] = (
     (None, ("port is already allocated", "address already in use"), PortTaken),
     (None, ("has active endpoints",), EngineInUse),
+    (None, ("unable to find user",), UnknownUser),
     (400, ("bind source path does not exist",), MountSourceUnseen),
     (500, ("did not receive an exit event",), EngineKillTimedOut),
     (404, (), EngineNotFound),

@@ -13,7 +13,7 @@ import secrets
 import time
 from pathlib import Path
 
-from harness.errors import InfraError, MountSourceUnseen, PortTaken
+from harness.errors import InfraError, InputError, MountSourceUnseen, PortTaken, UnknownUser
 from harness.sandbox.contract import (
     WORKSPACE,
     Capabilities,
@@ -76,6 +76,7 @@ def _create_kwargs(spec: SandboxSpec, name: str, token: str, *, unix: bool = Fal
         pids_limit=spec.pids,
         security_opt=["no-new-privileges"],
         cap_drop=["ALL"],
+        **({"user": spec.user} if spec.user is not None else {}),
         # The disk limit, the memory limit that goes with it (no swap: a memory hog is OOM-killed,
         # not slowed to a crawl), and the capped log (storage.py).
         **storage.create_options(spec),
@@ -193,6 +194,13 @@ class DockerProvider(SandboxProvider):
         return Capacity(cpus=float(info.get("NCPU") or 0), memory=int(info.get("MemTotal") or 0))
 
     def start(self, spec: SandboxSpec) -> DockerSandbox:
+        try:
+            return self._start(spec)
+        except UnknownUser as exc:  # the task's doing, not the engine's
+            raise InputError(f"the image {spec.image} has no user {spec.user!r} for its sandbox to run as (the "
+                             "task's own user)") from exc
+
+    def _start(self, spec: SandboxSpec) -> DockerSandbox:
         name = naming.container_name(spec.run_id, spec.instance_id, spec.attempt)
         token = secrets.token_urlsafe(24)
         unix = sockets.wanted(spec.network)

@@ -54,6 +54,7 @@ def service_kwargs(spec: SandboxSpec, name: str, token: str) -> dict:
         mounts=volumes.tmpfs_mounts(spec.image, parse_size(spec.disk), tagged),
         read_only=True,
         cap_drop=["ALL"],
+        user=spec.user,
         stop_signal="SIGKILL",
         dns_config=docker.types.DNSConfig(options=networks.dns_options(spec.network)) if
         networks.dns_options(spec.network) else None,
