@@ -40,7 +40,7 @@ def python_base(provider, image):
 
 def test_each_feature_loads_as_harbor_resolves_it():
     got = {i.instance_id: i for i in load_dataset(f"harbor:{DATA}").instances}
-    assert sorted(got) == list(FEATURES)
+    assert set(FEATURES) <= set(got)  # beside the multi-step and MCP folders (test_harbor_steps.py, test_harbor_mcp.py)
     assert got["artifacts"].judge_sandbox is None and got["reward_json"].judge_sandbox is None  # shared mode
     assert got["separate_verifier"].judge_sandbox is not None and got["separate_verifier"].judge_sandbox.user is None
     users = got["users"]
