@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.benchmarks.harbor.artifacts import CONVENTION, Entry, collect, seed
-from harness.errors import HarnessError, InfraError, SandboxFileNotFound, SandboxOutputLimit, SandboxUnsupported
+from harness.errors import InfraError, SandboxFileNotFound, SandboxOutputLimit, SandboxUnsupported
 from harness.sandbox.contract import ExecResult, Sandbox
 
 log = logging.getLogger(__name__)
@@ -141,18 +141,6 @@ def verify(env: HarborEnv) -> dict[str, Any]:
     except ValueError as exc:
         return {**facts, "error": str(exc)}
     return {**facts, **found}
-
-
-def salvage(env: HarborEnv) -> None:
-    """The artifacts of an agent whose turns did not end in time (no verifier runs), collected once its processes
-    have ended, as far as they can be: nothing here may cost the row its limit."""
-    if env.collected is None:
-        return
-    try:
-        if env.sandbox.end_processes() == 0:
-            collect(env.sandbox, env.artifacts, env.collected, env.declared)
-    except (HarnessError, OSError) as exc:
-        log.warning("the artifacts of %s could not be collected: %s", env.task_dir.name, exc)
 
 
 def reward(sandbox: Sandbox) -> dict[str, Any]:

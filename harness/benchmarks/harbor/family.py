@@ -2,9 +2,9 @@
 of the harbor dataset adapter (dataset.py); its reward is the benchmark's `verdict`, read by the harbor scorer.
 No tools of its own: the agent works with the code family's.
 
-The agent's turns get the task's [agent] timeout_sec: past it they end as a `wall_time` limit and the verifier
-does not run. The agent process's own wall limit (the instance's `timeout`) adds the verifier's seconds to it,
-and kills whatever does not stop when told."""
+The agent's turns get the task's [agent] timeout_sec: past it they end as a `wall_time` limit, and the verifier
+runs all the same (as in Harbor 0.25), its verdict kept in the limited row. The agent process's own wall limit
+(the instance's `timeout`) adds the verifier's seconds to it, and kills whatever does not stop when told."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from harness.benchmarks.harbor.artifacts import entries
-from harness.benchmarks.harbor.environment import HarborEnv, prepare, salvage, verify
+from harness.benchmarks.harbor.environment import HarborEnv, prepare, verify
 from harness.environments import Environments
 from harness.environments.family import Setup, ToolFamily
 from harness.errors import LimitExceeded
@@ -52,7 +52,9 @@ class Harbor(ToolFamily[HarborEnv]):
         try:
             result = await asyncio.wait_for(work(), env.agent_timeout)
         except TimeoutError:
-            await asyncio.to_thread(salvage, env)  # its artifacts are kept all the same, as Harbor keeps them
+            # As Harbor 0.25 does (its single-step trial records the agent's timeout, then verifies): the verifier
+            # runs, its artifacts are collected, and the row keeps the verdict beside its limit
+            env.verdict = await asyncio.to_thread(verify, env)
             raise LimitExceeded("wall_time", f"the task's [agent] timeout_sec, {env.agent_timeout:g} s") from None
         env.verdict = await asyncio.to_thread(verify, env)
         return result
