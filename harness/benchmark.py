@@ -99,6 +99,9 @@ Verdict = Callable[[Any], "dict[str, Any] | None"]  # (the instance's Environmen
 # judged of a run whose agent's process was killed at its wall-clock limit, asked on the host before the sandbox
 # goes, or None
 VerdictAfterKill = Callable[[Any, Any, Any, Any], "dict[str, Any] | None"]
+# (the Sandbox its judging ran in, before it goes) -> a file of the benchmark's own record of the run to keep beside
+# its trace: (its name's suffix, replacing the trace's .jsonl; its bytes), or None
+Record = Callable[[Any], "tuple[str, bytes] | None"]
 Refusal = Callable[[Any, Any], "str | None"]  # (Instance, the run's ModelSection or None) -> why it cannot run
 Metered = Callable[[Any, Any], None]  # (Environments, the agent's Meter): hand it the meter, its clocks
 Oracle = Callable[[Any], Any]  # (AgentContext) -> awaitable of the oracle's final message
@@ -134,6 +137,7 @@ class Benchmark:
     families: tuple[str, ...] = ()  # the modules defining its tool families (imported by the agent process)
     verdict: Verdict | None = None  # what its environment judged of the run (ScoreContext.verdicts[name])
     verdict_after_kill: VerdictAfterKill | None = None  # the same, of a run killed at its wall-clock limit
+    record: Record | None = None  # its own record of a run, kept beside the run's trace (Gaia2: ARE's trace)
     refusal: Refusal | None = None
     metered: Metered | None = None
     words: Words = Words()

@@ -104,7 +104,8 @@ class AgentRequest(BaseModel):
         return Setup(sandbox, tracer, command_timeout=self.limits.command_timeout, page_size=self.limits.page_size,
                      model=self.section(), instance=self.instance,
                      search=self.search, mcp=self.mcp, replay_turns=self.replay_turns, shots=shots, judge=self.judge,
-                     who=f"{self.sandbox.spec.instance_id}/{self.sandbox.spec.attempt}", judge_sandbox=judge_sandbox)
+                     who=f"{self.sandbox.spec.instance_id}/{self.sandbox.spec.attempt}", judge_sandbox=judge_sandbox,
+                     epoch=self.epoch)
 
     @model_validator(mode="after")
     def _slots_to_model(self) -> AgentRequest:

@@ -72,6 +72,7 @@ class Setup:
     judge: ModelSection | None = None  # --judge-model: a family's judge, called from the host (a benchmark's)
     # The instance's judge's sandbox (`Benchmark.judge_sandbox`): beside `sandbox`, reached by the host alone
     judge_sandbox: Sandbox | None = None
+    epoch: int = 1  # which of --epochs K this run of the instance is
 
 
 @dataclass(frozen=True)

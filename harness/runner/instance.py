@@ -28,7 +28,7 @@ from harness.benchmark import get as get_benchmark
 from harness.config import RunConfiguration
 from harness.config import Sandbox as SandboxResources
 from harness.datasets.model import Instance
-from harness.environments.families import verdicts_after_kill
+from harness.environments.families import record, verdicts_after_kill
 from harness.environments.mcp_config import McpServer
 from harness.environments.websearch.settings import SearchSettings
 from harness.errors import (
@@ -142,6 +142,23 @@ def _judge_sandbox(settings_: RunSettings, spec: SandboxSpec, instance: Instance
         if wanted:
             _copy_files(sandbox, instance, instance.files)
         yield sandbox
+
+
+def _keep_record(instance: Instance, sandbox: Sandbox, trace_path: Path, refused: list[OwnFileRefused]) -> None:
+    """The benchmark's own record of the run (`Benchmark.record`: Gaia2's ARE trace), read where its judging ran
+    before that sandbox goes, kept beside the trace (its .jsonl replaced by the record's suffix). Not kept, the row
+    stands: a sandbox that cannot give it is logged, a file the run directory refuses is the run's `refused`."""
+    try:
+        kept = record(instance, sandbox)
+    except HarnessError as exc:
+        log.warning("no record of %s's run kept: %s", instance.instance_id, exc)
+        return
+    if kept is not None:
+        path = trace_path.with_name(trace_path.name.removesuffix(".jsonl") + kept[0])
+        try:
+            path.write_bytes(kept[1])
+        except OSError as exc:
+            refused.append(OwnFileRefused(f"cannot write the benchmark's record of the run {path}: {exc}"))
 
 
 def _teardown_logged(provider: SandboxProvider, sandbox: Sandbox) -> None:
@@ -269,6 +286,7 @@ def _run_instance(instance: Instance, settings_: RunSettings, started: str, t0: 
                         refused.append(OwnFileRefused(f"cannot append to the trace {trace_path}: {exc}"))
                 elif result.limit or result.error_kind:
                     result = salvage(result, trace, usage_too=False)
+                _keep_record(instance, judge if judge is not None else sandbox, trace_path, refused)
         except HarnessError as exc:
             if isinstance(exc, OwnFileRefused):
                 refused.append(exc)

@@ -3,6 +3,7 @@
 Runs inside the Gaia2 sandbox with ARE's own interpreter, `/opt/are/bin/python`, never in the harness:
 
     gaia2_driver.py SCENARIO_JSON [--judge hard|llm] [--judge-model NAME] [--noise] [--a2a]
+                    [--run-number N] [--trace PATH]
 
 It imports the scenario as ARE's benchmark runner does (JsonScenarioImporter, then preprocess_scenario: the
 oracle run and the judge), starts ARE's Environment (its event loop and simulated clock, in a thread of this
@@ -45,6 +46,16 @@ checkers that look for `[[True]]` (sanity, signature, tone, cab) can never pass.
 A judge that raises, a judge call that failed, and an event loop that died are a verdict of `error`, never a
 failed scenario.
 
+`--trace PATH`: once judged (`harness__finish`), the run is exported as ARE's runner exports it
+(JsonScenarioExporter, the "hf" format: the scenario with its apps, its completed events and the verdict's
+decision, `--run-number` as its run_number), gzipped, to PATH in this sandbox: the file ARE's leaderboard rows
+carry in their `data` column and `are-benchmark judge` re-judges offline. Its `events` are the scenario's as
+given: ARE's exporter writes them as the run left them, with the turn triggers ARE's online judge added (a
+ConditionCheckEvent each check re-schedules under a new id), which ARE's importer cannot read back ("got 3 events,
+expected 6", then "only one branch of the events graph should contain send_message_to_agent"). The harness copies it beside the run's
+trace (harness/benchmarks/gaia2/record.py); the verdict says its size or why it could not be exported
+(`are_trace`).
+
 A scenario ARE cannot set up (its importer refuses it, its oracle run fails, its judge cannot initialise: a Contacts
 app with no user) is found here at start-up, before the agent's first turn: ARE's preprocessing runs the oracle
 and initialises the judge's state before anything is served. The driver then serves the hidden tools alone, and
@@ -58,6 +69,7 @@ import argparse
 import asyncio
 import contextlib
 import functools
+import gzip
 import json
 import logging
 import os
@@ -240,12 +252,14 @@ def _refusing(step: str):
 class Scenario:
     """One scenario running in ARE: its tools, notifications, turns and verdict."""
 
-    def __init__(self, path: str, judge: str, model: str | None, noise: bool = False, a2a: bool = False):
+    def __init__(self, path: str, judge: str, model: str | None, noise: bool = False, a2a: bool = False,
+                 run_number: int | None = None, trace: str | None = None):
         _speed_up_judge_init()
         _guard_turn_judge()
         with open(path) as fh:
             text = fh.read()
         os.unlink(path)  # it holds the oracle's actions: gone before the agent's first turn, whatever its tools
+        self.given_events = json.loads(text).get("events") or []  # for ARE's trace of the run (`_export`)
         with _refusing("ARE's importer"):
             scenario = JsonScenarioImporter().import_from_json_to_benchmark(text, load_completed_events=False)[0]
         augmented = {}
@@ -264,7 +278,8 @@ class Scenario:
             if a2a:
                 scenario = _agent2agent(scenario, self.env)
             self.env.run(scenario, wait_for_end=False)
-        self.scenario, self.judge_mode = scenario, judge
+        self.scenario, self.judge_mode, self.trace = scenario, judge, trace
+        scenario.run_number = run_number  # the exported trace's, as ARE's runner numbers a scenario's runs
         apps = [app for app in scenario.apps if app.name in scenario.get_tools_by_app()]
         by_name = {tool.name: tool for app in apps for tool in app.get_tools()}
         self.tools = {t.name: (t, by_name[t.name]) for t in ARESimulationToolManager(apps).list_tools()
@@ -381,7 +396,29 @@ class Scenario:
                         "turns_done": self.turns_done(), "oracle_actions": self._matches(judge)}
         if env.state in (EnvironmentState.RUNNING, EnvironmentState.PAUSED):
             env.stop()
+        if self.trace is not None:
+            self.verdict["are_trace"] = self._export(result)
         return self.verdict
+
+    def _export(self, result) -> dict:
+        """The run as ARE's runner exports it (its ScenarioRunner._export_trace, "hf" format), gzipped to `trace`:
+        its size, or why it could not be exported (the verdict stands either way)."""
+        from are.simulation.data_handler.exporter import JsonScenarioExporter
+        from are.simulation.scenarios.scenario import ScenarioStatus
+
+        decision = (ScenarioStatus.Valid if result.success else ScenarioStatus.Invalid).value
+        try:
+            exported = json.loads(JsonScenarioExporter().export_to_json(
+                self.env, self.scenario, self.scenario.scenario_id, None, None, "harness", decision,
+                scenario_exception=result.exception))
+            exported["events"] = self.given_events  # the scenario's own, not the run's (the module docstring)
+            text = json.dumps(exported, ensure_ascii=False)
+            data = gzip.compress(text.encode("utf-8"), compresslevel=6)
+            with open(self.trace, "wb") as fh:
+                fh.write(data)
+        except Exception as exc:  # noqa: BLE001 - the verdict is kept; the trace's absence is said
+            return {"error": f"ARE's exporter raised {type(exc).__name__}: {str(exc)[:500]}"}
+        return {"bytes": len(text.encode("utf-8")), "gzip_bytes": len(data)}
 
     @staticmethod
     def _matches(judge) -> list[dict]:
@@ -476,12 +513,15 @@ def main() -> None:
     parser.add_argument("--judge-model")
     parser.add_argument("--noise", action="store_true", help="Gaia2's noise phase")
     parser.add_argument("--a2a", action="store_true", help="Gaia2's agent2agent phase")
+    parser.add_argument("--run-number", type=int, help="the run's number (its epoch), in the exported trace")
+    parser.add_argument("--trace", help="where ARE's exported trace goes once judged (gzipped JSON)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, force=True)  # ARE's modules log every tick
     for name in ("are", "LiteLLM", "litellm", "httpx"):
         logging.getLogger(name).setLevel(logging.WARNING)
     try:
-        scenario = Scenario(args.scenario, args.judge, args.judge_model, args.noise, args.a2a)
+        scenario = Scenario(args.scenario, args.judge, args.judge_model, args.noise, args.a2a, args.run_number,
+                            args.trace)
     except Refused as exc:
         serve(None, str(exc))
     else:

@@ -33,6 +33,12 @@ def _verdict_after_kill(instance: Any, sandbox: Any, judge: Any, budget: Any) ->
     return verdict_after_kill(instance, sandbox, judge, budget)
 
 
+def _record(sandbox: Any) -> tuple[str, bytes] | None:
+    from harness.benchmarks.gaia2.record import record
+
+    return record(sandbox)
+
+
 def _metered(envs: Any, meter: Any) -> None:
     from harness.benchmarks.gaia2.family import metered
 
@@ -80,7 +86,7 @@ BENCHMARK = Benchmark(
     scorers={"gaia2": Gaia2Scorer}, default_scorers=("gaia2",), judges=("gaia2",), epochs=dataset.EPOCHS,
     judge_sandbox=True,  # the scenario file holds the oracle's actions; ARE runs beside the agent, out of its reach
     conventions=RULES, system=SYSTEM, files_shown=False, user=False, oracle=_oracle, families=(FAMILY,),
-    verdict=_verdict, verdict_after_kill=_verdict_after_kill, refusal=_refusal, metered=_metered,
+    verdict=_verdict, verdict_after_kill=_verdict_after_kill, record=_record, refusal=_refusal, metered=_metered,
     words=Words(instances="scenarios", rate="success rate", correct="passed", wrong="failed", unjudged="not judged",
                 groups="capability", target=""),
     figures=Figures(_applies, _figures, _lines, fields=("capability", "variant"), warning=_warning),

@@ -48,6 +48,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from harness.benchmarks.gaia2.record import TRACE
 from harness.environments import Environments
 from harness.environments.family import SchemaTool, Tool
 from harness.environments.mcp_config import McpServer
@@ -92,11 +93,13 @@ class Gaia2Env:
     _agent_chat: ChatModel | None = None  # the app agents' model, made at their first call
     _asked: list[str] = field(default_factory=list)  # the app agents' tools (APP__expert_agent) being called now
     named: str = ""  # the scenario as an error names it: its id and its file on the host
+    run_number: int = 1  # the run's epoch: the run_number of ARE's trace of it (benchmarks/gaia2/record.py)
 
     def server(self) -> McpServer:
         judge = ("--judge", "hard") if self.judge is None else ("--judge", "llm", "--judge-model", self.judge.model)
         phase = ("--noise",) * self.noise + ("--a2a",) * self.a2a
-        return McpServer(name="gaia2", command=DRIVER[0], args=(DRIVER[1], self.scenario, *judge, *phase),
+        record = ("--run-number", str(self.run_number), "--trace", TRACE)  # ARE's trace of the run, once judged
+        return McpServer(name="gaia2", command=DRIVER[0], args=(DRIVER[1], self.scenario, *judge, *phase, *record),
                          timeout=A2A_TIMEOUT_S if self.a2a else TIMEOUT_S)
 
     async def pause(self) -> None:

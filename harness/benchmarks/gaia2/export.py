@@ -12,10 +12,15 @@
 - ``computed_stats.json``: the shape of ARE's statistics report (metadata, statistics.per_capability and
   .global, run_configurations), from harness/benchmarks/gaia2/report.py's figures (its denominators: module docstring).
 
-Approximated, the rows being the harness's: ``data`` is not ARE's exported trace (the scenario with its
-completed events: the driver does not export one) but JSON of the row's verdict and its trace's events
-(``format`` "harness-gaia2-run"); ``run_config`` is run.json; a row's config is the run's --subset, else its
-scenario's capability (a standard run of that capability's config); the split is "validation"; ARE's standard
+A row's ``data`` is ARE's own exported trace of the run, as ARE's runner writes it and its leaderboard rows carry
+it (the scenario with its apps and completed events: harness/benchmarks/gaia2/record.py), so ARE re-judges the
+folder offline as it stands: ``are-benchmark judge --hf FOLDER --hf-config CONFIG --hf-split validation`` (docs/
+benchmarks.md, "Gaia2"); the row's score, status and rationale are the harness's verdict (ARE's judge, run in the
+judge's sandbox). A run whose trace was not kept (a run made before the driver exported it, one larger than the
+record's bounds, one ARE never judged) has a null ``data``, named in a warning.
+
+Approximated, the rows being the harness's: ``run_config`` is run.json; a row's config is the run's --subset, else
+its scenario's capability (a standard run of that capability's config); the split is "validation"; ARE's standard
 deviations over runs are not given. A run (id, epoch) without a row is left out, and named in a warning.
 Refused (nothing written): a run that is not Gaia2's, an --out that is not a new or empty folder; unless told,
 a run any of whose runs ARE's scripted checks alone judged (no --judge-model: message texts not compared; ARE's
@@ -42,6 +47,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+from harness.benchmarks.gaia2 import record
 from harness.benchmarks.gaia2 import report as figures
 from harness.errors import InputError
 from harness.export.source import ExportRun
@@ -81,11 +87,9 @@ def _status(row: ResultRow) -> tuple[float | None, str]:
 def _row(run: ExportRun, row: ResultRow, config: str, phase: str) -> dict[str, Any]:
     score, status = _status(row)
     verdict = row.verdicts.get("gaia2")
-    data = {"format": "harness-gaia2-run", "scenario_id": row.instance_id, "run_number": row.epoch,
-            "verdict": verdict, "events": run.trace(row)}
     rationale = (verdict or {}).get("rationale") or row.scores.get("gaia2", {}).get("explanation")
     return {"scenario_id": row.instance_id, "run_number": row.epoch, "task_id": row.instance_id, "score": score,
-            "status": status, "data": json.dumps(data, ensure_ascii=False, default=str), "config": config,
+            "status": status, "data": record.read(run.figures.root, row.trace), "config": config,
             "phase_name": phase, "a2a_app_prop": 1.0 if phase == "agent2agent" else 0.0,
             "has_app_noise": phase == "noise", "has_env_noise": phase == "noise",
             "run_config": json.dumps(run.figures.run, sort_keys=True), "has_exception": row.status == "error",
@@ -140,7 +144,8 @@ def _card(names: Sequence[str], stats: Mapping[str, Any]) -> str:
     return ("---\n" + yaml.safe_dump(front, sort_keys=False) + "---\n\n# GAIA2 Leaderboard Submission\n\n" + caveats +
             f"**Model:** {line(meta['model'])}\n**Provider:** {line(meta['model_provider'])}\n**Split:** {SPLIT}\n"
             f"**Runs per scenario:** {meta['runs']}\n\nMade by `harness export --format gaia2`: each row's `data` is "
-            "the harness's record of the run (its verdict and trace events), not ARE's exported trace.\n\n"
+            "ARE's exported trace of the run, which ARE's `are-benchmark judge --hf` re-judges offline; its score, "
+            "status and rationale are the harness's verdict.\n\n"
             f"## Results\n\n```json\n{body}\n```\n")
 
 
@@ -189,5 +194,9 @@ def render(run: ExportRun, *, allow_hard_judge: bool = False,
 
     missing = [f"{iid} epoch {e}" for iid in run.figures.ids for e in range(1, k + 1) if (iid, e) not in run.latest]
     warnings = [f"warning: not comparable to ARE's leaderboard: {said}" for said in caveats]
+    untraced = [f"{iid} epoch {e}" for iid in run.figures.ids for e in range(1, k + 1)
+                if (row := run.latest.get((iid, e))) is not None and not record.kept(run.figures.root, row.trace)]
     return fill, warnings + ([f"warning: {len(missing)} run(s) without a row left out: {listed(missing)}"]
-                             if missing else [])
+                             if missing else []) + ([
+        f"warning: {len(untraced)} run(s) without ARE's trace (their `data` is null: ARE cannot re-judge them): "
+        f"{listed(untraced)}"] if untraced else [])

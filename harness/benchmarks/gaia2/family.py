@@ -37,7 +37,7 @@ class Gaia2(ToolFamily[Gaia2Env]):
         variant = setup.instance.metadata.get("variant")
         named = f"{setup.instance.instance_id} ({setup.instance.root / scenario})"
         return Gaia2Env(f"/workspace/{scenario}", setup.judge_sandbox, judge=setup.judge, noise=variant == "noise",
-                        a2a=variant == "agent2agent", agent=setup.model, named=named)
+                        a2a=variant == "agent2agent", agent=setup.model, named=named, run_number=setup.epoch)
 
     async def serve(self, setup: Setup, env: Gaia2Env, envs: Environments, work: Callable[[], Awaitable[T]]) -> T:
         from harness.benchmarks.gaia2.environment import serving

@@ -71,6 +71,13 @@ def verdicts_after_kill(instance: Instance, sandbox: Sandbox, judge: ModelSectio
     return {} if found is None else {benchmark.name: found}
 
 
+def record(instance: Instance, sandbox: Sandbox) -> tuple[str, bytes] | None:
+    """The instance's benchmark's own record of its run (`Benchmark.record`), read in `sandbox` (where its judging
+    ran) before it goes: the suffix of its file beside the run's trace, and its bytes; None: it keeps none."""
+    asked = get(instance.benchmark).record
+    return asked(sandbox) if asked is not None else None
+
+
 def metering(envs: Environments, meter: Meter, instance: Instance | None) -> None:
     """The agent's meter, handed to the built families whose tools make paid calls (`ToolFamily.metered`) and to
     the instance's benchmark's environment (`Benchmark.metered`): the clocks it pauses while the model generates,
