@@ -44,8 +44,8 @@ class Forwarder(AgentRunner):
             await asyncio.sleep(0.1)
         raise AgentError(f"the scripted agent waited {DEADLINE_S:g} s for {what}")
 
-    async def turn(self, message: str) -> str:
-        mode = os.environ.get("HARNESS_TEST_GAIA2", "right")
+    async def turn(self, message: str, mode: str | None = None) -> str:
+        mode = mode or os.environ.get("HARNESS_TEST_GAIA2", "right")
         if mode == "kill_are":
             # ARE's process alone (not the bridge that runs it), in the judge's sandbox: as if it crashed
             env = self.ctx.envs.of(Gaia2)
@@ -103,3 +103,29 @@ class AppAgentForwarder(Forwarder):
                                                               "the INBOX to johndoe@example.com.")
         await self.call("AgentUserInterface__send_message_to_user", content=f"Done: {answer.splitlines()[0]}")
         return "<solution>done</solution>"
+
+
+class Rejudged(Forwarder):
+    """Each smoke scenario its own way, by epoch (tests/test_gaia2_rejudge.py): proto_find_image_file names the
+    image in other words than the oracle's (epoch 1: rightly, so only ARE's soft checks can pass it; epoch 2:
+    wrongly), proto_forward_email forwards as `Forwarder` does (epoch 1: right, in its own words to the user; epoch 2:
+    to the wrong recipient), proto_multi_turn plays the oracle's own actions (both epochs)."""
+
+    async def turn(self, message: str, mode: str | None = None) -> str:
+        from harness.benchmarks.gaia2.oracle import run
+
+        env = self.ctx.envs.of(Gaia2)
+        assert env is not None, "not a Gaia2 instance"
+        first = env.run_number == 1
+        scenario = self.ctx.instance.instance_id
+        if scenario == "proto_find_image_file":
+            said = RIGHT_IMAGE if first else WRONG_IMAGE
+            await self.call("AgentUserInterface__send_message_to_user", content=said)
+            return "<solution>done</solution>"
+        if scenario == "proto_forward_email":
+            return await super().turn(message, "right" if first else "wrong_recipient")
+        return await run(self.ctx)
+
+
+RIGHT_IMAGE = "It is llama.jpg, in your Downloads folder."  # the oracle says "The image file is `llama.jpg`"
+WRONG_IMAGE = "It is cat.png, in your Pictures folder."
