@@ -5,6 +5,7 @@ here, and a run directory written by hand for `harness export --format gaia2`.""
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from statistics import stdev
@@ -104,9 +105,15 @@ def test_gaia2_runs_three_epochs_unless_told_and_run_json_says_why(tmp_path):
     assert plain["epochs"] == 1 and "epochs_default" not in plain
 
 
+def are_trace(iid: str, epoch: int) -> str:
+    """What stands for ARE's exported trace of a run (the driver's, kept gzipped beside the run's trace)."""
+    return json.dumps({"version": "are_simulation_v1", "metadata": {"definition": {"scenario_id": iid,
+                                                                                   "run_number": epoch}}})
+
+
 def hand_run(tmp_path: Path, judge: str = "llm", epochs: int = 3) -> Path:
     """A Gaia2 run directory written by hand: rows() with their verdicts (by ARE's `judge`) and a trace each,
-    tasks.json's labels; run.json says `epochs`."""
+    ARE's trace beside each but s1's second run's, tasks.json's labels; run.json says `epochs`."""
     run = tmp_path / "run"
     (run / "traces").mkdir(parents=True)
     (run / "run.json").write_text(json.dumps({"epochs": epochs, "epochs_default": "gaia2", "scorers": ["gaia2"],
@@ -118,6 +125,9 @@ def hand_run(tmp_path: Path, judge: str = "llm", epochs: int = 3) -> Path:
         trace = f"traces/{found.instance_id}-{found.epoch}.jsonl"
         call = {"type": "tool_call", "name": "Emails__send_email", "arguments": {}}
         (run / trace).write_text(json.dumps(call) + "\n")
+        if (found.instance_id, found.epoch) != ("s1", 2):
+            beside = run / f"traces/{found.instance_id}-{found.epoch}.are.json.gz"
+            beside.write_bytes(gzip.compress(are_trace(found.instance_id, found.epoch).encode()))
         verdict = {"verdict": "pass" if found.correct else "fail", "rationale": f"judged {found.instance_id}",
                    "judge": judge}
         lines.append(found.model_copy(update={"trace": trace, "error": "boom" if found.status == "error" else None,
@@ -143,12 +153,14 @@ def test_export_gaia2_writes_ares_leaderboard_folder(tmp_path):
     assert errored["has_exception"] and (errored["exception_type"], errored["exception_message"]) == ("agent", "boom")
     assert (got[0]["config"], got[0]["phase_name"], got[0]["a2a_app_prop"], got[0]["rationale"]) == \
         ("execution", "standard", 0.0, "judged e1")
-    data = json.loads(got[0]["data"])
-    assert data["format"] == "harness-gaia2-run" and data["events"][0]["name"] == "Emails__send_email"
+    # each row's data: ARE's trace of the run as kept (before: the harness's own JSON, which ARE cannot judge)
+    assert [r["data"] for r in got] == [are_trace(r["scenario_id"], r["run_number"]) for r in got]
+    assert "1 run(s) without ARE's trace (their `data` is null: ARE cannot re-judge them): s1 epoch 2" in proc.stderr
     assert json.loads(got[0]["run_config"])["epochs_default"] == "gaia2"
     search = pq.read_table(out / "search_a2a" / PARQUET).to_pylist()
     assert [(r["status"], r["phase_name"], r["a2a_app_prop"]) for r in search] == [
         ("failed", "agent2agent", 1.0), ("no_validation", "agent2agent", 1.0)]
+    assert [r["data"] for r in search] == [are_trace("s1", 1), None]
     stats = json.loads((out / "computed_stats.json").read_text())["statistics"]
     assert stats["per_capability"]["execution"]["success_rate"] == pytest.approx(400 / 6)
     assert stats["per_capability"]["search_a2a"]["no_validation_runs"] == 1
