@@ -19,7 +19,8 @@
     traces/          one JSONL trace per instance attempt (and epoch) (harness/traces), screenshots beside them, a
                  task's declared artifacts too (`<trace>-artifacts/`, with their manifest.json); the
                  parent appends `limit` (a wall-clock kill), `divergence` (a replayed tool result that
-                 differs from the recording) and `verdict` (after scoring) events
+                 differs from the recording) and `verdict` (after scoring) events; a Gaia2 run's
+                 ARE trace beside its trace (NAME.are.json.gz: benchmarks/gaia2/record.py)
     noise.json       `harness noise DIR` (harness/report/noise.py): the run's measured noise floor (flip rates,
                  the headline's spread over reruns, the minimum detectable difference, judge vs agent churn)
     noise/           its reruns (rerun-K/, each a run directory) and re-judgings (rejudge-K/)

@@ -52,9 +52,9 @@ decision, `--run-number` as its run_number), gzipped, to PATH in this sandbox: t
 carry in their `data` column and `are-benchmark judge` re-judges offline. Its `events` are the scenario's as
 given: ARE's exporter writes them as the run left them, with the turn triggers ARE's online judge added (a
 ConditionCheckEvent each check re-schedules under a new id), which ARE's importer cannot read back ("got 3 events,
-expected 6", then "only one branch of the events graph should contain send_message_to_agent"). The harness copies it beside the run's
-trace (harness/benchmarks/gaia2/record.py); the verdict says its size or why it could not be exported
-(`are_trace`).
+expected 6", then "only one branch of the events graph should contain send_message_to_agent"). The harness copies
+it beside the run's trace (harness/benchmarks/gaia2/record.py); the verdict says its size or why it could not be
+exported (`are_trace`).
 
 A scenario ARE cannot set up (its importer refuses it, its oracle run fails, its judge cannot initialise: a Contacts
 app with no user) is found here at start-up, before the agent's first turn: ARE's preprocessing runs the oracle
