@@ -6,6 +6,7 @@ The agent is the plain runner over a fake OpenAI-compatible server (tests/fakes/
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 from pathlib import Path
@@ -60,6 +61,11 @@ def test_a_run_killed_at_its_wall_clock_limit_is_judged_before_its_sandbox_goes(
     assert row["verdicts"]["gaia2"]["verdict"] == "fail" and row["scores"]["gaia2"]["explanation"], row
     assert row["duration_s"] < timeout + AFTER_KILL_S + 30, row["duration_s"]  # asked within its bound (ARE may
     # still be starting at the kill on a loaded machine: the verdict waits for it)
+    # ARE's trace of the run, exported when the driver judged it, kept beside the trace before the sandbox went
+    kept = out / (row["trace"].removesuffix(".jsonl") + ".are.json.gz")
+    trace = json.loads(gzip.decompress(kept.read_bytes()))
+    assert trace["metadata"]["annotation"]["validation_decision"] == "Invalid" and trace["completed_events"], trace
+    assert row["verdicts"]["gaia2"]["are_trace"]["gzip_bytes"] == kept.stat().st_size
 
 
 def test_no_simulated_user_nudges_once_are_says_the_scenario_is_over(tmp_path):
