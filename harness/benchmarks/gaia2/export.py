@@ -16,8 +16,8 @@ A row's ``data`` is ARE's own exported trace of the run, as ARE's runner writes 
 it (the scenario with its apps and completed events: harness/benchmarks/gaia2/record.py), so ARE re-judges the
 folder offline as it stands: ``are-benchmark judge --hf FOLDER --hf-config CONFIG --hf-split validation`` (docs/
 guide.md, "Re-judging an export with ARE's own judge"); the row's score, status and rationale are the harness's
-verdict (ARE's judge, run in the judge's sandbox). A run whose trace was not kept (a run made before the driver exported it, one larger than the
-record's bounds, one ARE never judged) has a null ``data``, named in a warning.
+verdict (ARE's judge, run in the judge's sandbox). A run whose trace was not kept (a run made before the driver
+exported it, one larger than the record's bounds, one ARE never judged) has a null ``data``, named in a warning.
 
 Approximated, the rows being the harness's: ``run_config`` is run.json; a row's config is the run's --subset, else
 its scenario's capability (a standard run of that capability's config); the split is "validation"; ARE's standard
