@@ -8,8 +8,8 @@ For each config, ARE's `are-benchmark judge --hf FOLDER --hf-config CONFIG --hf-
 LiteLLM). Twice: as ARE 1.2.0 ships it, then with its LLM checkers reading a verdict whatever its case, as ARE's
 later gaia2-cli judge reads it (ARE 1.2.0's engines lower-case True and False in every reply, so a checker that
 looks for `[[True]]` never finds it). Writes OUT/verdicts.json: {"stock": [...], "cased": [...]}, the rows of
-ARE's output.jsonl, config by config. Needs the harness nowhere: ARE alone (its prompt templates rendered once
-each: `render_once`, a speed-up that changes no prompt)."""
+ARE's output.jsonl, config by config. Needs the harness nowhere: ARE alone, and the driver's speed-up (its prompt
+templates rendered once each: `render_once`, which changes no prompt)."""
 
 from __future__ import annotations
 
@@ -32,25 +32,12 @@ def judge(folder: str, endpoint: str, out: Path, configs: list[str]) -> list[dic
 
 
 def render_once() -> None:
-    """ARE's judge renders ~4,100 static prompt templates per scenario it judges (2-6 s of CPU each time): each is a
-    pure function of its template and arguments, so it is rendered once (as the driver does, images/gaia2)."""
-    import functools
+    """ARE's judge renders ~4,100 static prompt templates per scenario it judges (2-6 s of CPU each time): rendered
+    once each, by the driver's own speed-up (images/gaia2/gaia2_driver.py, at /opt/harness in the image)."""
+    sys.path.insert(0, "/opt/harness")
+    from gaia2_driver import _speed_up_judge_init
 
-    from are.simulation.validation.utils import llm_utils
-
-    render = llm_utils.jinja_format
-
-    @functools.lru_cache(maxsize=8192)
-    def cached(template, skip_validation, items):
-        return render(template, skip_validation=skip_validation, **dict(items))
-
-    def jinja_format(template, skip_validation=True, **kwargs):
-        try:
-            return cached(template, skip_validation, tuple(sorted(kwargs.items())))
-        except TypeError:  # an argument that cannot be hashed
-            return render(template, skip_validation=skip_validation, **kwargs)
-
-    llm_utils.jinja_format = jinja_format
+    _speed_up_judge_init()
 
 
 def read_any_case() -> None:
