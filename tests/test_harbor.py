@@ -207,7 +207,8 @@ class RewardFiles:
 @pytest.mark.parametrize("files, read", [
     ({"reward.txt": "1\n"}, 1.0), ({"reward.txt": " .5\n"}, 0.5), ({"reward.txt": "1e-05"}, 1e-05),
     ({"reward.txt": "2"}, 2.0), ({"reward.txt": "-0.5"}, -0.5),  # Harbor bounds no reward: the scorer clamps
-    ({"reward.json": '{"reward": 0.25, "tests_passed": 3}'}, 0.25), ({"reward.json": "1"}, 1.0),
+    ({"reward.json": '{"reward": 0.25, "tests_passed": 3}'}, 0.25),
+    ({"reward.json": '{"reward": true, "checks": 2}'}, 1.0),  # a JSON true is 1 in Harbor 0.25 (tests/data/harbor_tasks)
     ({"reward.json": '{"accuracy": 1}', "reward.txt": "0"}, 1.0),  # the JSON first, as Harbor
 ])
 def test_a_reward_is_a_finite_number_as_harbor_reads_it(files, read):
@@ -222,9 +223,9 @@ def test_a_reward_is_a_finite_number_as_harbor_reads_it(files, read):
     ({"reward.json": '{"reward": NaN}'}, "NaN is not a finite number"),
     ({"reward.json": '{"reward": 1e999}'}, "inf, not a finite number"),
     ({"reward.json": '{"reward": 1' + "0" * 400 + "}"}, "not a finite number"),  # an int past a float's range
-    ({"reward.json": '{"reward": true}'}, "True', not a number"),
     ({"reward.json": '{"reward": 1, "note": "fine"}'}, "'fine', not a number"),  # Harbor refuses it too
-    ({"reward.json": '"1"'}, "'1', not a number"),
+    ({"reward.json": '"1"'}, "'\"1\"', not an object of rewards"),
+    ({"reward.json": "1"}, "'1', not an object of rewards"),  # Harbor 0.25 reads no reward from a bare number
     ({"reward.json": json.dumps({"reward": 1, **{f"k{i}": 0 for i in range(64)}})}, "65 values: at most 64"),
     ({"reward.json": json.dumps({"reward": 1, "pad": 0, "x" * 201: 0})}, "at most 200 characters"),
     ({"reward.json": json.dumps({"reward": 1, "pad": [0] * 20_000_000})}, "larger than 65536 bytes"),  # 40 MB
@@ -530,3 +531,23 @@ def test_rewards_written_by_real_verifiers_are_finite_numbers_bounded_and_kept_o
     assert (out / "output.jsonl").stat().st_size < 100_000 and (out / "report.html").stat().st_size < 2_000_000
     report = json.loads((out / "report.json").read_text())
     assert report["scorers"]["harbor"]["mean_score"] == 1.0, report["scorers"]["harbor"]
+
+
+@pytest.mark.docker
+def test_a_tasks_scripts_run_by_their_interpreter_line_as_harbor_runs_them(tmp_path, out, python_base):
+    """Harbor 0.25 makes solve.sh and test.sh executable and runs them as programs: a `#!/usr/bin/env python3` script
+    is Python, one without a `#!` line is bash. They were run as `bash SCRIPT`: a Python verifier was a bash syntax
+    error, no reward (found by tests/test_harbor_parity.py, task shebang-scripts)."""
+    py, _, made = python_base
+    tasks = tmp_path / "tasks"
+    python_test = ("#!/usr/bin/env python3\nfrom pathlib import Path\nok = Path('/app/answer.txt').read_text() == "
+                   "'hello\\n'\nPath('/logs/verifier/reward.txt').write_text(str(int(ok)))\n")
+    python_solve = "#!/usr/bin/env python3\nopen('/app/answer.txt', 'w').write('hello\\n')\n"
+    made.append(write_task(tasks, "python", app_dockerfile(py), test_sh=python_test, solve_sh=python_solve)
+                / "environment")
+    made.append(write_task(tasks, "no-shebang", app_dockerfile(py), test_sh=TEST_SH.removeprefix("#!/bin/bash\n"),
+                           solve_sh=SOLVE_SH.removeprefix("#!/bin/bash\n")) / "environment")
+    proc = harness("run", "--dataset", f"harbor:{tasks}", "--agent", "oracle", "--output-dir", out)
+    assert proc.returncode == 0, explain(proc)
+    got = {r["instance_id"]: r["verdicts"]["harbor"] for r in rows(out)}
+    assert got == {"python": {**got["python"], "reward": 1.0}, "no-shebang": {**got["no-shebang"], "reward": 1.0}}, got
