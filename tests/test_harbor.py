@@ -551,3 +551,19 @@ def test_a_tasks_scripts_run_by_their_interpreter_line_as_harbor_runs_them(tmp_p
     assert proc.returncode == 0, explain(proc)
     got = {r["instance_id"]: r["verdicts"]["harbor"] for r in rows(out)}
     assert got == {"python": {**got["python"], "reward": 1.0}, "no-shebang": {**got["no-shebang"], "reward": 1.0}}, got
+
+
+@pytest.mark.docker
+def test_an_agent_out_of_time_is_still_judged_on_what_it_left_as_harbor_does(tmp_path, out, python_base):
+    """Harbor 0.25 runs the verifier after an agent timeout (its trial records AgentTimeoutError, then verifies). Past
+    the task's [agent] timeout_sec the row was a `wall_time` limit with no verdict (found by the parity test, task
+    timeout-after-work): now it keeps the limit and the verifier's reward, its processes ended first."""
+    py, _, made = python_base
+    tasks = tmp_path / "tasks"
+    toml = TOML.replace("[agent]\ntimeout_sec = 120.0", "[agent]\ntimeout_sec = 4.0")
+    made.append(write_task(tasks, "late", app_dockerfile(py), toml=toml, solve_sh=SOLVE_SH + "sleep 600\n")
+                / "environment")
+    proc = harness("run", "--dataset", f"harbor:{tasks}", "--agent", "oracle", "--output-dir", out)
+    (row,) = rows(out)
+    assert row["limit"] == "wall_time" and row["verdicts"]["harbor"]["reward"] == 1.0, explain(proc)
+    assert row["duration_s"] < 60, row  # the sleep was ended with the agent's other processes
