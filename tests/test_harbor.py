@@ -121,6 +121,9 @@ def test_a_task_folder_and_a_folder_of_tasks_become_instances(tmp_path):
      "is not supported"),
     (lambda f: ((f / "environment" / "Dockerfile").unlink(), (f / "environment" / "docker-compose.yaml").write_text(
         "services:\n  main:\n    build: .\n")), "environment/docker-compose.yaml: a multi-container environment"),
+    # Harbor's adapter template as it ships, not rendered: Harbor refuses the name (a folder of them: skipped)
+    (lambda f: (f / "task.toml").write_text('[task]\nname = "TODO_ORG/{{ADAPTER_ID}}__{task_id}"'),
+     "task.name: Value error, 'TODO_ORG/{{ADAPTER_ID}}__{task_id}' is not Harbor's 'org/name'"),
 ])
 def test_a_broken_task_is_refused_naming_its_folder(tmp_path, break_it, says):
     folder = write_task(tmp_path / "set", "broken", app_dockerfile("some-base:1"))
@@ -208,7 +211,7 @@ class RewardFiles:
     ({"reward.txt": "1\n"}, 1.0), ({"reward.txt": " .5\n"}, 0.5), ({"reward.txt": "1e-05"}, 1e-05),
     ({"reward.txt": "2"}, 2.0), ({"reward.txt": "-0.5"}, -0.5),  # Harbor bounds no reward: the scorer clamps
     ({"reward.json": '{"reward": 0.25, "tests_passed": 3}'}, 0.25),
-    ({"reward.json": '{"reward": true, "checks": 2}'}, 1.0),  # a JSON true is 1 in Harbor 0.25 (tests/data/harbor_tasks)
+    ({"reward.json": '{"reward": true, "checks": 2}'}, 1.0),  # a JSON true is 1 in Harbor 0.25
     ({"reward.json": '{"accuracy": 1}', "reward.txt": "0"}, 1.0),  # the JSON first, as Harbor
 ])
 def test_a_reward_is_a_finite_number_as_harbor_reads_it(files, read):

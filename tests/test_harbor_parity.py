@@ -4,7 +4,8 @@ and per task the same reward (`verifier_result.rewards` against the row's verdic
 
 The tasks: every task folder under datasets/harbor-smoke and tests/data/harbor_tasks (a folder added there joins by
 itself), and Harbor's own templates from its wheel: what `harbor init` makes of `cli/template-task` (a shared
-verifier, a separate one) and `cli/template-adapter/task-template`. Each is copied and localized first, the same
+verifier, a separate one) and `cli/template-adapter/task-template` (rendered as an adapter renders it, and as it
+ships, whose placeholder name both refuse). Each is copied and localized first, the same
 copy for both sides: a Dockerfile `FROM` an image the engine does not have (no registry answers here) is built
 from a local Debian base with python3 instead (the harness's sandbox service needs python3), as is a missing
 `[environment] docker_image`.
@@ -33,10 +34,15 @@ TASK_ROOTS = (REPO / "datasets" / "harbor-smoke", REPO / "tests" / "data" / "har
 # Harbor's templates, as its own `harbor init` makes a task of them: name -> its flags
 INIT = {"template-shared": ("--verifier-mode", "shared", "--no-pytest"),
         "template-separate": ("--verifier-mode", "separate", "--no-pytest")}
-ADAPTER = "adapter-template"  # harbor/cli/template-adapter/task-template, copied as the adapter wizard copies it
+# harbor/cli/template-adapter/task-template, rendered as an adapter renders it, and as it ships (its name a placeholder)
+ADAPTER, ADAPTER_RAW = "adapter-template", "adapter-template-raw"
+RENDER = {"{{ADAPTER_ID}}": "parity", "{task_id}": ADAPTER, "{{PROBLEM_STATEMENT}}": "Run the tests."}
 AGENTS = ("oracle", "nop")
 # Tasks on which the two differ on purpose, said in docs/guide.md ("Harbor tasks"): task -> why
-KNOWN: dict[str, str] = {}
+KNOWN = {"outside-workdir": "on an engine without a storage quota (overlay2 on ext4, as here) a sandbox's root "
+                              "filesystem is read-only, its writable places size-limited tmpfs (--disk): a task that "
+                              "installs outside them fails in ours and passes in Harbor, whose containers have no "
+                              "disk limit (docs/sandboxes.md#disk)"}
 
 
 def folder_tasks() -> list[Path]:
@@ -44,7 +50,7 @@ def folder_tasks() -> list[Path]:
             if (task / "task.toml").is_file()]
 
 
-TASKS = [t.name for t in folder_tasks()] + [*INIT, ADAPTER]
+TASKS = [t.name for t in folder_tasks()] + [*INIT, ADAPTER, ADAPTER_RAW]
 
 
 def on_engine(image: str) -> bool:
@@ -70,7 +76,14 @@ def wheel_tasks(tool: Harbor, into: Path) -> None:
     for name, flags in INIT.items():
         made = tool.command("init", "--task", f"parity/{name}", *flags, "--no-package", "-o", into)
         assert made.returncode == 0, made.stdout + made.stderr
-    shutil.copytree(tool.package() / "cli" / "template-adapter" / "task-template", into / ADAPTER)
+    template = tool.package() / "cli" / "template-adapter" / "task-template"
+    shutil.copytree(template, into / ADAPTER_RAW)
+    shutil.copytree(template, into / ADAPTER)
+    for path in (p for p in (into / ADAPTER).rglob("*") if p.is_file()):
+        text = path.read_text()
+        for placeholder, value in RENDER.items():
+            text = text.replace(placeholder, value)
+        path.write_text(text)
 
 
 def ours(tasks: Path, agent: str, out: Path) -> dict[str, Any]:

@@ -29,11 +29,12 @@ build of the task's image (`Instance.build_timeout`).
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from harness.benchmarks.harbor import lint as harbor_lint
 from harness.benchmarks.harbor import steps as harbor_steps
@@ -50,6 +51,7 @@ from harness.sandbox.contract import parse_size
 PREFIX = "harbor:"
 COMPOSE = "environment/docker-compose.yaml"  # the one name Harbor 0.25 reads (a .yml it ignores, as the harness)
 TARGET = "1"  # the reward of a solved task
+PACKAGE_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9._-]*/[a-zA-Z0-9][a-zA-Z0-9._-]*")  # [task] name, as Harbor's
 
 
 class _Part(BaseModel):
@@ -121,6 +123,19 @@ class Artifact(_Part):
     service: str | None = None
 
 
+class _Package(_Part):
+    name: str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _org_slash_name(cls, name: str | None) -> str | None:
+        """Harbor 0.25 refuses a task whose name is not `org/name` (its loader skips such a folder of a dataset)."""
+        if name is not None and (not PACKAGE_NAME.fullmatch(name) or ".." in name):
+            raise ValueError(f"{name!r} is not Harbor's 'org/name' (letters, digits, '.', '_' and '-', each part "
+                             "starting with a letter or digit, no '..')")
+        return name
+
+
 class TaskConfig(_Part):
     """task.toml: the fields the harness enforces; the rest is kept as it is."""
 
@@ -130,6 +145,7 @@ class TaskConfig(_Part):
     agent: _Timed = Field(default_factory=_Timed)
     environment: _Environment = Field(default_factory=_Environment)
     solution: _Solution = Field(default_factory=_Solution)
+    task: _Package | None = None
     steps: list[_Step] | None = None  # a multi-step task (harness/benchmarks/harbor/steps.py)
     multi_step_reward_strategy: Literal["mean", "final"] | None = None
     artifacts: list[str | Artifact] = Field(default_factory=list)

@@ -20,8 +20,10 @@ value's mean over the runs, as Harbor's mean metric does: harness/benchmarks/har
 A reward is a finite number, as Harbor 0.25 has it (of any size: Harbor neither bounds nor clamps one; the
 harbor scorer clamps its score's value). reward.txt holds one number in decimal digits (Python's float(), Harbor's
 reading, would also take `1_0` as 10, `nan` and `inf`); reward.json is an object whose values are all finite
-numbers (a string or a list is refused, a bare number too, as in Harbor; true and false are 1 and 0 there), at most MAX_REWARDS of them, named in at most MAX_NAME characters; a
-reward file over MAX_REWARD_BYTES is refused unread. The verdict keeps reward.json's values (`rewards`), once.
+numbers (a string or a list is refused, a bare number too, as in Harbor; true and false are 1 and 0 there), at
+most MAX_REWARDS of them, named in at most MAX_NAME characters; a reward file over MAX_REWARD_BYTES is refused
+unread. The verdict keeps reward.json's values (`rewards`), once.
+
 A verifier that did not end in time, wrote no reward or wrote one that is none of these gives a verdict with an
 `error`: the harbor scorer (harness/benchmarks/harbor/scorer.py) then cannot judge the row (a ScorerError), never a
 wrong answer. A sandbox that died meanwhile raises, as every sandbox request does (an infra error of the row).
