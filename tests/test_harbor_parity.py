@@ -20,8 +20,8 @@ import json
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -39,10 +39,12 @@ ADAPTER, ADAPTER_RAW = "adapter-template", "adapter-template-raw"
 RENDER = {"{{ADAPTER_ID}}": "parity", "{task_id}": ADAPTER, "{{PROBLEM_STATEMENT}}": "Run the tests."}
 AGENTS = ("oracle", "nop")
 # Tasks on which the two differ on purpose, said in docs/guide.md ("Harbor tasks"): task -> why
-KNOWN = {"outside-workdir": "on an engine without a storage quota (overlay2 on ext4, as here) a sandbox's root "
-                              "filesystem is read-only, its writable places size-limited tmpfs (--disk): a task that "
-                              "installs outside them fails in ours and passes in Harbor, whose containers have no "
-                              "disk limit (docs/sandboxes.md#disk)"}
+KNOWN = {"template-separate": "a separate verifier environment ([verifier] environment_mode = \"separate\") is "
+                              "refused by ours (issue 39 item 1 brings it)",
+         "outside-workdir": "on an engine without a storage quota (overlay2 on ext4, as here) a sandbox's root "
+                            "filesystem is read-only, its writable places size-limited tmpfs (--disk): a task that "
+                            "installs outside them fails in ours and passes in Harbor, whose containers have no "
+                            "disk limit (docs/sandboxes.md#disk)"}
 
 
 def folder_tasks() -> list[Path]:
@@ -86,32 +88,40 @@ def wheel_tasks(tool: Harbor, into: Path) -> None:
         path.write_text(text)
 
 
-def ours(tasks: Path, agent: str, out: Path) -> dict[str, Any]:
-    """`harness run` on each task alone (a task it refuses is refused alone): task -> its verdict, or why none."""
-    found: dict[str, Any] = {}
+Outcome = dict[str, float] | str  # the rewards, or NO_REWARD, or REFUSED
+NO_REWARD, REFUSED = "no reward", "refused"  # the task ran, its verifier gave no reward / the task did not run
+
+
+def theirs(trial: Trial | None) -> Outcome:
+    """A Harbor trial's outcome (no trial of a task folder: Harbor refused it)."""
+    if trial is None:
+        return REFUSED
+    return trial.rewards if trial.rewards is not None else NO_REWARD
+
+
+def ours(tasks: Path, agent: str, out: Path) -> dict[str, tuple[Outcome, str]]:
+    """`harness run` on each task alone (a task it refuses is refused alone): task -> (its outcome, what was said)."""
+    found: dict[str, tuple[Outcome, str]] = {}
     for task in sorted(tasks.iterdir()):
         run = out / f"{agent}-{task.name}"
         proc = harness("run", "--dataset", f"harbor:{task}", "--agent", agent, "--output-dir", run, timeout=1800)
-        try:
-            rows = [json.loads(line) for line in (run / "output.jsonl").read_text().splitlines()]
-        except FileNotFoundError:
-            rows = []
-        verdict = (rows[-1].get("verdicts") or {}).get("harbor") if rows else None
-        found[task.name] = verdict or {"error": f"exit {proc.returncode}: {(proc.stderr or proc.stdout)[-800:]}"}
         remove_leftovers(run)
+        output = run / "output.jsonl"
+        rows = [json.loads(line) for line in output.read_text().splitlines()] if output.is_file() else []
+        if not rows:
+            found[task.name] = (REFUSED, f"exit {proc.returncode}: {(proc.stderr or proc.stdout)[-800:]}")
+            continue
+        verdict = (rows[-1].get("verdicts") or {}).get("harbor") or {}
+        rewards = None if verdict.get("error") or "reward" not in verdict else (
+            verdict.get("rewards") or {"reward": verdict["reward"]})  # reward.txt's, in Harbor's shape
+        found[task.name] = (rewards if rewards is not None else NO_REWARD, json.dumps(verdict or rows[-1]))
     return found
 
 
-def rewards_of(verdict: dict[str, Any]) -> dict[str, float] | None:
-    """The rewards a verdict of ours reports, in Harbor's shape ({"reward": x} for a reward.txt)."""
-    if "reward" not in verdict or verdict.get("error"):
-        return None
-    return verdict.get("rewards") or {"reward": verdict["reward"]}
-
-
 @pytest.fixture(scope="module")
-def measured(tmp_path_factory, provider, image) -> dict[str, dict[str, tuple[Trial, dict[str, Any]]]]:
-    """agent -> task -> (Harbor's trial, our verdict), every task run once by each side."""
+def measured(tmp_path_factory, provider, image) -> dict[str, dict[str, tuple[Trial | None, Outcome, str]]]:
+    """agent -> task -> (Harbor's trial, our outcome, what ours said), every task run once by each side; the table
+    and each side's seconds in table.json of the module's temporary folder."""
     from tests.test_harbor import python_task_base
 
     try:
@@ -129,21 +139,26 @@ def measured(tmp_path_factory, provider, image) -> dict[str, dict[str, tuple[Tri
             localize(task, base)
             made.extend(p.parent for p in task.rglob("Dockerfile"))
         (tasks / "replay.jsonl").unlink(missing_ok=True)
-        results = {}
+        results, seconds = {}, {}
         for agent in AGENTS:
-            theirs = tool.run(tasks, agent, root / f"jobs-{agent}", concurrent=2)
-            results[agent] = {name: (theirs.get(name, Trial(None, "no trial")), verdict)
-                              for name, verdict in ours(tasks, agent, root / "ours").items()}
-        (root / "table.json").write_text(json.dumps(
-            {a: {t: [h.rewards, rewards_of(v)] for t, (h, v) in r.items()} for a, r in results.items()}, indent=1))
+            started = time.monotonic()
+            trials = tool.run(tasks, agent, root / f"jobs-{agent}", concurrent=2)
+            seconds[f"harbor {agent}"] = round(time.monotonic() - started)
+            started = time.monotonic()
+            results[agent] = {name: (trials.get(name), outcome, said)
+                              for name, (outcome, said) in ours(tasks, agent, root / "ours").items()}
+            seconds[f"harness {agent}"] = round(time.monotonic() - started)
+        table = {agent: {task: {"harbor": theirs(trial), "harness": outcome} for task, (trial, outcome, _) in
+                         found.items()} for agent, found in results.items()}
+        (root / "table.json").write_text(json.dumps({"seconds": seconds, "rewards": table}, indent=1))
         yield results
 
 
 @pytest.mark.parametrize("agent", AGENTS)
 @pytest.mark.parametrize("task", TASKS)
 def test_harbor_and_the_harness_give_the_same_reward(measured, task, agent):
-    trial, verdict = measured[agent][task]
-    if rewards_of(verdict) != trial.rewards and task in KNOWN:
+    trial, outcome, said = measured[agent][task]
+    if outcome != theirs(trial) and task in KNOWN:
         pytest.xfail(KNOWN[task])
-    assert rewards_of(verdict) == trial.rewards, (
-        f"{task} with {agent}: Harbor {trial.rewards} ({trial.exception}), the harness {verdict}")
+    assert outcome == theirs(trial), (f"{task} with {agent}: Harbor {theirs(trial)} "
+                                      f"({trial.exception if trial else 'no trial'}), the harness {outcome}: {said}")
