@@ -302,7 +302,7 @@ def run_cmd(
     split_list = lambda text: tuple(x.strip() for x in text.split(",") if x.strip()) if text else None  # noqa: E731
     if model is None and agent not in NO_MODEL:
         fail(InputError("--model is required (but with --agent oracle or nop, which call no model)"))
-    model = model or "replay"  # the oracle's and nop's: a replay section whose file need not exist (runner/preflight.py)
+    model = model or "replay"  # oracle and nop: a replay section whose file need not exist (runner/preflight.py)
     defaulted = output_dir is None
     if output_dir is None:
         from harness.results.layout import default_run_dir
