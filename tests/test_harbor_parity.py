@@ -12,7 +12,7 @@ from a local Debian base with python3 instead (the harness's sandbox service nee
 
 Harbor is set up by tests/helpers/harbor_runner.py on first use (a Python 3.12 venv with harbor==0.25.0 and Docker
 Compose v2, cached under /tmp/harness-harbor-0.25.0: about 3 minutes once); where no Python 3.12 or no Compose v2
-can be had, the tests skip saying why. Slow (about 10 minutes with the set-up cached): `-m slow`, docs/guide.md."""
+can be had, the tests skip saying why. Slow (6 minutes here with the set-up cached): `-m slow`, docs/guide.md."""
 
 from __future__ import annotations
 
@@ -27,8 +27,6 @@ import pytest
 
 from tests.helpers.e2e import REPO, harness, remove_leftovers
 from tests.helpers.harbor_runner import Harbor, Trial, Unavailable, harbor
-
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 TASK_ROOTS = (REPO / "datasets" / "harbor-smoke", REPO / "tests" / "data" / "harbor_tasks")
 # Harbor's templates, as its own `harbor init` makes a task of them: name -> its flags
@@ -154,6 +152,8 @@ def measured(tmp_path_factory, provider, image) -> dict[str, dict[str, tuple[Tri
         yield results
 
 
+@pytest.mark.docker
+@pytest.mark.slow
 @pytest.mark.parametrize("agent", AGENTS)
 @pytest.mark.parametrize("task", TASKS)
 def test_harbor_and_the_harness_give_the_same_reward(measured, task, agent):
@@ -162,3 +162,16 @@ def test_harbor_and_the_harness_give_the_same_reward(measured, task, agent):
         pytest.xfail(KNOWN[task])
     assert outcome == theirs(trial), (f"{task} with {agent}: Harbor {theirs(trial)} "
                                       f"({trial.exception if trial else 'no trial'}), the harness {outcome}: {said}")
+
+
+def test_without_python_312_harbor_is_unavailable_saying_why_before_fetching_anything(tmp_path, monkeypatch):
+    """What the parity test skips on (never fails): here no Python 3.12 at all."""
+    from tests.helpers import harbor_runner
+
+    monkeypatch.setattr(harbor_runner, "CACHE", tmp_path / "cache")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no python3.12 on it
+    monkeypatch.setenv("PYENV_ROOT", str(tmp_path / "no-pyenv"))
+    monkeypatch.delenv("HARBOR_PYTHON", raising=False)
+    with pytest.raises(Unavailable, match="no Python 3.12 \\(Harbor 0.25 needs it\\)"):
+        harbor()
+    assert not (tmp_path / "cache").exists()

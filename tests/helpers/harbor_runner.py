@@ -85,11 +85,33 @@ class Harbor:
 
 def harbor() -> Harbor:
     """Harbor 0.25 ready to run (set up on first use), or Unavailable."""
+    venv = CACHE / "venv"
+    python = None if _ready(venv) else _python()  # before anything is fetched
     CACHE.mkdir(parents=True, exist_ok=True)
     with _locked(CACHE / ".lock"):
         env = {**os.environ, "HARBOR_TELEMETRY": "0"}
         env.update(_compose_env(env))
-        return Harbor(_venv() / "bin" / "harbor", env)
+        if not _ready(venv):  # (or made meanwhile by another checkout's test: taken as it is)
+            python = python or _python()
+            shutil.rmtree(venv, ignore_errors=True)
+            _checked([str(python), "-m", "venv", str(venv)], "making a Python 3.12 venv", timeout=300)
+            _checked([str(venv / "bin" / "pip"), "install", "-q", HARBOR], f"pip install {HARBOR}",
+                     timeout=PIP_TIMEOUT)
+            (venv / ".ready").write_text(HARBOR)
+        return Harbor(venv / "bin" / "harbor", env)
+
+
+def _python() -> Path:
+    python = python312()
+    if python is None:
+        raise Unavailable("no Python 3.12 (Harbor 0.25 needs it): set HARBOR_PYTHON, put python3.12 on PATH, or "
+                          "install one with pyenv")
+    return python
+
+
+def _ready(venv: Path) -> bool:
+    marker = venv / ".ready"
+    return marker.is_file() and marker.read_text() == HARBOR and (venv / "bin" / "harbor").is_file()
 
 
 def python312() -> Path | None:
@@ -108,22 +130,6 @@ def python312() -> Path | None:
         if proc.stdout.strip() == "True":
             return Path(candidate)
     return None
-
-
-def _venv() -> Path:
-    venv = CACHE / "venv"
-    ready = venv / ".ready"
-    if ready.is_file() and ready.read_text() == HARBOR and (venv / "bin" / "harbor").is_file():
-        return venv
-    python = python312()
-    if python is None:
-        raise Unavailable("no Python 3.12 (Harbor 0.25 needs it): set HARBOR_PYTHON, put python3.12 on PATH, or "
-                          "install one with pyenv")
-    shutil.rmtree(venv, ignore_errors=True)
-    _checked([str(python), "-m", "venv", str(venv)], "making a Python 3.12 venv", timeout=300)
-    _checked([str(venv / "bin" / "pip"), "install", "-q", HARBOR], f"pip install {HARBOR}", timeout=PIP_TIMEOUT)
-    ready.write_text(HARBOR)
-    return venv
 
 
 def _compose_env(env: dict[str, str]) -> dict[str, str]:
