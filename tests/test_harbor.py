@@ -149,6 +149,35 @@ def test_a_task_that_asks_for_no_network_gets_none_whatever_the_runs_policy(tmp_
     assert task.resources({**run, "network": "none"})["network"] == "none"
 
 
+def test_a_tasks_environment_variables_are_its_sandboxs_and_no_host_variable_is_read(tmp_path):
+    """[environment] env is set in the task's sandbox, as Harbor sets it for every command there (it was ignored:
+    found by tests/test_harbor_parity.py, task environment-env); a ${VAR}, which Harbor reads from the host, is
+    refused: no host variable enters a sandbox."""
+    write_task(tmp_path / "set", "t", app_dockerfile("some-base:1"), toml='[environment.env]\nGREETING = "hi"\n')
+    (task,) = load_dataset(f"harbor:{tmp_path / 'set'}").instances
+    run = {"network": "none", "memory": "2g", "cpus": 1.0, "disk": "2g"}
+    assert task.env == {"GREETING": "hi"} and task.resources(run)["env"] == {"GREETING": "hi"}
+    folder = write_task(tmp_path / "host", "t", app_dockerfile("some-base:1"),
+                        toml='[environment.env]\nKEY = "${OPENAI_API_KEY}"\n[verifier.env]\nJ = "${HOME:-x}"\n')
+    with pytest.raises(InputError) as refused:
+        load_dataset(f"harbor:{tmp_path / 'host'}")
+    for where in ("environment.env KEY", "verifier.env J"):
+        assert f"task {folder.resolve()}: task.toml: {where}: a ${{VAR}} is read from the host" in str(refused.value)
+
+
+def test_a_workdir_other_than_the_dockerfiles_is_refused_the_same_taken(tmp_path):
+    """[environment] workdir overrides the image's WORKDIR in Harbor; it was ignored here (commands ran in the image's
+    own: found by the parity test, task workdir-override). The Dockerfile's own WORKDIR is taken; another refused."""
+    write_task(tmp_path / "same", "t", app_dockerfile("some-base:1"), toml='[environment]\nworkdir = "/app/"\n')
+    assert [i.instance_id for i in load_dataset(f"harbor:{tmp_path / 'same'}").instances] == ["t"]
+    folder = write_task(tmp_path / "other", "t", app_dockerfile("some-base:1"),
+                        toml='[environment]\nworkdir = "/srv/task"\n')
+    with pytest.raises(InputError, match=re.escape(f"task {folder.resolve()}: task.toml: environment.workdir "
+                                                   "'/srv/task' is not supported unless it is the Dockerfile's own "
+                                                   "last WORKDIR (/app)")):
+        load_dataset(f"harbor:{tmp_path / 'other'}")
+
+
 def test_the_cli_refuses_a_broken_task_with_exit_2(tmp_path):
     folder = write_task(tmp_path / "set", "broken", app_dockerfile("some-base:1"), instruction=None)
     proc = harness("run", "--dataset", f"harbor:{tmp_path / 'set'}", "--agent", "oracle", "--model", "replay",
@@ -570,3 +599,19 @@ def test_an_agent_out_of_time_is_still_judged_on_what_it_left_as_harbor_does(tmp
     (row,) = rows(out)
     assert row["limit"] == "wall_time" and row["verdicts"]["harbor"]["reward"] == 1.0, explain(proc)
     assert row["duration_s"] < 60, row  # the sleep was ended with the agent's other processes
+
+
+@pytest.mark.docker
+def test_a_tasks_environment_variables_reach_the_agent_and_the_verifier(tmp_path, out, python_base):
+    """[environment] env, as Harbor gives it to every command in the task's environment: the oracle's solve.sh and
+    the verifier see it (both ran without it: the verifier's reward was 0)."""
+    py, _, made = python_base
+    tasks = tmp_path / "tasks"
+    test_sh = TEST_SH.replace('= hello ]', '= "$GREETING" ] && [ "$GREETING" = hello ]')
+    made.append(write_task(tasks, "env", app_dockerfile(py), toml=TOML + '[environment.env]\nGREETING = "hello"\n',
+                           test_sh=test_sh, solve_sh='#!/bin/bash\necho "$GREETING" > /app/answer.txt\n')
+                / "environment")
+    proc = harness("run", "--dataset", f"harbor:{tasks}", "--agent", "oracle", "--output-dir", out)
+    assert proc.returncode == 0, explain(proc)
+    (row,) = rows(out)
+    assert row["verdicts"]["harbor"]["reward"] == 1.0, row

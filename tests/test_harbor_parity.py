@@ -39,6 +39,8 @@ AGENTS = ("oracle", "nop")
 # Tasks on which the two differ on purpose, said in docs/guide.md ("Harbor tasks"): task -> why
 KNOWN = {"template-separate": "a separate verifier environment ([verifier] environment_mode = \"separate\") is "
                               "refused by ours (issue 39 item 1 brings it)",
+         "workdir-override": "an [environment] workdir other than the Dockerfile's WORKDIR is refused by ours (the "
+                             "sandbox's writable working directory is the image's); Harbor runs every command there",
          "outside-workdir": "on an engine without a storage quota (overlay2 on ext4, as here) a sandbox's root "
                             "filesystem is read-only, its writable places size-limited tmpfs (--disk): a task that "
                             "installs outside them fails in ours and passes in Harbor, whose containers have no "
