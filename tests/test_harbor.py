@@ -430,8 +430,10 @@ def test_limits_and_the_network_policy_hold_inside_a_tasks_own_image(tmp_path, p
         fill = sandbox.shell("head -c 200M /dev/zero > /app/big", cwd="/")
         assert not fill.ok and "No space left" in fill.stderr, fill
         # The reward as Harbor reads it: reward.json first, else reward.txt; none, or no number, is no reward.
-        for files, expected in ((["reward.json:{\"reward\": 0.25}"], 0.25), (["reward.txt:1", "reward.json:0"], 0.0),
-                                (["reward.txt:1"], 1.0), (["reward.json:0.75"], 0.75),
+        for files, expected in ((["reward.json:{\"reward\": 0.25}"], 0.25),
+                                (["reward.txt:1", "reward.json:{\"reward\": 0}"], 0.0),
+                                (["reward.txt:1", "reward.json:0"], "not an object of rewards"),  # as Harbor 0.25
+                                (["reward.txt:1"], 1.0),
                                 (["reward.json:{\"pass\": 0.5}"], 0.5), ([], "wrote no"),
                                 (["reward.txt:abc"], "not a number"),
                                 (["reward.json:{}"], "holds no value")):
