@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import harbor_runner
 from tests.helpers.e2e import REPO, harness, remove_leftovers
 from tests.helpers.harbor_runner import Harbor, Trial, Unavailable, harbor
 
@@ -121,7 +122,7 @@ def ours(tasks: Path, agent: str, out: Path) -> dict[str, tuple[Outcome, str]]:
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory, provider, image) -> dict[str, dict[str, tuple[Trial | None, Outcome, str]]]:
     """agent -> task -> (Harbor's trial, our outcome, what ours said), every task run once by each side; the table
-    and each side's seconds in table.json of the module's temporary folder."""
+    and each side's seconds in table.json of the module's temporary folder and in the Harbor cache (kept)."""
     from tests.test_harbor import python_task_base
 
     try:
@@ -150,7 +151,13 @@ def measured(tmp_path_factory, provider, image) -> dict[str, dict[str, tuple[Tri
             seconds[f"harness {agent}"] = round(time.monotonic() - started)
         table = {agent: {task: {"harbor": theirs(trial), "harness": outcome} for task, (trial, outcome, _) in
                          found.items()} for agent, found in results.items()}
-        (root / "table.json").write_text(json.dumps({"seconds": seconds, "rewards": table}, indent=1))
+        measured = json.dumps({"seconds": seconds, "rewards": table}, indent=1)
+        (root / "table.json").write_text(measured)
+        (harbor_runner.CACHE / "parity-table.json").write_text(measured)  # the last run's, kept past pytest's tmp
+        print(f"seconds: {seconds}")  # shown with -rA, in the first test's captured setup
+        for task in sorted(table[AGENTS[0]]):
+            print(f"{task}: " + "; ".join(f"{agent} Harbor {table[agent][task]['harbor']}, harness "
+                                          f"{table[agent][task]['harness']}" for agent in AGENTS))
         yield results
 
 
@@ -168,8 +175,6 @@ def test_harbor_and_the_harness_give_the_same_reward(measured, task, agent):
 
 def test_without_python_312_harbor_is_unavailable_saying_why_before_fetching_anything(tmp_path, monkeypatch):
     """What the parity test skips on (never fails): here no Python 3.12 at all."""
-    from tests.helpers import harbor_runner
-
     monkeypatch.setattr(harbor_runner, "CACHE", tmp_path / "cache")
     monkeypatch.setenv("PATH", str(tmp_path))  # no python3.12 on it
     monkeypatch.setenv("PYENV_ROOT", str(tmp_path / "no-pyenv"))
