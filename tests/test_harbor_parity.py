@@ -2,13 +2,13 @@
 and `nop` agents, its docker environment) and through `harness run --dataset harbor:TASK` (`--agent oracle`, `nop`),
 and per task the same reward (`verifier_result.rewards` against the row's verdict), or no reward on both sides.
 
-The tasks: every task folder under datasets/harbor-smoke and tests/data/harbor_tasks (a folder added there joins by
-itself), and Harbor's own templates from its wheel: what `harbor init` makes of `cli/template-task` (a shared
-verifier, a separate one) and `cli/template-adapter/task-template` (rendered as an adapter renders it, and as it
-ships, whose placeholder name both refuse). Each is copied and localized first, the same
-copy for both sides: a Dockerfile `FROM` an image the engine does not have (no registry answers here) is built
-from a local Debian base with python3 instead (the harness's sandbox service needs python3), as is a missing
-`[environment] docker_image`.
+The tasks: every task folder under datasets/harbor-smoke, tests/data/harbor_tasks (a task per schema-1.4 feature) and
+tests/data/harbor_parity (where the two differed; a folder added to either joins by itself), and Harbor's own
+templates from its wheel: what `harbor init` makes of `cli/template-task` (a shared verifier, a separate one) and
+`cli/template-adapter/task-template` (rendered as an adapter renders it, and as it ships, whose placeholder name
+both refuse). Each is copied and localized first, the same copy for both sides: a Dockerfile `FROM` an image the
+engine does not have (no registry answers here) is built from a local Debian base with python3 instead (the
+harness's sandbox service needs python3), as is a missing `[environment] docker_image`.
 
 Harbor is set up by tests/helpers/harbor_runner.py on first use (a Python 3.12 venv with harbor==0.25.0 and Docker
 Compose v2, cached under /tmp/harness-harbor-0.25.0: about 3 minutes once); where no Python 3.12 or no Compose v2
@@ -29,7 +29,8 @@ from tests.helpers import harbor_runner
 from tests.helpers.e2e import REPO, harness, remove_leftovers
 from tests.helpers.harbor_runner import Harbor, Trial, Unavailable, harbor
 
-TASK_ROOTS = (REPO / "datasets" / "harbor-smoke", REPO / "tests" / "data" / "harbor_tasks")
+TASK_ROOTS = (REPO / "datasets" / "harbor-smoke", REPO / "tests" / "data" / "harbor_tasks",
+              REPO / "tests" / "data" / "harbor_parity")
 # Harbor's templates, as its own `harbor init` makes a task of them: name -> its flags
 INIT = {"template-shared": ("--verifier-mode", "shared", "--no-pytest"),
         "template-separate": ("--verifier-mode", "separate", "--no-pytest")}
@@ -38,8 +39,8 @@ ADAPTER, ADAPTER_RAW = "adapter-template", "adapter-template-raw"
 RENDER = {"{{ADAPTER_ID}}": "parity", "{task_id}": ADAPTER, "{{PROBLEM_STATEMENT}}": "Run the tests."}
 AGENTS = ("oracle", "nop")
 # Tasks on which the two differ on purpose, said in docs/guide.md ("Harbor tasks"): task -> why
-KNOWN = {"template-separate": "a separate verifier environment ([verifier] environment_mode = \"separate\") is "
-                              "refused by ours (issue 39 item 1 brings it)",
+KNOWN = {"template-separate": "a verifier image of its own (a Dockerfile in tests/, as `harbor init` writes for the "
+                              "separate mode) is refused by ours; Harbor builds it",
          "workdir-override": "an [environment] workdir other than the Dockerfile's WORKDIR is refused by ours (the "
                              "sandbox's writable working directory is the image's); Harbor runs every command there",
          "outside-workdir": "on an engine without a storage quota (overlay2 on ext4, as here) a sandbox's root "
