@@ -12,7 +12,7 @@ harness's sandbox service needs python3), as is a missing `[environment] docker_
 
 Harbor is set up by tests/helpers/harbor_runner.py on first use (a Python 3.12 venv with harbor==0.25.0 and Docker
 Compose v2, cached under /tmp/harness-harbor-0.25.0: about 3 minutes once); where no Python 3.12 or no Compose v2
-can be had, the tests skip saying why. Slow (9 minutes here for 21 tasks, the set-up cached): `-m slow`, docs/guide.md."""
+can be had, the tests skip saying why. Slow (9 minutes here for 21 tasks, set-up cached): `-m slow`, docs/guide.md."""
 
 from __future__ import annotations
 
