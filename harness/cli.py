@@ -197,7 +197,7 @@ def run_cmd(
                                            "Hugging Face Hub dataset hf://OWNER/NAME[@REVISION]."),
     model: str | None = typer.Option(None, help="A \\[llm.NAME] section of --config, 'replay', or "
                                                "openai-compatible/NAME with --model-base-url (no config needed); "
-                                               "required but with --agent oracle, which calls no model."),
+                                               "required but with --agent oracle or nop, which call no model."),
     model_base_url: str | None = typer.Option(None, help="With --model openai-compatible/NAME: the server's "
                                                             "OpenAI-compatible address (http://HOST:PORT/v1)."),
     model_key_env: str | None = typer.Option(None, help="With --model openai-compatible/NAME: the variable "
@@ -292,6 +292,7 @@ def run_cmd(
     run; 4 the output dir stopped taking files mid-run (rows kept; the message says where); 5
     --fail-on-divergence and the replay diverged from its recording; 128+N ended by signal N (130
     Ctrl-C, 143 SIGTERM, 129 SIGHUP)."""
+    from harness.agents.registry import NO_MODEL
     from harness.config import RunConfiguration
     from harness.runner.run import run
     from harness.signals import exit_code, interrupts, stopped_by
@@ -299,9 +300,9 @@ def run_cmd(
     if docker_host:
         _use_docker_host(docker_host)
     split_list = lambda text: tuple(x.strip() for x in text.split(",") if x.strip()) if text else None  # noqa: E731
-    if model is None and agent != "oracle":
-        fail(InputError("--model is required (but with --agent oracle, which calls no model)"))
-    model = model or "replay"  # the oracle's: a replay section whose file need not exist (runner/preflight.py)
+    if model is None and agent not in NO_MODEL:
+        fail(InputError("--model is required (but with --agent oracle or nop, which call no model)"))
+    model = model or "replay"  # oracle and nop: a replay section whose file need not exist (runner/preflight.py)
     defaulted = output_dir is None
     if output_dir is None:
         from harness.results.layout import default_run_dir

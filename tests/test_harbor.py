@@ -121,6 +121,9 @@ def test_a_task_folder_and_a_folder_of_tasks_become_instances(tmp_path):
      "is not supported"),
     (lambda f: ((f / "environment" / "Dockerfile").unlink(), (f / "environment" / "docker-compose.yaml").write_text(
         "services:\n  main:\n    build: .\n")), "environment/docker-compose.yaml: a multi-container environment"),
+    # Harbor's adapter template as it ships, not rendered: Harbor refuses the name (a folder of them: skipped)
+    (lambda f: (f / "task.toml").write_text('[task]\nname = "TODO_ORG/{{ADAPTER_ID}}__{task_id}"'),
+     "task.name: Value error, 'TODO_ORG/{{ADAPTER_ID}}__{task_id}' is not Harbor's 'org/name'"),
 ])
 def test_a_broken_task_is_refused_naming_its_folder(tmp_path, break_it, says):
     folder = write_task(tmp_path / "set", "broken", app_dockerfile("some-base:1"))
@@ -144,6 +147,35 @@ def test_a_task_that_asks_for_no_network_gets_none_whatever_the_runs_policy(tmp_
     run = {"network": "internet", "memory": "2g", "cpus": 1.0, "disk": "2g"}
     assert task.resources(run)["network"] == network
     assert task.resources({**run, "network": "none"})["network"] == "none"
+
+
+def test_a_tasks_environment_variables_are_its_sandboxs_and_no_host_variable_is_read(tmp_path):
+    """[environment] env is set in the task's sandbox, as Harbor sets it for every command there (it was ignored:
+    found by tests/test_harbor_parity.py, task environment-env); a ${VAR}, which Harbor reads from the host, is
+    refused: no host variable enters a sandbox."""
+    write_task(tmp_path / "set", "t", app_dockerfile("some-base:1"), toml='[environment.env]\nGREETING = "hi"\n')
+    (task,) = load_dataset(f"harbor:{tmp_path / 'set'}").instances
+    run = {"network": "none", "memory": "2g", "cpus": 1.0, "disk": "2g"}
+    assert task.env == {"GREETING": "hi"} and task.resources(run)["env"] == {"GREETING": "hi"}
+    folder = write_task(tmp_path / "host", "t", app_dockerfile("some-base:1"),
+                        toml='[environment.env]\nKEY = "${OPENAI_API_KEY}"\n[verifier.env]\nJ = "${HOME:-x}"\n')
+    with pytest.raises(InputError) as refused:
+        load_dataset(f"harbor:{tmp_path / 'host'}")
+    for where in ("environment.env KEY", "verifier.env J"):
+        assert f"task {folder.resolve()}: task.toml: {where}: a ${{VAR}} is read from the host" in str(refused.value)
+
+
+def test_a_workdir_other_than_the_dockerfiles_is_refused_the_same_taken(tmp_path):
+    """[environment] workdir overrides the image's WORKDIR in Harbor; it was ignored here (commands ran in the image's
+    own: found by the parity test, task workdir-override). The Dockerfile's own WORKDIR is taken; another refused."""
+    write_task(tmp_path / "same", "t", app_dockerfile("some-base:1"), toml='[environment]\nworkdir = "/app/"\n')
+    assert [i.instance_id for i in load_dataset(f"harbor:{tmp_path / 'same'}").instances] == ["t"]
+    folder = write_task(tmp_path / "other", "t", app_dockerfile("some-base:1"),
+                        toml='[environment]\nworkdir = "/srv/task"\n')
+    with pytest.raises(InputError, match=re.escape(f"task {folder.resolve()}: task.toml: environment.workdir "
+                                                   "'/srv/task' is not supported unless it is the Dockerfile's own "
+                                                   "last WORKDIR (/app)")):
+        load_dataset(f"harbor:{tmp_path / 'other'}")
 
 
 def test_the_cli_refuses_a_broken_task_with_exit_2(tmp_path):
@@ -207,7 +239,8 @@ class RewardFiles:
 @pytest.mark.parametrize("files, read", [
     ({"reward.txt": "1\n"}, 1.0), ({"reward.txt": " .5\n"}, 0.5), ({"reward.txt": "1e-05"}, 1e-05),
     ({"reward.txt": "2"}, 2.0), ({"reward.txt": "-0.5"}, -0.5),  # Harbor bounds no reward: the scorer clamps
-    ({"reward.json": '{"reward": 0.25, "tests_passed": 3}'}, 0.25), ({"reward.json": "1"}, 1.0),
+    ({"reward.json": '{"reward": 0.25, "tests_passed": 3}'}, 0.25),
+    ({"reward.json": '{"reward": true, "checks": 2}'}, 1.0),  # a JSON true is 1 in Harbor 0.25
     ({"reward.json": '{"accuracy": 1}', "reward.txt": "0"}, 1.0),  # the JSON first, as Harbor
 ])
 def test_a_reward_is_a_finite_number_as_harbor_reads_it(files, read):
@@ -222,9 +255,9 @@ def test_a_reward_is_a_finite_number_as_harbor_reads_it(files, read):
     ({"reward.json": '{"reward": NaN}'}, "NaN is not a finite number"),
     ({"reward.json": '{"reward": 1e999}'}, "inf, not a finite number"),
     ({"reward.json": '{"reward": 1' + "0" * 400 + "}"}, "not a finite number"),  # an int past a float's range
-    ({"reward.json": '{"reward": true}'}, "True', not a number"),
     ({"reward.json": '{"reward": 1, "note": "fine"}'}, "'fine', not a number"),  # Harbor refuses it too
-    ({"reward.json": '"1"'}, "'1', not a number"),
+    ({"reward.json": '"1"'}, "'\"1\"', not an object of rewards"),
+    ({"reward.json": "1"}, "'1', not an object of rewards"),  # Harbor 0.25 reads no reward from a bare number
     ({"reward.json": json.dumps({"reward": 1, **{f"k{i}": 0 for i in range(64)}})}, "65 values: at most 64"),
     ({"reward.json": json.dumps({"reward": 1, "pad": 0, "x" * 201: 0})}, "at most 200 characters"),
     ({"reward.json": json.dumps({"reward": 1, "pad": [0] * 20_000_000})}, "larger than 65536 bytes"),  # 40 MB
@@ -397,8 +430,10 @@ def test_limits_and_the_network_policy_hold_inside_a_tasks_own_image(tmp_path, p
         fill = sandbox.shell("head -c 200M /dev/zero > /app/big", cwd="/")
         assert not fill.ok and "No space left" in fill.stderr, fill
         # The reward as Harbor reads it: reward.json first, else reward.txt; none, or no number, is no reward.
-        for files, expected in ((["reward.json:{\"reward\": 0.25}"], 0.25), (["reward.txt:1", "reward.json:0"], 0.0),
-                                (["reward.txt:1"], 1.0), (["reward.json:0.75"], 0.75),
+        for files, expected in ((["reward.json:{\"reward\": 0.25}"], 0.25),
+                                (["reward.txt:1", "reward.json:{\"reward\": 0}"], 0.0),
+                                (["reward.txt:1", "reward.json:0"], "not an object of rewards"),  # as Harbor 0.25
+                                (["reward.txt:1"], 1.0),
                                 (["reward.json:{\"pass\": 0.5}"], 0.5), ([], "wrote no"),
                                 (["reward.txt:abc"], "not a number"),
                                 (["reward.json:{}"], "holds no value")):
@@ -530,3 +565,55 @@ def test_rewards_written_by_real_verifiers_are_finite_numbers_bounded_and_kept_o
     assert (out / "output.jsonl").stat().st_size < 100_000 and (out / "report.html").stat().st_size < 2_000_000
     report = json.loads((out / "report.json").read_text())
     assert report["scorers"]["harbor"]["mean_score"] == 1.0, report["scorers"]["harbor"]
+
+
+@pytest.mark.docker
+def test_a_tasks_scripts_run_by_their_interpreter_line_as_harbor_runs_them(tmp_path, out, python_base):
+    """Harbor 0.25 makes solve.sh and test.sh executable and runs them as programs: a `#!/usr/bin/env python3` script
+    is Python, one without a `#!` line is bash. They were run as `bash SCRIPT`: a Python verifier was a bash syntax
+    error, no reward (found by tests/test_harbor_parity.py, task shebang-scripts)."""
+    py, _, made = python_base
+    tasks = tmp_path / "tasks"
+    python_test = ("#!/usr/bin/env python3\nfrom pathlib import Path\nok = Path('/app/answer.txt').read_text() == "
+                   "'hello\\n'\nPath('/logs/verifier/reward.txt').write_text(str(int(ok)))\n")
+    python_solve = "#!/usr/bin/env python3\nopen('/app/answer.txt', 'w').write('hello\\n')\n"
+    made.append(write_task(tasks, "python", app_dockerfile(py), test_sh=python_test, solve_sh=python_solve)
+                / "environment")
+    made.append(write_task(tasks, "no-shebang", app_dockerfile(py), test_sh=TEST_SH.removeprefix("#!/bin/bash\n"),
+                           solve_sh=SOLVE_SH.removeprefix("#!/bin/bash\n")) / "environment")
+    proc = harness("run", "--dataset", f"harbor:{tasks}", "--agent", "oracle", "--output-dir", out)
+    assert proc.returncode == 0, explain(proc)
+    got = {r["instance_id"]: r["verdicts"]["harbor"] for r in rows(out)}
+    assert got == {"python": {**got["python"], "reward": 1.0}, "no-shebang": {**got["no-shebang"], "reward": 1.0}}, got
+
+
+@pytest.mark.docker
+def test_an_agent_out_of_time_is_still_judged_on_what_it_left_as_harbor_does(tmp_path, out, python_base):
+    """Harbor 0.25 runs the verifier after an agent timeout (its trial records AgentTimeoutError, then verifies). Past
+    the task's [agent] timeout_sec the row was a `wall_time` limit with no verdict (found by the parity test, task
+    timeout-after-work): now it keeps the limit and the verifier's reward, its processes ended first."""
+    py, _, made = python_base
+    tasks = tmp_path / "tasks"
+    toml = TOML.replace("[agent]\ntimeout_sec = 120.0", "[agent]\ntimeout_sec = 4.0")
+    made.append(write_task(tasks, "late", app_dockerfile(py), toml=toml, solve_sh=SOLVE_SH + "sleep 600\n")
+                / "environment")
+    proc = harness("run", "--dataset", f"harbor:{tasks}", "--agent", "oracle", "--output-dir", out)
+    (row,) = rows(out)
+    assert row["limit"] == "wall_time" and row["verdicts"]["harbor"]["reward"] == 1.0, explain(proc)
+    assert row["duration_s"] < 60, row  # the sleep was ended with the agent's other processes
+
+
+@pytest.mark.docker
+def test_a_tasks_environment_variables_reach_the_agent_and_the_verifier(tmp_path, out, python_base):
+    """[environment] env, as Harbor gives it to every command in the task's environment: the oracle's solve.sh and
+    the verifier see it (both ran without it: the verifier's reward was 0)."""
+    py, _, made = python_base
+    tasks = tmp_path / "tasks"
+    test_sh = TEST_SH.replace('= hello ]', '= "$GREETING" ] && [ "$GREETING" = hello ]')
+    made.append(write_task(tasks, "env", app_dockerfile(py), toml=TOML + '[environment.env]\nGREETING = "hello"\n',
+                           test_sh=test_sh, solve_sh='#!/bin/bash\necho "$GREETING" > /app/answer.txt\n')
+                / "environment")
+    proc = harness("run", "--dataset", f"harbor:{tasks}", "--agent", "oracle", "--output-dir", out)
+    assert proc.returncode == 0, explain(proc)
+    (row,) = rows(out)
+    assert row["verdicts"]["harbor"]["reward"] == 1.0, row

@@ -246,3 +246,15 @@ def test_the_guides_harbor_examples_run_as_written(tmp_path, provider, image):
         subprocess.run(["docker", "rmi", task_tag(context)], capture_output=True, timeout=120)
         if made:
             subprocess.run(["docker", "rmi", tag], capture_output=True, timeout=120)
+
+
+def test_the_nop_agent_does_nothing_and_needs_no_model():
+    """`--agent nop`, Harbor's `nop`: no work, no answer, no model (the parity test runs it beside Harbor's)."""
+    import asyncio
+
+    from harness.agents.registry import NO_MODEL, resolve
+
+    runner = resolve("nop")()
+    assert asyncio.run(runner.turn("Write hello into /app/answer.txt.")) == "" and "nop" in NO_MODEL
+    proc = harness("run", "--dataset", "harbor:datasets/harbor-smoke", "--agent", "plain")
+    assert proc.returncode == 2 and "--agent oracle or nop, which call no model" in proc.stderr, explain(proc)

@@ -292,7 +292,8 @@ def test_a_hostile_agent_cannot_reach_a_separate_verifier(tmp_path, python_base)
         # The answer as it was when the agent's processes ended; no scratch file, no link, no FIFO.
         assert seen.startswith("seen: ") and "scratch.txt" not in seen and "extra" not in seen, seen
         assert seen.endswith("| ok.txt | answer goodbye"), seen
-        assert "sleep" not in procs.split() and "bash" in procs.split(), procs  # the verifier's own shell only
+        # the verifier's own script only (run as a program, as Harbor runs it: its comm is its name)
+        assert "sleep" not in procs.split() and "test.sh" in procs.split(), procs
         kept = out / row["trace"].replace(".jsonl", "-artifacts")
         manifest = {e["source"]: e for e in json.loads((kept / "manifest.json").read_text())}
         assert manifest["/app/extra"]["status"] == "refused" and not (kept / "app" / "extra").exists()

@@ -30,7 +30,9 @@ BUILTIN = {  # name -> (runner, target)
     "websurfer": (AUTOGEN_RUNNER, "harness.agents.autogen.builtin:websurfer"),
     "plain": ("harness.agents.plain.runner:PlainRunner", None),
     "oracle": ("harness.agents.oracle.runner:OracleRunner", None),  # each instance's own reference actions
+    "nop": ("harness.agents.nop.runner:NopRunner", None),  # does nothing, as Harbor's nop
 }
+NO_MODEL = ("oracle", "nop")  # the built-ins that call no model: --model may be left out
 SANDBOXED = "sandbox:"  # --agent sandbox:COMMAND, a program run inside the sandbox (harness/agents/sandboxed/)
 
 

@@ -55,7 +55,7 @@ def _attachments(instances: list[Instance]) -> dict[str, tuple | None]:
 
 FIELDS = ("instance_id", "question", "answer", "files", "level", "metadata", "expected_tool_calls", "max_steps",
           "max_tokens", "image", "timeout", "build_timeout", "cpus", "memory", "network", "user", "judge_sandbox",
-          "benchmark")
+          "env", "benchmark")
 _ORDER = tuple(Instance.model_fields)  # FIELDS with "root" after "files": the order validation fills them in
 
 

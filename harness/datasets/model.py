@@ -55,6 +55,8 @@ class Instance(BaseModel):
     network: Literal["none"] | None = None
     user: str | None = None  # who its sandbox's commands run as (a Harbor task's [agent] user); None: the image's
     judge_sandbox: JudgeSandbox | None = None  # a judge's sandbox of its own (see JudgeSandbox)
+    # Variables set in its sandbox, seen by every command run there (a Harbor task's [environment] env).
+    env: dict[str, str] = Field(default_factory=dict)
     # The benchmark it is an instance of (harness/benchmark.py: its prompt conventions, scorers, oracle...), set by
     # its dataset adapter; "custom": a dataset of one's own.
     benchmark: str = CUSTOM
@@ -69,6 +71,8 @@ class Instance(BaseModel):
         names them."""
         own = {name: value for name in ("cpus", "memory", "network", "user")
                if (value := getattr(self, name)) is not None}
+        if self.env:
+            own["env"] = {**resources.get("env", {}), **self.env}
         return {**resources, **own}
 
     def judge_resources(self, resources: Mapping[str, Any]) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.agents.registry import load_runner
+from harness.agents.registry import NO_MODEL, load_runner
 from harness.agents.user import reply_function
 from harness.benchmark import get
 from harness.config import RunConfiguration, Sandbox
@@ -82,8 +82,8 @@ def prepare(cfg: RunConfiguration) -> Prepared:
     cfg = default_epochs(cfg, dataset)
     cfg = cfg.model_copy(update={"scoring": judging(cfg.scoring, {i.benchmark for i in dataset.instances})})
     selected = select(dataset.instances, **cfg.selection.model_dump())
-    oracle_alone = cfg.agent == "oracle" and cfg.model.kind == "replay" and not Path(cfg.model.path or "").is_file()
-    section = cfg.model if oracle_alone else check_section(cfg.model)  # the oracle calls no model: no file needed
+    oracle_alone = cfg.agent in NO_MODEL and cfg.model.kind == "replay" and not Path(cfg.model.path or "").is_file()
+    section = cfg.model if oracle_alone else check_section(cfg.model)  # oracle and nop call no model: no file needed
     first_request = _check_agent(cfg, section, (selected or dataset.instances)[0])
     reply_function(cfg.user)
     check_capabilities(cfg.sandbox, get_provider(cfg.sandbox.provider))

@@ -29,11 +29,12 @@ build of the task's image (`Instance.build_timeout`).
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from harness.benchmarks.harbor import lint as harbor_lint
 from harness.benchmarks.harbor import steps as harbor_steps
@@ -50,6 +51,7 @@ from harness.sandbox.contract import parse_size
 PREFIX = "harbor:"
 COMPOSE = "environment/docker-compose.yaml"  # the one name Harbor 0.25 reads (a .yml it ignores, as the harness)
 TARGET = "1"  # the reward of a solved task
+PACKAGE_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9._-]*/[a-zA-Z0-9][a-zA-Z0-9._-]*")  # [task] name, as Harbor's
 
 
 class _Part(BaseModel):
@@ -85,6 +87,8 @@ class _Environment(_Part):
     memory: str | None = None
     memory_mb: int | None = Field(None, gt=0)
     healthcheck: _Healthcheck | None = None
+    env: dict[str, str] = Field(default_factory=dict)  # the sandbox's: every command of the agent's, the verifier's
+    workdir: str | None = None  # Harbor's override of the image's WORKDIR: taken only where it is the same
 
     def memory_size(self) -> str:
         if self.memory is not None:
@@ -121,6 +125,19 @@ class Artifact(_Part):
     service: str | None = None
 
 
+class _Package(_Part):
+    name: str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _org_slash_name(cls, name: str | None) -> str | None:
+        """Harbor 0.25 refuses a task whose name is not `org/name` (its loader skips such a folder of a dataset)."""
+        if name is not None and (not PACKAGE_NAME.fullmatch(name) or ".." in name):
+            raise ValueError(f"{name!r} is not Harbor's 'org/name' (letters, digits, '.', '_' and '-', each part "
+                             "starting with a letter or digit, no '..')")
+        return name
+
+
 class TaskConfig(_Part):
     """task.toml: the fields the harness enforces; the rest is kept as it is."""
 
@@ -130,6 +147,7 @@ class TaskConfig(_Part):
     agent: _Timed = Field(default_factory=_Timed)
     environment: _Environment = Field(default_factory=_Environment)
     solution: _Solution = Field(default_factory=_Solution)
+    task: _Package | None = None
     steps: list[_Step] | None = None  # a multi-step task (harness/benchmarks/harbor/steps.py)
     multi_step_reward_strategy: Literal["mean", "final"] | None = None
     artifacts: list[str | Artifact] = Field(default_factory=list)
@@ -145,6 +163,11 @@ class TaskConfig(_Part):
         if "allowlist" in {self.environment.network_mode, self.agent.network_mode, self.verifier.network_mode}:
             found.append("network_mode \"allowlist\" is not supported (the harness has no per-host allow list): "
                          "use no-network or public")
+        for where, env in (("environment.env", self.environment.env), ("verifier.env", self.verifier.env),
+                           ("agent.env", self.agent.env), ("solution.env", self.solution.env)):
+            for name in (name for name, value in env.items() if "${" in value):
+                found.append(f"{where} {name}: a ${{VAR}} is read from the host in Harbor; the harness passes no "
+                             "host variable into a sandbox: write the value")
         return found
 
 
@@ -220,6 +243,11 @@ def _task(folder: Path, problems: list[str]) -> Instance | None:
     mcp, unserved = servers(config.environment.mcp_servers)
     problems.extend(f"task {folder}: task.toml: {problem}" for problem in unserved)
     problems.extend(f"task {folder}: task.toml: {problem}" for problem in verifier_mode.problems(config, folder, raw))
+    workdir = config.environment.workdir
+    if workdir is not None and (workdir.rstrip("/") or "/") != (own := dockerfile_workdir(folder)):
+        problems.append(f"task {folder}: task.toml: environment.workdir {workdir!r} is not supported unless it is "
+                        f"the Dockerfile's own last WORKDIR ({own or 'none written'}): the sandbox's writable working "
+                        "directory is the image's (set WORKDIR in environment/Dockerfile)")
     if parse_size(config.environment.memory_size()) < 0:
         problems.append(f"task {folder}: task.toml: environment.memory {config.environment.memory!r} is no size "
                         "(like 2G or 512M)")
@@ -246,4 +274,17 @@ def _task(folder: Path, problems: list[str]) -> Instance | None:
                     build_timeout=config.environment.build_timeout_sec,
                     cpus=config.environment.cpus, memory=config.environment.memory_size(), network=config.network(),
                     user=verifier_mode.user(config.agent.user), judge_sandbox=verifier_mode.judge_sandbox(config),
+                    env=config.environment.env,
                     metadata=metadata, benchmark="harbor")
+
+
+def dockerfile_workdir(folder: Path) -> str | None:
+    """The last WORKDIR of the task's environment/Dockerfile when it is an absolute path written out (no variable),
+    else None."""
+    try:
+        text = (folder / "environment" / "Dockerfile").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    found = re.findall(r"(?im)^\s*WORKDIR\s+(\S+)\s*$", re.sub(r"\\\r?\n", " ", text))
+    last = found[-1].strip("\"'") if found else None
+    return last.rstrip("/") or "/" if last and last.startswith("/") and "$" not in last else None

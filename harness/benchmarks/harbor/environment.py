@@ -8,20 +8,22 @@ gone; one that cannot be ended means no verifier run, an `error`), the task's ar
 trace (artifacts.py), and, in the separate mode (verifier_mode.py), put into the verifier's own sandbox, where the
 rest happens; in the shared mode in the agent's. Then the task's tests/ are copied to /tests
 through a staging folder made afresh (both emptied first, a link in their place removed, so nothing the agent
-planted is copied along), /logs/verifier is made afresh, and `bash /tests/test.sh` runs in the task's working
-directory with [verifier] env, for at most [verifier] timeout_sec. The reward is what test.sh wrote:
-/logs/verifier/reward.json (a number, or an object: its "reward", or its only value), else reward.txt (one number),
-in Harbor's order (harbor 0.25's verifier reads the JSON first); the script's exit code is kept but, as in Harbor,
-never read as the reward. reward.json's values are kept whole (`rewards`), as Harbor keeps a trial's; "reward" (or
-the only value) is the headline, as Harbor's primary reward: an object of several values none of which is named
-"reward" has none (the row is not judged; the report gives each value's mean over the runs, as Harbor's mean
-metric does: harness/benchmarks/harbor/report.py).
+planted is copied along), /logs/verifier is made afresh, and /tests/test.sh runs as a program (its `#!` line
+chooses the interpreter, as in Harbor: `executed`) in the task's working directory with [verifier] env, for at most
+[verifier] timeout_sec. The reward is what test.sh wrote: /logs/verifier/reward.json (an object: its "reward", or
+its only value), else reward.txt (one number), in Harbor's order (harbor 0.25's verifier reads the JSON first); the
+script's exit code is kept but, as in Harbor, never read as the reward. reward.json's values are kept whole
+(`rewards`), as Harbor keeps a trial's; "reward" (or the only value) is the headline, as Harbor's primary reward: an
+object of several values none of which is named "reward" has none (the row is not judged; the report gives each
+value's mean over the runs, as Harbor's mean metric does: harness/benchmarks/harbor/report.py).
 
 A reward is a finite number, as Harbor 0.25 has it (of any size: Harbor neither bounds nor clamps one; the
 harbor scorer clamps its score's value). reward.txt holds one number in decimal digits (Python's float(), Harbor's
-reading, would also take `1_0` as 10, `nan` and `inf`); reward.json's values are all finite numbers (a bool, a
-string or a list is refused, as in Harbor), at most MAX_REWARDS of them, named in at most MAX_NAME characters; a
-reward file over MAX_REWARD_BYTES is refused unread. The verdict keeps reward.json's values (`rewards`), once.
+reading, would also take `1_0` as 10, `nan` and `inf`); reward.json is an object whose values are all finite
+numbers (a string or a list is refused, a bare number too, as in Harbor; true and false are 1 and 0 there), at
+most MAX_REWARDS of them, named in at most MAX_NAME characters; a reward file over MAX_REWARD_BYTES is refused
+unread. The verdict keeps reward.json's values (`rewards`), once.
+
 A verifier that did not end in time, wrote no reward or wrote one that is none of these gives a verdict with an
 `error`: the harbor scorer (harness/benchmarks/harbor/scorer.py) then cannot judge the row (a ScorerError), never a
 wrong answer. A sandbox that died meanwhile raises, as every sandbox request does (an infra error of the row).
@@ -107,6 +109,14 @@ def place(sandbox: Sandbox, task_dir: Path, name: str | tuple[str, ...], target:
         f"{fresh.stderr.strip()[-500:]}"
 
 
+def executed(script: str) -> list[str]:
+    """The command that runs a task's script as Harbor 0.25 does: made executable, then run as a program from bash
+    (`bash -c`), so its `#!` line picks the interpreter (a Python test.sh is Python) and a script without one runs
+    in bash."""
+    quoted = shlex.quote(script)
+    return ["bash", "-c", f"chmod +x {quoted} && {quoted}"]
+
+
 def verify(env: HarborEnv) -> dict[str, Any]:
     """Run the task's verifier, in the agent's sandbox or its own (`env.judge`), once the agent's processes have
     ended and its artifacts are collected; the verdict (`reward`, or `error`)."""
@@ -131,7 +141,7 @@ def verify(env: HarborEnv) -> dict[str, Any]:
     clear = f"rm -rf {REWARDS} && mkdir -p {REWARDS} /logs/agent && "
     if (problem := place(where, env.task_dir, env.tests, "/tests", clear)) is not None:
         return {**mode, "error": problem}
-    ran = where.exec(["bash", "/tests/test.sh"], timeout=env.verifier_timeout, cwd=workdir(where),
+    ran = where.exec(executed("/tests/test.sh"), timeout=env.verifier_timeout, cwd=workdir(where),
                      env=env.verifier_env)
     facts = {**mode, "exit_code": ran.exit_code, "seconds": round(ran.duration, 3), "output": _tail(ran)}
     if ran.timed_out:
@@ -163,8 +173,8 @@ def reward(sandbox: Sandbox) -> dict[str, Any]:
             rewards = json.loads(text, parse_constant=_not_finite)
         except ValueError as exc:
             raise ValueError(f"the verifier's {REWARDS}/{name} is not JSON of finite numbers ({exc})") from None
-        if not isinstance(rewards, dict):
-            return {"reward": _number(rewards, name), "source": name}
+        if not isinstance(rewards, dict):  # Harbor's VerifierResult takes an object alone: a bare 1 is no reward
+            raise ValueError(f"the verifier's {REWARDS}/{name} holds {text[:80]!r}, not an object of rewards")
         if not rewards:
             raise ValueError(f"the verifier's {REWARDS}/{name} holds no value")
         if len(rewards) > MAX_REWARDS or any(len(key) > MAX_NAME for key in rewards):
@@ -183,8 +193,9 @@ def _not_finite(word: str) -> Any:
 
 
 def _number(value: Any, name: str) -> float:
-    """`value` (parsed) as a reward: a finite int or float, never a bool, a string or anything else."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    """`value` (parsed) as a reward: a finite int or float (a JSON true or false is 1 or 0, as Harbor's reading has
+    it), never a string or anything else."""
+    if not isinstance(value, int | float):
         raise ValueError(f"the verifier's {REWARDS}/{name} holds {str(value)[:80]!r}, not a number")
     try:
         number = float(value)

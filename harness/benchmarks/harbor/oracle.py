@@ -1,7 +1,7 @@
 """A Harbor task's oracle: its solution/ (a multi-step task's step: its steps/NAME/solution/ when it has one)
-copied to /solution (as Harbor's oracle agent does) and `bash
-/solution/solve.sh` run in the task's working directory with [solution] env, within the task's agent time. What
-it leaves in the sandbox is then judged by the task's own verifier, like any agent's work."""
+copied to /solution (as Harbor's oracle agent does) and /solution/solve.sh run as a program (its `#!` line chooses
+the interpreter, as in Harbor) in the task's working directory with [solution] env, within the task's agent time.
+What it leaves in the sandbox is then judged by the task's own verifier, like any agent's work."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import asyncio
 from pathlib import Path
 
 from harness.agents.contract import AgentContext
-from harness.benchmarks.harbor.environment import place, workdir
+from harness.benchmarks.harbor.environment import executed, place, workdir
 from harness.datasets.model import Instance
 from harness.errors import AgentError
 from harness.sandbox.contract import Sandbox
@@ -23,7 +23,7 @@ async def solve(sandbox: Sandbox, instance: Instance, source: str = "solution") 
         raise AgentError(f"the task {instance.instance_id} has no {source}/solve.sh for the oracle to run")
     if (problem := await asyncio.to_thread(place, sandbox, task_dir, source, "/solution")) is not None:
         raise AgentError(problem)
-    ran = await asyncio.to_thread(sandbox.exec, ["bash", "/solution/solve.sh"], timeout=float(meta["agent_timeout"]),
+    ran = await asyncio.to_thread(sandbox.exec, executed("/solution/solve.sh"), timeout=float(meta["agent_timeout"]),
                                   cwd=workdir(sandbox), env=dict(meta.get("solution_env") or {}))
     return f"solve.sh ended with exit code {ran.exit_code}{' (timed out)' if ran.timed_out else ''}"
 

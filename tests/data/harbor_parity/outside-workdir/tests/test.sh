@@ -1,0 +1,2 @@
+#!/bin/bash
+if [ "$(greet 2>/dev/null)" = hello ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt
