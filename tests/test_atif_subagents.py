@@ -1,7 +1,7 @@
 """`harness export --format atif` of a team's run and of a Gaia2 run with app agents: each member, each app agent, an
 ATIF-v1.8 sub-trajectory embedded in the trial's (`subagent_trajectories`), linked from the root's steps by
 `subagent_trajectory_ref` (docs/results.md#atif). Checked by the `atif` package's models and, in the slow test, by
-Harbor 0.25's own TrajectoryValidator in a Python 3.12 venv (tests/helpers/harbor_venv.py)."""
+Harbor 0.25's own TrajectoryValidator in a Python 3.12 venv (tests/helpers/harbor_runner.py `harbor_venv`)."""
 
 from __future__ import annotations
 
@@ -233,9 +233,13 @@ print(json.dumps(found))
 
 def harbor_errors(paths: list[Path]) -> dict[str, list[str]]:
     """Harbor 0.25's TrajectoryValidator's errors per file (none: valid), run in Harbor's own venv."""
-    from tests.helpers.harbor_venv import harbor_python
+    from tests.helpers.harbor_runner import Unavailable, harbor_venv
 
-    done = subprocess.run([str(harbor_python()), "-c", HARBOR_CHECK, *map(str, paths)], capture_output=True,
+    try:
+        python = harbor_venv() / "bin" / "python"
+    except Unavailable as exc:
+        pytest.skip(str(exc))
+    done = subprocess.run([str(python), "-c", HARBOR_CHECK, *map(str, paths)], capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout)

@@ -85,12 +85,20 @@ class Harbor:
 
 def harbor() -> Harbor:
     """Harbor 0.25 ready to run (set up on first use), or Unavailable."""
+    venv = harbor_venv()
+    with _locked(CACHE / ".lock"):
+        env = {**os.environ, "HARBOR_TELEMETRY": "0"}
+        env.update(_compose_env(env))
+        return Harbor(venv / "bin" / "harbor", env)
+
+
+def harbor_venv() -> Path:
+    """The Python 3.12 venv holding Harbor 0.25 (made on first use; Compose not needed), or Unavailable: what
+    runs Harbor's own code without its runner (the ATIF export's check with its TrajectoryValidator)."""
     venv = CACHE / "venv"
     python = None if _ready(venv) else _python()  # before anything is fetched
     CACHE.mkdir(parents=True, exist_ok=True)
     with _locked(CACHE / ".lock"):
-        env = {**os.environ, "HARBOR_TELEMETRY": "0"}
-        env.update(_compose_env(env))
         if not _ready(venv):  # (or made meanwhile by another checkout's test: taken as it is)
             python = python or _python()
             shutil.rmtree(venv, ignore_errors=True)
@@ -98,7 +106,7 @@ def harbor() -> Harbor:
             _checked([str(venv / "bin" / "pip"), "install", "-q", HARBOR], f"pip install {HARBOR}",
                      timeout=PIP_TIMEOUT)
             (venv / ".ready").write_text(HARBOR)
-        return Harbor(venv / "bin" / "harbor", env)
+    return venv
 
 
 def _python() -> Path:
