@@ -19,12 +19,16 @@ STEPS = "later_steps"
 class JudgeSandbox(BaseModel):
     """A judge's sandbox an instance asks for itself (a Harbor task's separate verifier), started beside its sandbox
     and reached by the host alone: its own resources (None: the instance's), its user (None: the image's USER) and
-    its network ("none", or None: the run's --network, as the instance's own). Its image is the instance's."""
+    its network ("none", or None: the run's --network, as the instance's own). Its image is the instance's unless it
+    names one of its own (`image`, as `Instance.image` names one, made present by the provider's `image_of` within
+    `build_timeout`)."""
 
     cpus: float | None = Field(None, gt=0)
     memory: str | None = None
     network: Literal["none"] | None = "none"
     user: str | None = None
+    image: str | None = None
+    build_timeout: float | None = Field(None, gt=0)
 
 
 class Instance(BaseModel):

@@ -132,12 +132,15 @@ def _judge_sandbox(settings_: RunSettings, spec: SandboxSpec, instance: Instance
                    wanted: bool) -> Iterator[Sandbox | None]:
     """The instance's judge's sandbox when its benchmark wants one (`Benchmark.judge_sandbox`: Gaia2's ARE), with
     the instance's files, or the instance asks for one (`Instance.judge_sandbox`: a Harbor task's separate verifier);
-    else None. Of the instance's image, with no network whatever the run's unless the instance asks for the run's:
-    only the host reaches it (docs/sandboxes.md, "The judge's sandbox")."""
+    else None. Of the instance's image (or its judge's own), with no network whatever the run's unless the instance
+    asks for the run's: only the host reaches it (docs/sandboxes.md, "The judge's sandbox")."""
     if not wanted and instance.judge_sandbox is None:
         yield None
         return
     resources = instance.judge_resources(settings_.sandbox.resources(settings_.network))
+    own = instance.judge_sandbox.image if instance.judge_sandbox is not None else None
+    if own is not None:  # an image of its own, made present by the preflight
+        resources["image"] = settings_.images[own]
     with _sandbox(settings_, spec.model_copy(update=resources)) as sandbox:
         if wanted:
             _copy_files(sandbox, instance, instance.files)

@@ -36,6 +36,9 @@ from pydantic import BaseModel, Field, field_validator
 from harness.errors import InputError, SandboxUnsupported
 
 WORKSPACE = "/workspace"
+# An image name of the form ENGINE_IMAGE + IMAGE (a Harbor verifier's docker_image): the image IMAGE the engine has,
+# made a sandbox as a task's own image is; no registry is asked for it
+ENGINE_IMAGE = "engine-image:"
 DEFAULT_MAX_OUTPUT = 1024 * 1024  # bytes kept per stream; the rest is counted, not kept
 DEFAULT_MAX_READ = 64 * 1024 * 1024  # read_file refuses larger files (SandboxOutputLimit)
 # Writable space per sandbox by default. Where the engine has no storage quota it is RAM
@@ -294,7 +297,8 @@ class SandboxProvider(abc.ABC):
 
     def image_of(self, name: str, *, log: Callable[[str], None] = print, build_timeout: float | None = None) -> str:
         """Make present the image a benchmark or task names (`Instance.image`: a build context images/NAME of
-        the harness, built on the sandbox image, or the path of a task's own build context) and return its
+        the harness, built on the sandbox image, the path of a task's own build context, or ENGINE_IMAGE + an image
+        the engine has) and return its
         reference; called by the preflight for every name the run's instances use, before anything is written.
         A task's own build ends within `build_timeout` seconds (`Instance.build_timeout`; None: the provider's
         default), waiting for another build no longer. The default refuses (InputError)."""

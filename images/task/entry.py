@@ -34,16 +34,17 @@ def _copy_into(source: str, target: str) -> None:
             shutil.copy2(path, os.path.join(target, name), follow_symlinks=False)
 
 
-def seed_volumes() -> None:
+def seed_volumes(listed: str = "volumes", kept: str = "seed-volumes") -> None:
     """The image's VOLUMEs are size-limited tmpfs mounts too, empty at start: their files, kept at build time in
-    /opt/harness/seed-volumes/N, are copied in (N: the place's line in /opt/harness/volumes)."""
+    /opt/harness/seed-volumes/N, are copied in (N: the place's line in /opt/harness/volumes). So are Harbor's
+    places the image fills (/tests of a verifier's own image: `places`, `seed-places`)."""
     try:
-        with open(os.path.join(HERE, "volumes"), encoding="utf-8") as handle:
+        with open(os.path.join(HERE, listed), encoding="utf-8") as handle:
             declared = handle.read().splitlines()
     except FileNotFoundError:
         return
     for number, path in enumerate(declared):
-        source = os.path.join(HERE, "seed-volumes", str(number))
+        source = os.path.join(HERE, kept, str(number))
         if os.path.isdir(source) and os.path.isdir(path) and not os.listdir(path):
             _copy_into(source, path)
 
@@ -51,4 +52,5 @@ def seed_volumes() -> None:
 if __name__ == "__main__":
     seed()
     seed_volumes()
+    seed_volumes("places", "seed-places")
     os.execv(sys.executable, [sys.executable, "-u", os.path.join(HERE, "sandboxd.py")])

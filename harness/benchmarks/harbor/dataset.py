@@ -89,6 +89,7 @@ class _Environment(_Part):
     healthcheck: _Healthcheck | None = None
     env: dict[str, str] = Field(default_factory=dict)  # the sandbox's: every command of the agent's, the verifier's
     workdir: str | None = None  # Harbor's override of the image's WORKDIR: taken only where it is the same
+    docker_image: str | None = None  # a prebuilt image (taken for [verifier.environment]: verifier_mode.py)
 
     def memory_size(self) -> str:
         if self.memory is not None:
@@ -258,6 +259,7 @@ def _task(folder: Path, problems: list[str]) -> Instance | None:
                 "verifier_env": config.verifier.env, "solution_env": config.solution.env,
                 "artifacts": [a if isinstance(a, str) else a.model_dump(exclude_none=True) for a in config.artifacts],
                 "separate": config.verifier.separate(),
+                "verifier_image": bool(verifier_mode.image(config, folder)) and config.verifier.separate(),
                 "healthcheck": h.model_dump() if (h := config.environment.healthcheck) else None,
                 "tool_families": ["code", "mcp", "harbor"], **({INSTANCE_KEY: mcp} if mcp else {}),
                 **{f"task_{k}": v for k, v in config.metadata.items()}}
@@ -273,7 +275,8 @@ def _task(folder: Path, problems: list[str]) -> Instance | None:
                     answer=TARGET, root=folder, image=str(folder / "environment"), timeout=timeout,
                     build_timeout=config.environment.build_timeout_sec,
                     cpus=config.environment.cpus, memory=config.environment.memory_size(), network=config.network(),
-                    user=verifier_mode.user(config.agent.user), judge_sandbox=verifier_mode.judge_sandbox(config),
+                    user=verifier_mode.user(config.agent.user),
+                    judge_sandbox=verifier_mode.judge_sandbox(config, folder),
                     env=config.environment.env,
                     metadata=metadata, benchmark="harbor")
 

@@ -6,9 +6,10 @@ As Harbor does, with what agent code left behind out of the way first: every pro
 service is ended (`Sandbox.end_processes`: a daemon the agent left, such as a `setsid` loop writing a reward, is
 gone; one that cannot be ended means no verifier run, an `error`), the task's artifacts are collected beside the
 trace (artifacts.py), and, in the separate mode (verifier_mode.py), put into the verifier's own sandbox, where the
-rest happens; in the shared mode in the agent's. Then the task's tests/ are copied to /tests
-through a staging folder made afresh (both emptied first, a link in their place removed, so nothing the agent
-planted is copied along), /logs/verifier is made afresh, and /tests/test.sh runs as a program (its `#!` line
+rest happens; in the shared mode in the agent's. Then the task's tests/ are copied to /tests (but for a separate
+verifier's image of its own, whose /tests are its own, as in Harbor) through a staging folder made afresh (both
+emptied first, a link in their place removed, so nothing the agent planted is copied along), /logs/verifier is
+made afresh, and /tests/test.sh runs as a program (its `#!` line
 chooses the interpreter, as in Harbor: `executed`) in the task's working directory with [verifier] env, for at most
 [verifier] timeout_sec. The reward is what test.sh wrote: /logs/verifier/reward.json (an object: its "reward", or
 its only value), else reward.txt (one number), in Harbor's order (harbor 0.25's verifier reads the JSON first); the
@@ -75,6 +76,7 @@ class HarborEnv:
     reward_strategy: str = "mean"
     separate: bool = False  # the verifier runs in a sandbox of its own, `judge` (else in `sandbox`)
     judge: Sandbox | None = None
+    bundled: bool = False  # the separate verifier's image is its own: its /tests are the image's, none copied in
     artifacts: list[Entry] = field(default_factory=list)  # what is collected (artifacts.py), the convention first
     declared: bool = False  # the task declares artifacts
     collected: Path | None = None  # where they go on the host (beside the trace); None: not collected
@@ -139,7 +141,11 @@ def verify(env: HarborEnv) -> dict[str, Any]:
             return {**mode, "error": problem}
         where = env.judge
     clear = f"rm -rf {REWARDS} && mkdir -p {REWARDS} /logs/agent && "
-    if (problem := place(where, env.task_dir, env.tests, "/tests", clear)) is not None:
+    if env.separate and env.bundled:  # as Harbor 0.25: a verifier's own image holds its tests
+        made = where.shell(clear.removesuffix(" && "), timeout=PREP_TIMEOUT_S, cwd="/")
+        if not made.ok:
+            return {**mode, "error": f"{REWARDS} could not be made afresh: {made.stderr.strip()[-500:]}"}
+    elif (problem := place(where, env.task_dir, env.tests, "/tests", clear)) is not None:
         return {**mode, "error": problem}
     ran = where.exec(executed("/tests/test.sh"), timeout=env.verifier_timeout, cwd=workdir(where),
                      env=env.verifier_env)

@@ -39,6 +39,7 @@ class Harbor(ToolFamily[HarborEnv]):
                          steps=list(meta.get("harbor_steps") or []),
                          reward_strategy=meta.get("reward_strategy") or "mean",
                          separate=bool(meta.get("separate")), judge=setup.judge_sandbox,
+                         bundled=bool(meta.get("verifier_image")),
                          artifacts=entries(list(meta.get("artifacts") or [])), declared=bool(meta.get("artifacts")),
                          collected=None if trace is None else trace.with_name(trace.stem + "-artifacts"))
 

@@ -7,7 +7,11 @@ harbor/models/task/verifier_mode.py and config.py, read from its wheel).
   started beside the agent's and reached by the host alone), seeded with the declared artifacts only
   (artifacts.py); its resources are `[verifier.environment]`'s where given, else the task's `[environment]`'s; its
   network is none when that environment or `[verifier] network_mode` says "no-network", else the run's --network.
-  A verifier image of its own (`[verifier.environment] docker_image`, a tests/Dockerfile or compose file) is refused.
+  Its image is the task's, or one of its own as Harbor 0.25 resolves it (`image`): `[verifier.environment]
+  docker_image`, an image the engine must have (no registry is asked: the preflight refuses it, exit 2), else the
+  build context tests/ when it holds a Dockerfile, built as a task's image is (task_images.py), within the
+  verifier's environment's build_timeout_sec (else the task's). Such an image holds its tests itself: /tests is the
+  image's, nothing is copied there. A tests/docker-compose.yaml without a Dockerfile is refused.
 - Users: `[agent] user` is who the agent's sandbox runs as (its service and every command), `[verifier] user` who
   the separate verifier's runs as; undeclared, the image's USER (Harbor's default). A sandbox cannot switch users
   (every capability is dropped), so a shared verifier runs as the agent's user: a task whose two users may differ
@@ -23,11 +27,12 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from harness.datasets.model import JudgeSandbox
+from harness.sandbox.contract import ENGINE_IMAGE
 
 MANIFEST = "manifest.json"
 
 
-def judge_sandbox(config: Any) -> JudgeSandbox | None:
+def judge_sandbox(config: Any, folder: Path) -> JudgeSandbox | None:
     """The separate verifier's sandbox of a task (`config`: dataset.TaskConfig), or None in shared mode."""
     verifier = config.verifier
     if not verifier.separate():
@@ -38,7 +43,19 @@ def judge_sandbox(config: Any) -> JudgeSandbox | None:
     none = "no-network" in modes or place.allow_internet is False
     return JudgeSandbox(cpus=own.cpus if own is not None else None,
                         memory=own.memory_size() if own is not None else None,
-                        network="none" if none else None, user=user(verifier.user))
+                        network="none" if none else None, user=user(verifier.user), image=image(config, folder),
+                        build_timeout=place.build_timeout_sec)
+
+
+def image(config: Any, folder: Path) -> str | None:
+    """The separate verifier's image of its own, as Harbor resolves it: `[verifier.environment] docker_image` (an
+    image the engine has), else the build context tests/ when it holds a Dockerfile; None: the task's image. Its
+    tests are then the image's own /tests (Harbor copies none in)."""
+    own = config.verifier.environment
+    if own is not None and own.docker_image:
+        return ENGINE_IMAGE + own.docker_image
+    tests = folder / "tests"
+    return str(tests.resolve()) if (tests / "Dockerfile").is_file() else None
 
 
 def user(value: str | int | None) -> str | None:
@@ -53,13 +70,10 @@ def problems(config: Any, folder: Path, raw: dict[str, Any]) -> list[str]:
         found.append("verifier.environment_mode \"shared\" with a [verifier.environment]: name one mode (Harbor "
                      "refuses this too)")
     if verifier.separate():
-        if isinstance(raw.get("verifier", {}).get("environment"), dict) and \
-                raw["verifier"]["environment"].get("docker_image"):
-            found.append("verifier.environment.docker_image: a verifier image of its own is not supported (the "
-                         "separate verifier runs in the task's image)")
-        if any((folder / "tests" / name).is_file() for name in ("Dockerfile", "docker-compose.yaml")):
-            found.append("tests/ holds a Dockerfile or docker-compose.yaml: a verifier image of its own is not "
-                         "supported (the separate verifier runs in the task's image)")
+        if not (own is not None and own.docker_image) and (folder / "tests" / "docker-compose.yaml").is_file() \
+                and not (folder / "tests" / "Dockerfile").is_file():
+            found.append("tests/ holds a docker-compose.yaml: a verifier environment of several containers is not "
+                         "supported (one sandbox is one container; a tests/Dockerfile is)")
         if own is not None and own.network_mode == "allowlist":
             found.append("verifier.environment.network_mode \"allowlist\" is not supported: use no-network or public")
     elif user(verifier.user) != user(config.agent.user):

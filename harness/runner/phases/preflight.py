@@ -19,12 +19,14 @@ from pathlib import Path
 from rich.console import Console
 
 from harness.config import RunConfiguration
+from harness.datasets.model import Instance
 from harness.environments.families import check_run
 from harness.environments.family import RunSetup
+from harness.errors import InputError
 from harness.fsutil import slug
 from harness.models.probe import probe_all
 from harness.runner.preflight import Prepared, check_capacity, prepare, unreachable_web, unseen_images, unserved_website
-from harness.sandbox.contract import SandboxProvider, SandboxSpec
+from harness.sandbox.contract import ENGINE_IMAGE, SandboxProvider, SandboxSpec
 from harness.terminal import say
 
 
@@ -62,18 +64,37 @@ def preflight(cfg: RunConfiguration, provider: SandboxProvider, console: Console
         say(console, warning, style="yellow")
     image = provider.preflight(network=cfg.sandbox.network, log=lambda m: say(console, m))
     check_capacity(cfg.sandbox, provider.capacity(), prepared.selected)  # before any image is built
-    named = sorted({instance.image for instance in prepared.selected if instance.image})
-    for name in named:  # every one first: a task whose base is missing is refused before any image is built
-        provider.check_image(name)
+    named = wanted_images(prepared.selected)
+    for name, (_, tasks) in named.items():  # every one first: a task whose base is missing is refused before any
+        try:                                # image is built
+            provider.check_image(name)
+        except InputError as exc:
+            if not name.startswith(ENGINE_IMAGE):  # a task's build context: its message names the task
+                raise
+            raise InputError(f"task {', '.join(tasks[:3])}{' ...' if len(tasks) > 3 else ''}: {exc}") from None
     images = {}
-    for name in named:
-        seconds = [i.build_timeout for i in prepared.selected if i.image == name and i.build_timeout]
+    for name, (seconds, _) in named.items():
         deadline = {"build_timeout": max(seconds)} if seconds else {}  # a task's own, for the build of its image
         images[name] = provider.image_of(name, log=lambda m: say(console, m), **deadline)
     checked = Checked(prepared, image, new_run_id(cfg), images)
     for warning in check_run(run_setup(cfg, provider, checked, cfg.output.dir, console, None)):
         say(console, warning, style="yellow")
     return checked
+
+
+def wanted_images(selected: list[Instance]) -> dict[str, tuple[list[float], list[str]]]:
+    """The images the instances' sandboxes (and their judges' own: a Harbor task's separate verifier) run from,
+    sorted: name -> (the build timeouts they give, the instances naming it)."""
+    found: dict[str, tuple[list[float], list[str]]] = {}
+    for instance in selected:
+        judge = instance.judge_sandbox
+        for name, seconds in ((instance.image, instance.build_timeout),
+                              (judge.image if judge else None, judge.build_timeout if judge else None)):
+            if name:
+                timeouts, tasks = found.setdefault(name, ([], []))
+                timeouts.extend([seconds] if seconds else [])
+                tasks.append(instance.instance_id)
+    return dict(sorted(found.items()))
 
 
 def run_setup(cfg: RunConfiguration, provider: SandboxProvider, checked: Checked, run_dir: Path, console: Console,

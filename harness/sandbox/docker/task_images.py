@@ -30,8 +30,9 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from harness.errors import InfraError, InputError
+from harness.errors import EngineNotFound, InfraError, InputError
 from harness.fsutil import tree_hash
+from harness.sandbox.contract import ENGINE_IMAGE
 from harness.sandbox.docker import engine, images
 from harness.settings import settings
 
@@ -46,20 +47,32 @@ LOCK_WAIT_S = 1800.0
 CHECK = "command -v python3 >/dev/null && command -v bash >/dev/null"
 
 
+def engine_image(name: str) -> str | None:
+    """The engine's image an image name `ENGINE_IMAGE + IMAGE` names (a Harbor verifier's docker_image), else
+    None."""
+    return name.removeprefix(ENGINE_IMAGE) if name.startswith(ENGINE_IMAGE) else None
+
+
 def is_context(image: str) -> bool:
     """Whether an `Instance.image` names a build context (a path) rather than a harness image (images/NAME)."""
-    return "/" in image
+    return "/" in image and engine_image(image) is None
 
 
 def check_image(name: str) -> None:
-    """The provider's `check_image` on this engine: a task's build context is checked (check_task), a harness
-    image needs nothing."""
-    if is_context(name):
+    """The provider's `check_image` on this engine: a task's build context is checked (check_task), an engine's
+    image must be on it (no registry is asked), a harness image needs nothing."""
+    if (image := engine_image(name)) is not None:
+        if not images._exists(image):
+            raise InputError(f"the image {image} is not on this engine (no registry is asked): build or load it first")
+    elif is_context(name):
         check_task(Path(name))
 
 
 def image_of(name: str, *, log=print, build_timeout: float | None = None) -> str:
-    """The provider's `image_of` on this engine: a task's own image (build_task) or a harness image images/NAME."""
+    """The provider's `image_of` on this engine: a task's own image (build_task), the sandbox of an engine's image
+    (build_on), or a harness image images/NAME."""
+    if (image := engine_image(name)) is not None:
+        return build_on(image, log=log, build_timeout=build_timeout)
     if is_context(name):
         return build_task(Path(name), log=log, build_timeout=build_timeout)
     return images.build_named(name, log=log)
@@ -103,7 +116,8 @@ def task_tag(context: Path) -> str:
 
 
 def _task(context: Path) -> Path:
-    return context.parent if context.name == "environment" else context
+    """The task a build context is of: a Harbor task's environment/, or its tests/ (its verifier's image)."""
+    return context.parent if context.name in ("environment", "tests") else context
 
 
 def check_task(context: Path) -> None:
@@ -130,6 +144,34 @@ def build_task(context: Path, *, log=print, build_timeout: float | None = None) 
     if images._exists(tag):
         return tag
     check_task(context)
+    own = f"harness-taskenv:{tree_hash(context)}"
+
+    def made(deadline: float, seconds: float) -> None:
+        if not images._exists(own):
+            log(f"building task {task.name}'s image {own} ...")
+            _build(task, lambda: images._stream_build(str(context), own, {}, deadline), "its Dockerfile does not build",
+                   seconds)
+
+    return _sandboxed(task, own, tag, made, log, build_timeout)
+
+
+def build_on(image: str, *, log=print, build_timeout: float | None = None) -> str:
+    """Make the sandbox of the engine's image `image` (no registry is asked: InputError when it is not there)
+    present, as a task's own image's is; return its tag."""
+    try:
+        found = engine.call("image inspect", lambda: engine.client().api.inspect_image(image))
+    except EngineNotFound:
+        raise InputError(f"the image {image} is not on this engine (no registry is asked): build or load it "
+                         "first") from None
+    tag = f"harness-task:{found['Id'].removeprefix('sha256:')[:6]}{_injection_hash()}"
+    if images._exists(tag):
+        return tag
+    return _sandboxed(Path(image), image, tag, lambda deadline, seconds: None, log, build_timeout)
+
+
+def _sandboxed(task: Path, own: str, tag: str, made, log, build_timeout: float | None) -> str:
+    """The sandbox `tag` of the task's image `own`, after `made(deadline, seconds)` has made `own` present: built
+    under the engine's image lock, within `build_timeout` seconds in all."""
     seconds = build_timeout or DEFAULT_BUILD_TIMEOUT_S
     lock = FileLock(str(images.lock_path()), timeout=max(seconds, LOCK_WAIT_S))
     try:
@@ -141,11 +183,7 @@ def build_task(context: Path, *, log=print, build_timeout: float | None = None) 
         if images._exists(tag):
             return tag
         deadline = time.monotonic() + seconds
-        own = f"harness-taskenv:{tree_hash(context)}"
-        if not images._exists(own):
-            log(f"building task {task.name}'s image {own} ...")
-            _build(task, lambda: images._stream_build(str(context), own, {}, deadline), "its Dockerfile does not build",
-                   seconds)
+        made(deadline, seconds)
         config = engine.call("image inspect", lambda: engine.client().api.inspect_image(own))["Config"] or {}
         workdir, declared = config.get("WorkingDir") or "/", sorted(config.get("Volumes") or {})
         log(f"building {tag} (sandboxd into {own}) ...")
@@ -155,6 +193,7 @@ def build_task(context: Path, *, log=print, build_timeout: float | None = None) 
             shutil.copy(images.images_dir() / "sandbox" / "sandboxd.py", ctx)
             Path(ctx, "workdir").write_text(workdir + "\n")
             Path(ctx, "volumes").write_text("".join(f"{path}\n" for path in declared))
+            Path(ctx, "places").write_text("".join(f"{path}\n" for path in TASK_PLACES if path != workdir))
             Path(ctx, "Dockerfile").write_text(_dockerfile(workdir, declared))
             _build(task, lambda: images._stream_build(ctx, tag, {"TASK_IMAGE": own}, deadline), "", seconds)
     finally:
@@ -191,8 +230,16 @@ def _dockerfile(workdir: str, declared: list[str] | tuple[str, ...] = ()) -> str
                 "for n, p in enumerate(sys.argv[1:]) if os.path.isdir(p)]")
         lines += ["FROM ${TASK_IMAGE} AS volumes", "USER root", checked,
                   f"RUN mkdir -p /opt/harness-seed && python3 -c {shlex.join([copy, *declared])}"]
+    # Harbor's places the image itself fills (a verifier's image holds its tests in /tests): their files, kept in
+    # /opt/harness/seed-places/N (N: the place's line in /opt/harness/places), are copied into the sandbox's
+    places = [place for place in TASK_PLACES if place != workdir]
+    keep = ("import os, shutil, sys; [shutil.copytree(p, f\"/opt/harness-seed/{n}\", symlinks=True) "
+            "for n, p in enumerate(sys.argv[1:]) if os.path.isdir(p) and os.listdir(p)]")
+    lines += ["FROM ${TASK_IMAGE} AS places", "USER root", checked,
+              f"RUN mkdir -p /opt/harness-seed && python3 -c {shlex.join([keep, *places])}"]
     lines += ["FROM ${TASK_IMAGE}", checked,
-              f"COPY sandboxd.py entry.py workdir {'volumes ' if declared else ''}/opt/harness/"]
+              f"COPY sandboxd.py entry.py workdir places {'volumes ' if declared else ''}/opt/harness/",
+              "COPY --from=places /opt/harness-seed/ /opt/harness/seed-places/"]
     if declared:
         lines.append("COPY --from=volumes /opt/harness-seed/ /opt/harness/seed-volumes/")
     if seeded:
