@@ -149,8 +149,6 @@ env = {C = "3"}
     ("[environment]\nmemory_mb = 1\n", "environment.memory_mb 1 is no size of at least 6 MB"),
     ("[environment]\ngpus = 1\n", "environment.gpus 1: a sandbox gets no GPU"),
     ('[environment]\nos = "windows"\n', 'environment.os "windows": sandboxes are Linux containers'),
-    ('[verifier.environment]\ndocker_image = "x"\n', "verifier.environment.docker_image: a verifier image of its own "
-     "is not supported"),
 ])
 def test_a_value_the_engine_cannot_give_is_refused_at_load(tmp_path, toml, says):
     folder = write_task(tmp_path / "set", "odd", app_dockerfile("some-base:1"), toml=toml)

@@ -25,8 +25,8 @@ def copy_tasks(target: Path, base: str, *names: str) -> Path:
     """The data's task folders under `target`, their images FROM `base` (a Debian with python3) instead."""
     for name in names:
         shutil.copytree(DATA / name, target / name)
-        dockerfile = target / name / "environment" / "Dockerfile"
-        dockerfile.write_text(dockerfile.read_text().replace("FROM debian:bookworm-slim", f"FROM {base}"))
+        for dockerfile in (target / name).glob("*/Dockerfile"):  # environment/'s, and a verifier image's tests/'s
+            dockerfile.write_text(dockerfile.read_text().replace("FROM debian:bookworm-slim", f"FROM {base}"))
     return target
 
 
@@ -69,7 +69,6 @@ def test_the_separate_verifiers_sandbox_is_its_environments(tmp_path, toml, netw
     ('[verifier]\nuser = "checker"\n', "[verifier] user 'checker' and [agent] user None differ"),
     ('[agent]\nuser = 1500\n', "[verifier] user None and [agent] user 1500 differ"),
     ('[verifier]\nenvironment_mode = "shared"\n[verifier.environment]\ncpus = 1\n', "name one mode"),
-    ('[verifier.environment]\ndocker_image = "x:1"\n', "docker_image: a verifier image of its own"),
     ('artifacts = ["app/x"]\n', "artifacts[0]: source 'app/x' is not an absolute path"),
     ('artifacts = ["/app/../etc"]\n', "has a '..' component"),
     ('artifacts = [{source = "/x", destination = "../y"}]\n', "destination '../y' is not a relative path"),
@@ -80,6 +79,30 @@ def test_what_cannot_run_as_harbor_runs_it_is_refused_naming_it(tmp_path, toml, 
     with pytest.raises(InputError) as caught:
         load_dataset(f"harbor:{_task(tmp_path, toml)}")
     assert says in str(caught.value), caught.value
+
+
+def test_a_verifier_image_of_its_own_resolves_as_harbors(tmp_path):
+    """Harbor 0.25's precedence: [verifier.environment] docker_image, else a tests/Dockerfile (its build context
+    tests/), else the task's image; the build within the task's [environment] build_timeout_sec (Harbor's bound of
+    the verifier's start too). A tests/docker-compose.yaml alone (several containers) is refused. Before: each was
+    refused."""
+    folder = _task(tmp_path, '[verifier]\nenvironment_mode = "separate"\n[environment]\nbuild_timeout_sec = 30\n')
+    assert load_dataset(f"harbor:{folder}").instances[0].judge_sandbox.image is None  # the task's
+    (folder / "tests" / "Dockerfile").write_text("FROM some-base:1\nCOPY . /tests/\n")
+    task = load_dataset(f"harbor:{folder}").instances[0]
+    judge = task.judge_sandbox
+    assert (judge.image, judge.build_timeout) == (str((folder / "tests").resolve()), 30), judge
+    assert task.metadata["verifier_image"] is True
+    (folder / "task.toml").write_text('[verifier.environment]\ndocker_image = "x:1"\nbuild_timeout_sec = 9\n'
+                                   '[environment]\nbuild_timeout_sec = 8\n')
+    judge = load_dataset(f"harbor:{folder}").instances[0].judge_sandbox
+    assert (judge.image, judge.build_timeout) == ("engine-image:x:1", 8), judge
+    (folder / "tests" / "Dockerfile").unlink()
+    (folder / "tests" / "docker-compose.yaml").write_text("services: {}\n")
+    assert load_dataset(f"harbor:{folder}").instances[0].judge_sandbox.image == "engine-image:x:1"
+    (folder / "task.toml").write_text('[verifier]\nenvironment_mode = "separate"\n')
+    with pytest.raises(InputError, match="tests/ holds a docker-compose.yaml: a verifier environment of several"):
+        load_dataset(f"harbor:{folder}")
 
 
 def test_the_same_user_for_both_phases_runs_shared(tmp_path):

@@ -3,15 +3,16 @@ harbor/models/task/verifier_mode.py and config.py, read from its wheel).
 
 - The mode: `[verifier] environment_mode` as named, else "separate" when `[verifier.environment]` is given, else
   "shared". Shared: the verifier runs in the agent's sandbox once every process of the agent's has ended.
-  Separate: in a judge's sandbox of the instance's own (`JudgeSandbox`: a fresh container of the task's image,
+  Separate: in a judge's sandbox of the instance's own (`JudgeSandbox`: a fresh container of its image,
   started beside the agent's and reached by the host alone), seeded with the declared artifacts only
   (artifacts.py); its resources are `[verifier.environment]`'s where given, else the task's `[environment]`'s; its
   network is none when that environment or `[verifier] network_mode` says "no-network", else the run's --network.
   Its image is the task's, or one of its own as Harbor 0.25 resolves it (`image`): `[verifier.environment]
   docker_image`, an image the engine must have (no registry is asked: the preflight refuses it, exit 2), else the
   build context tests/ when it holds a Dockerfile, built as a task's image is (task_images.py), within the
-  verifier's environment's build_timeout_sec (else the task's). Such an image holds its tests itself: /tests is the
-  image's, nothing is copied there. A tests/docker-compose.yaml without a Dockerfile is refused.
+  task's [environment] build_timeout_sec (Harbor's bound of the verifier's start too). Such an image holds its
+  tests itself: /tests is the image's, nothing is copied there. A tests/docker-compose.yaml without a Dockerfile
+  is refused.
 - Users: `[agent] user` is who the agent's sandbox runs as (its service and every command), `[verifier] user` who
   the separate verifier's runs as; undeclared, the image's USER (Harbor's default). A sandbox cannot switch users
   (every capability is dropped), so a shared verifier runs as the agent's user: a task whose two users may differ
@@ -44,7 +45,7 @@ def judge_sandbox(config: Any, folder: Path) -> JudgeSandbox | None:
     return JudgeSandbox(cpus=own.cpus if own is not None else None,
                         memory=own.memory_size() if own is not None else None,
                         network="none" if none else None, user=user(verifier.user), image=image(config, folder),
-                        build_timeout=place.build_timeout_sec)
+                        build_timeout=config.environment.build_timeout_sec)  # as Harbor: the task's
 
 
 def image(config: Any, folder: Path) -> str | None:
