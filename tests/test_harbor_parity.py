@@ -39,9 +39,7 @@ ADAPTER, ADAPTER_RAW = "adapter-template", "adapter-template-raw"
 RENDER = {"{{ADAPTER_ID}}": "parity", "{task_id}": ADAPTER, "{{PROBLEM_STATEMENT}}": "Run the tests."}
 AGENTS = ("oracle", "nop")
 # Tasks on which the two differ on purpose, said in docs/guide.md ("Harbor tasks"): task -> why
-KNOWN = {"template-separate": "a verifier image of its own (a Dockerfile in tests/, as `harbor init` writes for the "
-                              "separate mode) is refused by ours; Harbor builds it",
-         "workdir-override": "an [environment] workdir other than the Dockerfile's WORKDIR is refused by ours (the "
+KNOWN = {"workdir-override": "an [environment] workdir other than the Dockerfile's WORKDIR is refused by ours (the "
                              "sandbox's writable working directory is the image's); Harbor runs every command there",
          "outside-workdir": "on an engine without a storage quota (overlay2 on ext4, as here) a sandbox's root "
                             "filesystem is read-only, its writable places size-limited tmpfs (--disk): a task that "

@@ -6,6 +6,7 @@ the task's image seeded with the declared artifacts only, artifacts collected in
 from __future__ import annotations
 
 import json
+import secrets
 import shutil
 import subprocess
 from pathlib import Path
@@ -15,7 +16,6 @@ import pytest
 from harness.benchmarks.harbor.environment import reward
 from harness.datasets import load_dataset
 from harness.errors import InputError
-from harness.fsutil import tree_hash
 from harness.sandbox.docker import task_images
 from tests.helpers.e2e import explain, harness, out_dir, remove_leftovers, rows
 from tests.test_harbor import python_task_base
@@ -333,34 +333,34 @@ def test_a_hostile_agent_cannot_reach_a_separate_verifier(tmp_path, python_base)
 def test_a_verifier_with_an_image_of_its_own_runs_there(tmp_path, python_base):
     """tests/Dockerfile: the verifier runs in that image, built as a task's (its tool, its WORKDIR's file, its own
     /tests; the agent's sandbox has none of them): the oracle scores 1, a do-nothing agent 0 (before: refused at
-    load). `[verifier.environment] docker_image` naming that image, which the engine has: the same; naming one it
+    load). `[verifier.environment] docker_image` naming such an image, which the engine has: the same; naming one it
     has not: exit 2 naming the task and the image, before any container."""
     py, _, made = python_base
     tasks = copy_tasks(tmp_path / "tasks", py, "verifier_image")
     task = tasks / "verifier_image"
     made.extend([task / "environment", task / "tests"])
-    named = tmp_path / "named" / "named"
+    own = f"harness-test-verifier:{secrets.token_hex(4)}"
+    built = subprocess.run(["docker", "build", "-q", "-t", own, task / "tests"], capture_output=True, text=True,
+                           timeout=300)
+    assert built.returncode == 0, built.stderr
+    named = tasks / "named"
     shutil.copytree(task, named)
     (named / "tests" / "Dockerfile").unlink()  # its tests are the image's
-    built = f"harness-taskenv:{tree_hash(task / 'tests')}"
     toml = named / "task.toml"
-    toml.write_text(toml.read_text() + f'[verifier.environment]\ndocker_image = "{built}"\n')
-    out, sandboxes = out_dir(tmp_path), []
+    toml.write_text(toml.read_text() + f'[verifier.environment]\ndocker_image = "{own}"\n')
+    out = out_dir(tmp_path)
     try:
         for agent, expected in (("oracle", 1.0), ("nop", 0.0)):
             run = harness("run", "--dataset", f"harbor:{tasks}", "--agent", agent, "--output-dir", out / agent)
             assert run.returncode == 0, explain(run)
-            verdict = rows(out / agent)[0]["verdicts"]["harbor"]
-            assert (verdict.get("reward"), verdict["verifier_mode"]) == (expected, "separate"), verdict
-        run = harness("run", "--dataset", f"harbor:{named}", "--agent", "oracle", "--output-dir", out / "named")
-        assert run.returncode == 0, explain(run)
-        assert rows(out / "named")[0]["verdicts"]["harbor"].get("reward") == 1.0, rows(out / "named")
-        sandboxes.append(task_images.build_on(built, log=lambda m: None))  # made present by that run: removed after
-        toml.write_text(toml.read_text().replace(built, "harness-test-absent:1"))
-        run = harness("run", "--dataset", f"harbor:{named}", "--agent", "oracle", "--output-dir", out / "absent")
+            verdicts = {row["instance_id"]: row["verdicts"]["harbor"] for row in rows(out / agent)}
+            assert {name: (v.get("reward"), v["verifier_mode"]) for name, v in verdicts.items()} == dict.fromkeys(
+                ("verifier_image", "named"), (expected, "separate")), verdicts
+        shutil.rmtree(task)
+        toml.write_text(toml.read_text().replace(own, "harness-test-absent:1"))
+        run = harness("run", "--dataset", f"harbor:{tasks}", "--agent", "oracle", "--output-dir", out / "absent")
         assert run.returncode == 2, explain(run)
         assert "task named: the image harness-test-absent:1 is not on this engine" in run.stderr, explain(run)
     finally:
-        assert all(remove_leftovers(out / name) == [] for name in ("oracle", "nop", "named", "absent"))
-        for tag in sandboxes:
-            subprocess.run(["docker", "rmi", tag], capture_output=True, timeout=120)
+        assert all(remove_leftovers(out / name) == [] for name in ("oracle", "nop", "absent"))
+        subprocess.run(["docker", "rmi", task_images.engine_tag(own), own], capture_output=True, timeout=120)

@@ -62,8 +62,7 @@ def check_image(name: str) -> None:
     """The provider's `check_image` on this engine: a task's build context is checked (check_task), an engine's
     image must be on it (no registry is asked), a harness image needs nothing."""
     if (image := engine_image(name)) is not None:
-        if not images._exists(image):
-            raise InputError(f"the image {image} is not on this engine (no registry is asked): build or load it first")
+        engine_tag(image)
     elif is_context(name):
         check_task(Path(name))
 
@@ -155,15 +154,20 @@ def build_task(context: Path, *, log=print, build_timeout: float | None = None) 
     return _sandboxed(task, own, tag, made, log, build_timeout)
 
 
-def build_on(image: str, *, log=print, build_timeout: float | None = None) -> str:
-    """Make the sandbox of the engine's image `image` (no registry is asked: InputError when it is not there)
-    present, as a task's own image's is; return its tag."""
+def engine_tag(image: str) -> str:
+    """The tag of the sandbox of the engine's image `image` (its content's); InputError when the engine lacks it."""
     try:
         found = engine.call("image inspect", lambda: engine.client().api.inspect_image(image))
     except EngineNotFound:
         raise InputError(f"the image {image} is not on this engine (no registry is asked): build or load it "
                          "first") from None
-    tag = f"harness-task:{found['Id'].removeprefix('sha256:')[:6]}{_injection_hash()}"
+    return f"harness-task:{found['Id'].removeprefix('sha256:')[:6]}{_injection_hash()}"
+
+
+def build_on(image: str, *, log=print, build_timeout: float | None = None) -> str:
+    """Make the sandbox of the engine's image `image` (no registry is asked: InputError when it is not there)
+    present, as a task's own image's is; return its tag."""
+    tag = engine_tag(image)
     if images._exists(tag):
         return tag
     return _sandboxed(Path(image), image, tag, lambda deadline, seconds: None, log, build_timeout)
