@@ -162,6 +162,7 @@ def measured(tmp_path_factory, provider, image) -> dict[str, dict[str, tuple[Tri
 
 @pytest.mark.docker
 @pytest.mark.slow
+@pytest.mark.timeout(3600)  # the first test holds the module's runs of every task, both runners (~9-15 minutes)
 @pytest.mark.parametrize("agent", AGENTS)
 @pytest.mark.parametrize("task", TASKS)
 def test_harbor_and_the_harness_give_the_same_reward(measured, task, agent):
