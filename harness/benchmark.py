@@ -123,6 +123,9 @@ class Benchmark:
     # reached by the host alone, where their files go (never into the agent's) and its families run what decides
     # the verdict (`Setup.judge_sandbox`; docs/sandboxes.md, "The judge's sandbox"). For files that hold the answer.
     judge_sandbox: bool = False
+    # Its sandboxes of a task's own image keep a writable root filesystem, --disk bounding it still
+    # (`SandboxSpec.writable_root`; docs/sandboxes.md, "Disk"): for tasks that install anywhere (Harbor's).
+    writable_root: bool = False
     scorers: Mapping[str, Callable[..., Any]] = field(default_factory=dict)  # the scorers it defines, by name
     default_scorers: tuple[str, ...] = ("gaia",)  # judge it when no --scorer is given; the first decides
     judges: tuple[str, ...] | None = None  # the scorers that can judge it; None: any scorer of an answer

@@ -69,6 +69,15 @@ class SandboxExhausted(SandboxDied):
     oom_killed = True
 
 
+class SandboxDiskLimit(SandboxExhausted):
+    """The sandbox was ended because the agent's code wrote more than --disk into its writable root filesystem
+    (a writable root on an engine without a storage quota: harness/sandbox/docker/diskwatch.py). A limit, as the
+    wall-clock one: `limit` names it in the row."""
+
+    oom_killed = False
+    limit = "disk"
+
+
 class SocketRefused(InfraError):
     """A sandbox's Unix socket path is not a socket of this user (a FIFO, a link, a file, another user's
     socket): refused before anything connects or follows it."""

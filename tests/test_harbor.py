@@ -165,17 +165,19 @@ def test_a_tasks_environment_variables_are_its_sandboxs_and_no_host_variable_is_
         assert f"task {folder.resolve()}: task.toml: {where}: a ${{VAR}} is read from the host" in str(refused.value)
 
 
-def test_a_workdir_other_than_the_dockerfiles_is_refused_the_same_taken(tmp_path):
-    """[environment] workdir overrides the image's WORKDIR in Harbor; it was ignored here (commands ran in the image's
-    own: found by the parity test, task workdir-override). The Dockerfile's own WORKDIR is taken; another refused."""
-    write_task(tmp_path / "same", "t", app_dockerfile("some-base:1"), toml='[environment]\nworkdir = "/app/"\n')
-    assert [i.instance_id for i in load_dataset(f"harbor:{tmp_path / 'same'}").instances] == ["t"]
-    folder = write_task(tmp_path / "other", "t", app_dockerfile("some-base:1"),
-                        toml='[environment]\nworkdir = "/srv/task"\n')
-    with pytest.raises(InputError, match=re.escape(f"task {folder.resolve()}: task.toml: environment.workdir "
-                                                   "'/srv/task' is not supported unless it is the Dockerfile's own "
-                                                   "last WORKDIR (/app)")):
-        load_dataset(f"harbor:{tmp_path / 'other'}")
+def test_a_tasks_workdir_is_where_its_sandbox_starts_and_a_relative_one_is_refused(tmp_path):
+    """[environment] workdir overrides the image's WORKDIR in Harbor (every command runs there); it was refused here
+    unless the Dockerfile's own (found by the parity test, task workdir-override): now it is the sandbox's working
+    directory (SandboxSpec.workdir), a relative one refused."""
+    write_task(tmp_path / "other", "t", app_dockerfile("some-base:1"), toml='[environment]\nworkdir = "/srv/task"\n')
+    (task,) = load_dataset(f"harbor:{tmp_path / 'other'}").instances
+    run = {"network": "none", "memory": "2g", "cpus": 1.0, "disk": "2g"}
+    assert task.workdir == "/srv/task" and task.resources(run)["workdir"] == "/srv/task"
+    folder = write_task(tmp_path / "relative", "t", app_dockerfile("some-base:1"),
+                        toml='[environment]\nworkdir = "srv"\n')
+    with pytest.raises(InputError, match=re.escape(f"task {folder.resolve()}: task.toml: environment.workdir 'srv' "
+                                                   "is no absolute path")):
+        load_dataset(f"harbor:{tmp_path / 'relative'}")
 
 
 def test_the_cli_refuses_a_broken_task_with_exit_2(tmp_path):

@@ -39,12 +39,7 @@ ADAPTER, ADAPTER_RAW = "adapter-template", "adapter-template-raw"
 RENDER = {"{{ADAPTER_ID}}": "parity", "{task_id}": ADAPTER, "{{PROBLEM_STATEMENT}}": "Run the tests."}
 AGENTS = ("oracle", "nop")
 # Tasks on which the two differ on purpose, said in docs/guide.md ("Harbor tasks"): task -> why
-KNOWN = {"workdir-override": "an [environment] workdir other than the Dockerfile's WORKDIR is refused by ours (the "
-                             "sandbox's writable working directory is the image's); Harbor runs every command there",
-         "outside-workdir": "on an engine without a storage quota (overlay2 on ext4, as here) a sandbox's root "
-                            "filesystem is read-only, its writable places size-limited tmpfs (--disk): a task that "
-                            "installs outside them fails in ours and passes in Harbor, whose containers have no "
-                            "disk limit (docs/sandboxes.md#disk)"}
+KNOWN: dict[str, str] = {}
 
 
 def folder_tasks() -> list[Path]:

@@ -58,6 +58,9 @@ class Instance(BaseModel):
     # widen it: a Harbor task's network_mode "no-network"); None: the run's.
     network: Literal["none"] | None = None
     user: str | None = None  # who its sandbox's commands run as (a Harbor task's [agent] user); None: the image's
+    # Where its sandbox's commands start instead of its image's working directory (a Harbor task's [environment]
+    # workdir); None: the image's.
+    workdir: str | None = None
     judge_sandbox: JudgeSandbox | None = None  # a judge's sandbox of its own (see JudgeSandbox)
     # Variables set in its sandbox, seen by every command run there (a Harbor task's [environment] env).
     env: dict[str, str] = Field(default_factory=dict)
@@ -71,9 +74,9 @@ class Instance(BaseModel):
         return limits if self.timeout is None else limits.model_copy(update={"instance_timeout": self.timeout})
 
     def resources(self, resources: Mapping[str, Any]) -> dict[str, Any]:
-        """The run's SandboxSpec resources with this task's own cpus, memory, (narrower) network and user where it
-        names them."""
-        own = {name: value for name in ("cpus", "memory", "network", "user")
+        """The run's SandboxSpec resources with this task's own cpus, memory, (narrower) network, user and working
+        directory where it names them."""
+        own = {name: value for name in ("cpus", "memory", "network", "user", "workdir")
                if (value := getattr(self, name)) is not None}
         if self.env:
             own["env"] = {**resources.get("env", {}), **self.env}

@@ -262,7 +262,8 @@ def _run_instance(instance: Instance, settings_: RunSettings, started: str, t0: 
         image = settings_.images[instance.image] if instance.image else settings_.image
         wall = instance.limited(settings_.limits).instance_timeout  # --instance-timeout, or the task's own
         spec = SandboxSpec(image=image, run_id=settings_.run_id, instance_id=instance.instance_id,
-                           attempt=attempt, **instance.resources(settings_.sandbox.resources(settings_.network)))
+                           attempt=attempt, writable_root=get_benchmark(instance.benchmark).writable_root,
+                           **instance.resources(settings_.sandbox.resources(settings_.network)))
         try:
             with _sandbox(settings_, spec) as sandbox, _judge_sandbox(settings_, spec, instance, apart) as judge:
                 sandbox_name = sandbox.name

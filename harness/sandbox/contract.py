@@ -67,6 +67,13 @@ class SandboxSpec(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     # Who its service and every command run as (a name or uid the image knows); None: the image's USER.
     user: str | None = None
+    # Where its commands start (`Sandbox.workdir`) instead of the image's working directory (a Harbor task's
+    # [environment] workdir); None: the image's.
+    workdir: str | None = None
+    # A writable root filesystem where the image is a task's own (Harbor's tasks install anywhere), --disk still
+    # bounding what is written; False: the provider's default (docs/sandboxes.md "Disk"). The benchmark declares it
+    # (`Benchmark.writable_root`).
+    writable_root: bool = False
 
     @field_validator("memory")
     @classmethod

@@ -61,6 +61,7 @@ def _explain(verdict: dict[str, Any]) -> str | None:
 
 
 BENCHMARK = Benchmark(
+    writable_root=True,  # a task installs anywhere, as in Harbor's containers
     name="harbor", title="Harbor", adapters=(dataset,), order=30, prefix="harbor", scorers={"harbor": HarborScorer},
     default_scorers=("harbor",), judges=("harbor",), conventions=RULES, system=SYSTEM, user=False, oracle=_oracle,
     families=(FAMILY,), verdict=_verdict, explain=_explain, figures=Figures(_applies, _figures, _lines),

@@ -88,7 +88,7 @@ class _Environment(_Part):
     memory_mb: int | None = Field(None, gt=0)
     healthcheck: _Healthcheck | None = None
     env: dict[str, str] = Field(default_factory=dict)  # the sandbox's: every command of the agent's, the verifier's
-    workdir: str | None = None  # Harbor's override of the image's WORKDIR: taken only where it is the same
+    workdir: str | None = None  # Harbor's override of the image's WORKDIR: where every command runs
     docker_image: str | None = None  # a prebuilt image (taken for [verifier.environment]: verifier_mode.py)
 
     def memory_size(self) -> str:
@@ -244,11 +244,8 @@ def _task(folder: Path, problems: list[str]) -> Instance | None:
     mcp, unserved = servers(config.environment.mcp_servers)
     problems.extend(f"task {folder}: task.toml: {problem}" for problem in unserved)
     problems.extend(f"task {folder}: task.toml: {problem}" for problem in verifier_mode.problems(config, folder, raw))
-    workdir = config.environment.workdir
-    if workdir is not None and (workdir.rstrip("/") or "/") != (own := dockerfile_workdir(folder)):
-        problems.append(f"task {folder}: task.toml: environment.workdir {workdir!r} is not supported unless it is "
-                        f"the Dockerfile's own last WORKDIR ({own or 'none written'}): the sandbox's writable working "
-                        "directory is the image's (set WORKDIR in environment/Dockerfile)")
+    if (workdir := config.environment.workdir) is not None and not workdir.startswith("/"):
+        problems.append(f"task {folder}: task.toml: environment.workdir {workdir!r} is no absolute path")
     if parse_size(config.environment.memory_size()) < 0:
         problems.append(f"task {folder}: task.toml: environment.memory {config.environment.memory!r} is no size "
                         "(like 2G or 512M)")
@@ -275,19 +272,7 @@ def _task(folder: Path, problems: list[str]) -> Instance | None:
                     answer=TARGET, root=folder, image=str(folder / "environment"), timeout=timeout,
                     build_timeout=config.environment.build_timeout_sec,
                     cpus=config.environment.cpus, memory=config.environment.memory_size(), network=config.network(),
-                    user=verifier_mode.user(config.agent.user),
+                    user=verifier_mode.user(config.agent.user), workdir=config.environment.workdir,
                     judge_sandbox=verifier_mode.judge_sandbox(config, folder),
                     env=config.environment.env,
                     metadata=metadata, benchmark="harbor")
-
-
-def dockerfile_workdir(folder: Path) -> str | None:
-    """The last WORKDIR of the task's environment/Dockerfile when it is an absolute path written out (no variable),
-    else None."""
-    try:
-        text = (folder / "environment" / "Dockerfile").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    found = re.findall(r"(?im)^\s*WORKDIR\s+(\S+)\s*$", re.sub(r"\\\r?\n", " ", text))
-    last = found[-1].strip("\"'") if found else None
-    return last.rstrip("/") or "/" if last and last.startswith("/") and "$" not in last else None

@@ -83,7 +83,10 @@ class HarborEnv:
 
 
 def workdir(sandbox: Sandbox) -> str:
-    """The task image's working directory (written into the image when it was built: task_images.py)."""
+    """Where Harbor runs a task's commands: its [environment] workdir (the sandbox's, `SandboxSpec.workdir`), else its
+    image's working directory (written into the image when it was built: task_images.py)."""
+    if own := sandbox.handle().spec.workdir:
+        return own
     try:
         return sandbox.read_file("/opt/harness/workdir").decode().strip() or "/"
     except SandboxFileNotFound:

@@ -32,7 +32,7 @@ from harness.agents.contract import AgentContext, AgentRequest, AgentResult, Age
 
 # every built-in family, preloaded with this module
 from harness.environments.families import environments, metering, serving, verdicts
-from harness.errors import ErrorKind, HarnessError, LimitExceeded
+from harness.errors import ErrorKind, HarnessError, LimitExceeded, SandboxDiskLimit
 from harness.fsutil import write_atomic
 from harness.text import model_json
 
@@ -92,6 +92,10 @@ def run(request: AgentRequest, result_path: Path) -> int:
         # A dead sandbox must not reach the model as ordinary tool output: stop now.
         # Its kind says whose fault: infra (retried), or the agent's when its code used the sandbox up
         # (SandboxExhausted: OOM-killed, not retried).
+        if isinstance(exc, SandboxDiskLimit):  # a limit the agent's code reached, as the wall-clock one
+            result.limit = exc.limit
+            tracer.emit(LimitEvent(limit=exc.limit, detail=str(exc)))
+            os._exit(finish(0))
         kind = exc.kind if isinstance(exc, HarnessError) else "infra"
         retryable = exc.retryable if isinstance(exc, HarnessError) else True
         result.error_kind, result.error, result.retryable = kind, f"{type(exc).__name__}: {exc}", retryable
@@ -136,10 +140,11 @@ def run(request: AgentRequest, result_path: Path) -> int:
             raise meter.refused
         result.verdicts = verdicts(envs, request.instance)
     except Exception as exc:  # noqa: BLE001 - classified and recorded, never lost
-        limit = exc.limit if isinstance(exc, LimitExceeded) else meter.exceeded
+        limit = exc.limit if isinstance(exc, (LimitExceeded, SandboxDiskLimit)) else meter.exceeded
         if limit and meter.refused is None:
             result.limit = limit
-            result.verdicts = verdicts(envs, request.instance) if envs is not None else {}  # judged as it stood
+            judged = envs is not None and not isinstance(exc, SandboxDiskLimit)  # a sandbox past its disk is gone
+            result.verdicts = verdicts(envs, request.instance) if judged else {}  # judged as it stood
             tracer.emit(LimitEvent(limit=limit, detail=str(exc)))
             return finish(0)
         kind = result.error_kind = _kind(runner, exc, meter)

@@ -36,6 +36,7 @@ from harness.errors import (
     MountSourceUnseen,
     PortTaken,
     SandboxDied,
+    SandboxDiskLimit,
     SandboxExhausted,
     UnknownUser,
 )
@@ -306,25 +307,38 @@ def call(what: str, fn: Callable[[], T], *, retries: int | None = None) -> T:
     raise AssertionError("unreachable")
 
 
-def container_state(container_id: str) -> dict:
-    """The container's State dict, or {} when it no longer exists."""
+# The name a container is given when it is ended past its disk limit (diskwatch.py): the mark any process reads.
+DISK_LIMIT_NAME = "harness-disk-limit-"
+
+
+def container_attrs(container_id: str) -> dict:
+    """The container's inspect, or {} when it no longer exists."""
     try:
-        attrs = call("inspect", lambda: client().api.inspect_container(container_id))
+        return call("inspect", lambda: client().api.inspect_container(container_id))
     except EngineNotFound:
         return {}
-    return attrs.get("State", {})
+
+
+def container_state(container_id: str) -> dict:
+    """The container's State dict, or {} when it no longer exists."""
+    return container_attrs(container_id).get("State", {})
 
 
 def raise_if_dead(container_id: str, name: str, cause: BaseException | None = None, *,
                   agent_ran: bool = True) -> None:
     """SandboxDied when the container is gone or stopped; SandboxExhausted (the agent's error) when
-    the kernel killed it for memory after agent code ran in it (agent_ran=False: while starting)."""
-    state = container_state(container_id)
+    the kernel killed it for memory after agent code ran in it (agent_ran=False: while starting); SandboxDiskLimit
+    when it was ended for writing beyond its disk limit (diskwatch.py)."""
+    attrs = container_attrs(container_id)
+    state = attrs.get("State", {})
     if state.get("Running") and not state.get("Restarting"):
         return
     if not state:
         raise SandboxDied(f"sandbox {name} no longer exists") from cause
     detail = f"status={state.get('Status')} exit_code={state.get('ExitCode')}"
+    if attrs.get("Name", "").lstrip("/").startswith(DISK_LIMIT_NAME):
+        raise SandboxDiskLimit(f"sandbox {name} was ended: its code wrote beyond the disk limit (--disk) outside its "
+                               "size-limited places") from cause
     if state.get("OOMKilled") and agent_ran:
         # The kernel killed it for memory: the agent's code used it all up (sandboxd itself
         # is the OOM killer's last choice), so this is the agent's error and not retried.

@@ -24,9 +24,11 @@ from harness.sandbox.contract import (
     SandboxHandle,
     SandboxProvider,
     SandboxSpec,
+    parse_size,
 )
 from harness.sandbox.docker import (
     cleanup,
+    diskwatch,
     engine,
     images,
     naming,
@@ -230,7 +232,9 @@ class DockerProvider(SandboxProvider):
             sockets.remove(name)
             raise
         sandbox = DockerSandbox(spec, cid, name, engine.sandbox_host(), port, token, socket,
-                                storage.workdir(spec.image))
+                                spec.workdir or storage.workdir(spec.image))
+        if storage.writable_root(spec):  # its writable layer, bounded by a watcher (diskwatch.py)
+            diskwatch.watch(cid, storage.writable_root_places(spec.image, parse_size(spec.disk))[1])
         try:
             webproxy.register(spec, attrs)  # the proxy's records name this instance and attempt
             sandbox._service.wait_ready(settings().sandbox_ready_timeout, still_starting)
@@ -248,6 +252,7 @@ class DockerProvider(SandboxProvider):
     def teardown(self, sandbox: Sandbox) -> None:
         assert isinstance(sandbox, DockerSandbox)
         sandbox.close()
+        diskwatch.stop(sandbox.id)
         if sandbox._service.socket is not None:  # first: a harness killed during the removal leaves no socket
             sockets.remove(sandbox.name)
         engine.remove_container(sandbox.id)

@@ -17,6 +17,12 @@ Two backends, chosen per engine from `docker info` and one probe:
   cgroup, so the container's memory limit is `memory + disk`: files can never take the
   memory the processes were given, and the processes never the room of the files.
 
+A sandbox of a task's own image with `SandboxSpec.writable_root` (Harbor's tasks: they install anywhere, as in
+Harbor) on the tmpfs backend keeps a writable root filesystem: only /workspace, Harbor's places (/logs, /tests,
+/solution) and the image's VOLUMEs are size-limited tmpfs (a quarter of `disk` between them), and the writable
+layer, which holds everything else (its working directory, /tmp, /usr ...), is bounded at the rest by a watcher
+that polls its size (diskwatch.py: it can be overshot by what is written between two polls).
+
 Either way the engine's log of the container (sandboxd's stdout, which agent code can
 write through /proc/1/fd/1) is json-file capped at LOG_MAX_SIZE x LOG_MAX_FILES.
 """
@@ -164,6 +170,24 @@ def volume_shares(image: str, disk: int) -> dict[str, int]:
     return {path: disk // 2 // len(declared) for path in declared} if declared else {}
 
 
+def writable_root(spec: SandboxSpec) -> bool:
+    """Whether a sandbox of this spec keeps a writable root filesystem watched by diskwatch.py: a task's own image
+    asked to (`SandboxSpec.writable_root`) on the tmpfs backend (on a quota engine every root is writable)."""
+    return (spec.writable_root and task_places(spec.image) is not None
+            and backend(spec.image, spec.disk).kind == "tmpfs")
+
+
+def writable_root_places(image: str, disk: int) -> tuple[dict[str, int], int]:
+    """A writable root's tmpfs places (/workspace, Harbor's and the image's VOLUMEs; not its working directory unless
+    one of those, nor /tmp): place -> bytes, a quarter of `disk` between them; and the rest, the bound of the writable
+    layer (diskwatch.py)."""
+    places, declared = _image(image)
+    kept = list(dict.fromkeys((WORKSPACE, *(places or ())[1:], *declared)))
+    each = disk // 4 // len(kept)
+    sizes = dict.fromkeys(kept, each)
+    return sizes, disk - sum(sizes.values())
+
+
 def create_options(spec: SandboxSpec) -> dict:
     """Container create options for the disk limit, the memory limit that goes with it, and the log cap."""
     disk, memory = parse_size(spec.disk), parse_size(spec.memory)
@@ -174,6 +198,12 @@ def create_options(spec: SandboxSpec) -> dict:
         options.update(storage_opt={"size": str(disk - held)}, mem_limit=memory + held, memswap_limit=memory + held)
         if shares:
             options["tmpfs"] = {path: f"rw,exec,nosuid,nodev,size={size},mode=1777" for path, size in shares.items()}
+        return options
+    if writable_root(spec):
+        sizes, _ = writable_root_places(spec.image, disk)
+        held = sum(sizes.values())
+        options.update(tmpfs={place: f"rw,exec,nosuid,nodev,size={size},mode=1777" for place, size in sizes.items()},
+                       mem_limit=memory + held, memswap_limit=memory + held)
         return options
     options.update(
         read_only=True,
