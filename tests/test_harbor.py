@@ -619,3 +619,36 @@ def test_a_tasks_environment_variables_reach_the_agent_and_the_verifier(tmp_path
     assert proc.returncode == 0, explain(proc)
     (row,) = rows(out)
     assert row["verdicts"]["harbor"]["reward"] == 1.0, row
+
+
+@pytest.mark.docker
+def test_a_task_installs_anywhere_and_runs_in_its_workdir_while_disk_still_holds(tmp_path, out, python_base):
+    """As in Harbor's containers: a solution installing into /usr/local/bin passes (it failed on a read-only root:
+    found by the parity test, task outside-workdir), and [environment] workdir is where the oracle's solve.sh and the
+    verifier run (the task was refused: task workdir-override). A solution writing beyond --disk outside its tmpfs
+    places ends as the `disk` limit (diskwatch.py) and leaves nothing behind."""
+    py, _, made = python_base
+    tasks = tmp_path / "tasks"
+    dockerfile = app_dockerfile(py, "RUN mkdir -p /srv/task && chmod 777 /srv/task\n")  # one image for the three
+    toml = TOML.replace("timeout_sec = 120.0", "timeout_sec = 60.0")
+    check = "#!/bin/bash\nmkdir -p /logs/verifier\nif {}; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n"
+    made.append(write_task(tasks, "install", dockerfile, toml=toml, test_sh=check.format('[ "$(greet)" = hello ]'),
+                           solve_sh="#!/bin/bash\nprintf '#!/bin/sh\\necho hello\\n' > /usr/local/bin/greet\n"
+                                    "chmod +x /usr/local/bin/greet\n") / "environment")
+    write_task(tasks, "workdir", dockerfile, toml=toml + 'workdir = "/srv/task"\n',
+               test_sh=check.format('[ "$(pwd)" = /srv/task ] && [ "$(cat answer.txt)" = done ]'),
+               solve_sh="#!/bin/bash\necho done > answer.txt\n")
+    write_task(tasks, "flood", dockerfile, toml=toml, test_sh=check.format("true"),
+               solve_sh="#!/bin/bash\nhead -c 200M /dev/zero > /opt/big\nsleep 120\n")
+    proc = harness("run", "--dataset", f"harbor:{tasks}", "--agent", "oracle", "--disk", "128m", "--output-dir", out)
+    try:
+        got = {r["instance_id"]: r for r in rows(out)}
+        assert got["install"]["verdicts"]["harbor"]["reward"] == 1.0, explain(proc)
+        assert got["workdir"]["verdicts"]["harbor"]["reward"] == 1.0, explain(proc)
+        flood = got["flood"]
+        assert flood["status"] == "limit" and flood["limit"] == "disk" and flood["attempt"] == 1, flood
+        assert flood["duration_s"] < 60, flood  # ended by the watcher, not at the task's time limit
+        limit = [e for e in trace(out, flood) if e["type"] == "limit"]
+        assert [e["limit"] for e in limit] == ["disk"] and "--disk" in limit[0]["detail"], limit
+    finally:
+        assert remove_leftovers(out) == [], "containers left behind"
