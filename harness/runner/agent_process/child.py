@@ -143,8 +143,8 @@ def run(request: AgentRequest, result_path: Path) -> int:
         limit = exc.limit if isinstance(exc, (LimitExceeded, SandboxDiskLimit)) else meter.exceeded
         if limit and meter.refused is None:
             result.limit = limit
-            judged = envs is not None and not isinstance(exc, SandboxDiskLimit)  # a sandbox past its disk is gone
-            result.verdicts = verdicts(envs, request.instance) if judged else {}  # judged as it stood
+            gone = isinstance(exc, SandboxDiskLimit)  # a sandbox ended past its disk limit cannot judge
+            result.verdicts = verdicts(envs, request.instance) if envs is not None and not gone else {}  # as it stood
             tracer.emit(LimitEvent(limit=limit, detail=str(exc)))
             return finish(0)
         kind = result.error_kind = _kind(runner, exc, meter)
