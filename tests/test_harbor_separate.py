@@ -145,6 +145,12 @@ class Checked:
 
         raise SandboxFileNotFound(path)
 
+    def handle(self):  # no [environment] workdir: the image's
+        from harness.sandbox.contract import SandboxHandle, SandboxSpec
+
+        return SandboxHandle(provider="fake", name="f", host="h", port=1, token="t",
+                             spec=SandboxSpec(image="i", run_id="r", instance_id="x"))
+
 
 @pytest.mark.parametrize("fails, start_period, retries, calls, passed", [
     (2, 0.0, 3, 3, True),  # two failures of three allowed: passes on the third try
