@@ -133,7 +133,7 @@ class SwarmProvider(SandboxProvider):
         try:
             node_id, port = tasks.wait_running(service_id, name, settings().swarm_task_timeout)
             sandbox = SwarmSandbox(spec, service_id, name, cluster.node_addr(node_id), port, token, node_id,
-                                   storage.workdir(spec.image))
+                                   spec.workdir or storage.workdir(spec.image))
             volumes.after_start(node_id, name)
         except BaseException:
             cleanup.remove(service_id)
