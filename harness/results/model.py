@@ -26,7 +26,7 @@ class ResultRow(BaseModel):
     dataset: str | None = None
     error_kind: ErrorKind | None = None  # a closed set (harness.errors); set when status is "error"
     error: str | None = None
-    limit: str | None = None  # wall_time / max_steps / max_tokens
+    limit: str | None = None  # wall_time / max_steps / max_tokens / disk (a writable root past --disk)
     answer: str | None = None
     answer_source: Source = "none"
     target: str | None = None
