@@ -216,3 +216,22 @@ def test_every_declared_volume_gets_a_tmpfs_share_of_disk(monkeypatch):
     assert int(options["storage_opt"]["size"]) + held == disk
     assert options["mem_limit"] == parse_size("2g") + held
     assert "tmpfs" not in storage.create_options(SandboxSpec(image="plain", run_id="r", instance_id="i", disk="1g"))
+
+
+def test_a_writable_root_keeps_tmpfs_only_where_it_must_and_watches_the_rest(monkeypatch):
+    """Without an engine, on the tmpfs backend: a task's own image with `writable_root` has a writable root and tmpfs
+    for /workspace, Harbor's places and its VOLUMEs (a quarter of --disk), its working directory and /tmp in the layer,
+    whose bound (diskwatch.py) is the rest; a harness image, or a spec without it, keeps the read-only root."""
+    disk = parse_size("1g")
+    monkeypatch.setattr(storage, "_images", {
+        "plain": (None, ()), "task": (("/app", "/logs", "/tests", "/solution"), ("/data", "/logs"))})
+    monkeypatch.setattr(storage, "backend", lambda image, size: storage.Backend("tmpfs", "test"))
+    sizes, bound = storage.writable_root_places("task", disk)
+    assert list(sizes) == ["/workspace", "/logs", "/tests", "/solution", "/data"] and bound + sum(sizes.values()) == disk
+    assert sum(sizes.values()) <= disk // 4 and bound >= disk * 3 // 4
+    spec = SandboxSpec(image="task", run_id="r", instance_id="i", disk="1g", memory="2g", writable_root=True)
+    options = storage.create_options(spec)
+    assert "read_only" not in options and set(options["tmpfs"]) == set(sizes), options
+    assert options["mem_limit"] == parse_size("2g") + sum(sizes.values())
+    for kept in (spec.model_copy(update={"writable_root": False}), spec.model_copy(update={"image": "plain"})):
+        assert not storage.writable_root(kept) and storage.create_options(kept)["read_only"] is True
