@@ -227,7 +227,8 @@ def test_a_writable_root_keeps_tmpfs_only_where_it_must_and_watches_the_rest(mon
         "plain": (None, ()), "task": (("/app", "/logs", "/tests", "/solution"), ("/data", "/logs"))})
     monkeypatch.setattr(storage, "backend", lambda image, size: storage.Backend("tmpfs", "test"))
     sizes, bound = storage.writable_root_places("task", disk)
-    assert list(sizes) == ["/workspace", "/logs", "/tests", "/solution", "/data"] and bound + sum(sizes.values()) == disk
+    assert list(sizes) == ["/workspace", "/logs", "/tests", "/solution", "/data"]
+    assert bound + sum(sizes.values()) == disk
     assert sum(sizes.values()) <= disk // 4 and bound >= disk * 3 // 4
     spec = SandboxSpec(image="task", run_id="r", instance_id="i", disk="1g", memory="2g", writable_root=True)
     options = storage.create_options(spec)
