@@ -29,9 +29,10 @@ _lock = threading.Lock()
 def layer_size(container_id: str) -> int:
     """The container's writable layer in bytes, as the engine counts it (SizeRw)."""
     api = engine.client().api
-    attrs = engine.call("inspect", lambda: api._result(
-        api._get(api._url("/containers/{0}/json", container_id), params={"size": 1}), True))
-    return int(attrs.get("SizeRw") or 0)
+    found = engine.call("inspect", lambda: api.containers(all=True, size=True, filters={"id": container_id}))
+    if not found:
+        raise EngineNotFound(f"sandbox {container_id[:12]} is gone")
+    return int(found[0].get("SizeRw") or 0)
 
 
 def watch(container_id: str, limit: int, *, poll: float = POLL_S) -> None:
