@@ -53,10 +53,11 @@ def _attachments(instances: list[Instance]) -> dict[str, tuple | None]:
     return {name: _tree(Path(name)) for name in sorted(names)}
 
 
-FIELDS = ("instance_id", "question", "answer", "files", "level", "metadata", "expected_tool_calls", "max_steps",
-          "max_tokens", "image", "timeout", "build_timeout", "cpus", "memory", "network", "user", "judge_sandbox",
-          "env", "benchmark")
-_ORDER = tuple(Instance.model_fields)  # FIELDS with "root" after "files": the order validation fills them in
+_ORDER = tuple(Instance.model_fields)  # the order validation fills the fields in
+# Every field but the root (kept once per folder: its index ends each row), read off the model, so a field added
+# to Instance is cached with the others (a hand-kept list missed two, and the cache then broke every resume)
+FIELDS = tuple(name for name in _ORDER if name != "root")
+_ROOT_AT = _ORDER.index("root")
 
 
 def get(file: Path, split: str | None) -> Dataset | None:
@@ -72,7 +73,8 @@ def get(file: Path, split: str | None) -> Dataset | None:
     if entry.get("file") != _stat(file) or entry["attachments"] != {n: _tree(Path(n)) for n in entry["attachments"]}:
         return None
     roots = [Path(r) for r in entry["roots"]]
-    return Dataset([_restored(row[:4] + (roots[row[-1]],) + row[4:-1]) for row in entry["rows"]], entry["fingerprint"])
+    return Dataset([_restored(row[:_ROOT_AT] + (roots[row[-1]],) + row[_ROOT_AT:-1]) for row in entry["rows"]],
+                   entry["fingerprint"])
 
 
 def _restored(values: tuple) -> Instance:
