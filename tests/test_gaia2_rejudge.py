@@ -48,9 +48,12 @@ def _config(tmp_path: Path, url: str) -> Path:
 
 def _are_judge(folder: Path, endpoint: str, out: Path, configs: list[str]) -> dict[str, list[dict]]:
     """tests/helpers/are_judge.py in a container of the gaia2 image (ARE lives there), on the host's network (the
-    scripted judge listens on the host's loopback); removed whatever happens."""
+    scripted judge listens on the host's loopback); removed whatever happens, and labelled as the harness's own with
+    this process as its owner, so that `harness cleanup` (and the suite's leftover check) finds it should this
+    process be killed before its `finally`."""
     import docker
 
+    from harness.sandbox.docker import naming
     from harness.sandbox.docker.images import build_named
 
     out.mkdir()
@@ -59,6 +62,7 @@ def _are_judge(folder: Path, endpoint: str, out: Path, configs: list[str]) -> di
         build_named("gaia2", log=lambda *_: None), entrypoint=["/opt/are/bin/python", "/helpers/are_judge.py"],
         command=["/submission", endpoint, "/out", *configs], user="root", network_mode="host", detach=True,
         environment={"OPENAI_API_KEY": "sk-fake"}, name=f"test-are-judge-{uuid.uuid4().hex[:8]}",
+        labels={naming.LABEL_MANAGED: "1", naming.LABEL_OWNER: naming.owner_token()},
         volumes={str(folder): {"bind": "/submission", "mode": "ro"}, str(out): {"bind": "/out", "mode": "rw"},
                  str(HELPERS): {"bind": "/helpers", "mode": "ro"}})
     try:
