@@ -246,6 +246,20 @@ def test_exec_not_executable_is_126(server, work):
     assert server.exec(argv=[str(work)], cwd=str(work), timeout=10)["exit_code"] == 126  # a directory
 
 
+@pytest.mark.parametrize("failure", [OSError(11, "Resource temporarily unavailable"),
+                                     RuntimeError("can't start new thread")], ids=["fork", "thread"])
+def test_a_full_process_limit_is_named_however_the_start_fails(server, sandboxd, work, monkeypatch, failure):
+    """A full pids limit fails a command's start in the fork (EAGAIN) or, first, in the child watcher's thread
+    (RuntimeError): the agent reads one cause either way (a fresh-clone run once got the thread form)."""
+    async def failing_spawn(*argv, **kwargs):
+        raise failure
+
+    monkeypatch.setattr(sandboxd, "spawn", failing_spawn)
+    result = server.exec(argv=["true"], cwd=str(work), timeout=10)
+    assert result["exit_code"] == 126 and result["started"] is False
+    assert result["stderr"] == f"true: cannot start: the sandbox's process limit is reached ({failure})\n"
+
+
 def test_exec_missing_cwd_is_127(server, work):
     result = server.exec(argv=["true"], cwd=str(work / "missing"), timeout=10)
     assert result["exit_code"] == 127

@@ -383,8 +383,8 @@ async def _run_command(req: dict) -> dict:
         return _not_started(127, f"{argv[0]}: command not found ({exc.strerror or exc})")
     except PermissionError as exc:
         return _not_started(126, f"{argv[0]}: cannot execute ({exc.strerror or exc})")
-    except (OSError, RuntimeError) as exc:  # the sandbox's process limit is reached, or similar
-        return _not_started(126, f"{argv[0]}: cannot start ({exc})")
+    except (OSError, RuntimeError) as exc:
+        return _not_started(126, _cannot_start(argv[0], exc))
     out, err = {}, {}
     readers = [asyncio.ensure_future(_drain(proc.stdout, cap, out)),
                asyncio.ensure_future(_drain(proc.stderr, cap, err))]
@@ -432,6 +432,14 @@ async def _feed(pipe: asyncio.StreamWriter, data: bytes) -> None:
     except (BrokenPipeError, ConnectionResetError):
         pass
     pipe.close()
+
+
+def _cannot_start(name: str, exc: OSError | RuntimeError) -> str:
+    """Why a command did not start, in words the agent can act on. A full pids limit shows as a fork's
+    EAGAIN or, when the child watcher's thread is what could not start, as a RuntimeError: one cause."""
+    if isinstance(exc, RuntimeError) or exc.errno == errno.EAGAIN:
+        return f"{name}: cannot start: the sandbox's process limit is reached ({exc})"
+    return f"{name}: cannot start ({exc})"
 
 
 def _not_started(code: int, message: str) -> dict:
