@@ -19,7 +19,9 @@ import pytest
 from tests.fakes.openai_server import FakeOpenAI, text
 from tests.helpers.e2e import FAKE_KEY_ENV, explain, harness, rows
 
-pytestmark = pytest.mark.docker
+# Slow, as Harbor's parity test is: a run and ARE's own judge in its image. The default suite keeps the part of the
+# rule that is ours: the export carries ARE's trace (tests/test_gaia2_limits.py, tests/test_gaia2_report.py).
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
 SMOKE = Path(__file__).resolve().parents[1] / "datasets" / "gaia2-smoke"
 HELPERS = Path(__file__).resolve().parent / "helpers"
 PASSED = "Reasoning: the same.\nEvaluation: [[Success]] [[True]]\n<subtask>Tell the user what was asked</subtask>"

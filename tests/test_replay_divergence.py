@@ -111,11 +111,9 @@ def test_fail_on_divergence_needs_a_replay_model(tmp_path):
 
 # --- real sandboxes ---
 
-@pytest.mark.docker
-def test_smoke_set_with_its_website_does_not_diverge_and_records_the_same_fingerprints(tmp_path, out):
-    recording = tmp_path / "recorded.jsonl"
-    proc = harness("run", "--dataset", SMOKE, "--model", "replay", "--website", SMOKE / "website",
-                   "--output-dir", out, "--workers", 2, "--fail-on-divergence", "--record", recording, timeout=600)
+def check_the_smoke_run_replays_as_recorded(proc, out: Path, recording: Path) -> None:
+    """The smoke set run with its website, `--fail-on-divergence --record` (tests/test_run_e2e.py's main run, so
+    that the set is run once): no divergence, and the recording made again has the same turns and fingerprints."""
     assert proc.returncode == 0, explain(proc)
     replay = report(out)["replay"]
     assert replay["rows"] == 21 and replay["checked"] >= 44

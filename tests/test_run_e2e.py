@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.e2e import SUM, containers_of, harness, one_instance, rows, run_replayed, trace
+from tests.test_replay_divergence import check_the_smoke_run_replays_as_recorded
 
 pytestmark = pytest.mark.docker
 REPO = Path(__file__).resolve().parents[1]
@@ -25,9 +26,10 @@ SEARCH, CHART, MEMO = ("186b065e-32f9-5511-b2ad-03adaac76864", "4150ac96-fd61-5c
 
 def test_smoke_set_runs_resumes_rescores_and_refuses_changed_config(tmp_path):
     out = tmp_path / f"r{secrets.token_hex(4)}"
-    proc = harness("run", "--dataset", SMOKE, "--model", "replay", "--output-dir", out, "--workers", 2,
-                   "--website", SMOKE / "website")
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    replayed = ("--website", SMOKE / "website", "--fail-on-divergence", "--record", tmp_path / "recorded.jsonl")
+    proc = harness("run", "--dataset", SMOKE, "--model", "replay", "--output-dir", out, "--workers", 2, *replayed,
+                   timeout=600)
+    check_the_smoke_run_replays_as_recorded(proc, out, tmp_path / "recorded.jsonl")
     got = rows(out)
     metadata = [json.loads(x) for x in (SMOKE / "2023/validation/metadata.jsonl").read_text().splitlines()]
     assert sorted(r["instance_id"] for r in got) == sorted(m["task_id"] for m in metadata)
@@ -54,13 +56,12 @@ def test_smoke_set_runs_resumes_rescores_and_refuses_changed_config(tmp_path):
     assert (tmp_path / "summary.csv").read_text().count("\n") == 2
     assert containers_of(out) == []
 
-    again = harness("run", "--dataset", SMOKE, "--model", "replay", "--output-dir", out,
-                    "--website", SMOKE / "website")
+    again = harness("run", "--dataset", SMOKE, "--model", "replay", "--output-dir", out, *replayed)
     assert again.returncode == 0 and "21 instance(s) already finished, 0 to run" in again.stderr
     assert len(rows(out)) == 21
 
     changed = harness("run", "--dataset", SMOKE, "--model", "replay", "--output-dir", out, "--max-steps", 9,
-                      "--website", SMOKE / "website")
+                      *replayed)
     assert changed.returncode == 2 and "max_steps" in changed.stderr and "--force" in changed.stderr
 
     rescored = harness("score", out, "--scorer", "exact")

@@ -76,7 +76,10 @@ def _end(proc: subprocess.Popen, out: Path) -> None:
 
 
 @pytest.mark.docker
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+# Ctrl-C is slow: SIGTERM keeps the rule in the default run (the harness handles both alike: test_run_control's
+# test_sigterm_and_sighup_end_the_run_like_ctrl_c).
+@pytest.mark.parametrize("signum", [pytest.param(signal.SIGINT, marks=pytest.mark.slow), signal.SIGTERM],
+                         ids=["SIGINT", "SIGTERM"])
 def test_a_signal_mid_run_keeps_the_pages_recorded_so_far(tmp_path, proxy_image, reliability, signum):
     data, config = replay_dataset(tmp_path / "data", [("browsed", "What is 6*7?", "42")],
                                   lambda iid: visits(*PAGES) + STALL)

@@ -202,6 +202,7 @@ def run_disrupted(ids: dict, tmp_path: Path, disrupt) -> tuple[list[dict], list[
     return got, docker_rows, out
 
 
+@pytest.mark.slow  # the same promise as test_stopping_the_worker_mid_run_loses_no_instance (default), by a drain
 def test_draining_the_worker_mid_run_loses_no_instance(two_nodes, tmp_path):
     ids, worker = two_nodes
 
