@@ -26,8 +26,9 @@ if [[ ! -f "$stamp" ]]; then
 fi
 # Bytecode for the project's own modules: an editable install compiles none, and with
 # PYTHONDONTWRITEBYTECODE set (as on these machines) every harness process would compile them
-# again (~0.07 s of CPU each). Up-to-date files are skipped.
-.venv/bin/python -m compileall -q harness bench >/dev/null
+# again (~0.07 s of CPU each); the tests' helpers and fakes too, which the suite's subprocesses import
+# (a fake server, an agent module). Up-to-date files are skipped.
+.venv/bin/python -m compileall -q harness bench tests >/dev/null
 # Debian's Chromium on the host: the report and viewer tests drive the pages in it with
 # Playwright (executable_path=/usr/bin/chromium; `playwright install` cannot download here).
 if [[ ! -x /usr/bin/chromium ]]; then
