@@ -58,6 +58,7 @@ def compare(tmp_path: Path, *flags) -> list[dict]:
     return swarm_rows
 
 
+@pytest.mark.slow  # test_multinode's smoke run on a manager and a worker compares its rows with docker's (default)
 def test_smoke_subset_on_swarm_matches_docker(swarm, tmp_path):
     got = compare(tmp_path, "--limit", 6)
     assert len(got) == 6
