@@ -19,9 +19,33 @@ if [[ ! -x .venv/bin/python ]]; then
     fi
   fi
 fi
+# The project and its dependencies: uv installs the set pip would (pip's own configuration handed over:
+# its certificate, constraints, wheel folders and indexes, every index weighed as pip does) in about a
+# quarter of pip's time (16 s against 68 s here); pip itself is the fallback.
+install_project() {
+  if .venv/bin/pip install -q --disable-pip-version-check uv >/dev/null 2>&1; then
+    local -A given=()
+    local line key value
+    while IFS= read -r line; do  # `pip config list`: the environment's values first, then the files'
+      key="${line%%=*}"; key="${key##*.}"; value="${line#*=}"; value="${value#\'}"; value="${value%\'}"
+      [[ -n "${given[$key]:-}" ]] || given[$key]="$value"
+    done < <(.venv/bin/pip config list 2>/dev/null)
+    local -a env=(UV_INDEX_STRATEGY=unsafe-best-match)
+    [[ -n "${given[cert]:-}" ]] && env+=("SSL_CERT_FILE=${given[cert]}")
+    [[ -n "${given[constraint]:-}" ]] && env+=("UV_CONSTRAINT=${given[constraint]}")
+    [[ -n "${given[find-links]:-}" ]] && env+=("UV_FIND_LINKS=${given[find-links]// /,}")
+    [[ -n "${given[index-url]:-}" ]] && env+=("UV_INDEX_URL=${given[index-url]}")
+    [[ -n "${given[extra-index-url]:-}" ]] && env+=("UV_EXTRA_INDEX_URL=${given[extra-index-url]}")
+    if env "${env[@]}" .venv/bin/uv pip install -q --python .venv/bin/python --compile-bytecode -e '.[dev]'; then
+      return
+    fi
+    echo "setup: uv could not install the project; pip will" >&2
+  fi
+  .venv/bin/pip install -q --disable-pip-version-check -e '.[dev]'
+}
 stamp=".venv/.installed-$(sha256sum pyproject.toml | cut -c1-12)"
 if [[ ! -f "$stamp" ]]; then
-  .venv/bin/pip install -q --disable-pip-version-check -e '.[dev]'
+  install_project
   touch "$stamp"
 fi
 # Bytecode for the project's own modules: an editable install compiles none, and with
