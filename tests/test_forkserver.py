@@ -147,3 +147,30 @@ def test_the_server_is_a_fork_of_a_single_threaded_harness_else_a_fresh_interpre
     # One still loading is killed, not waited for: a resume with nothing to do does not wait for the
     # agent framework's imports (~0.25 s of 1.0 with an AutoGen agent).
     assert seen["ended"] and seen["none_after_close"] and seen["closed_while_loading"] == [-signal.SIGKILL, True], seen
+
+
+def test_an_agent_killed_before_its_setsid_still_dies(tmp_path):
+    """The fork server answers with a child's pid before the child has called `setsid`; a Ctrl-C in that window
+    (kill_all) found no process group of that id and left the agent running (a run under a load average of 80
+    went on 60 s past its SIGINT). A process outside a group of its own stands for that child here."""
+    from harness.runner.agent_process.process import AgentFiles, AgentProcess
+
+    class NotYetInItsSession(AgentProcess):
+        def __init__(self, proc: subprocess.Popen):
+            super().__init__(AgentFiles.in_dir(tmp_path, tmp_path / "trace.jsonl"))
+            self.proc, self.pid = proc, proc.pid
+
+        def _exit_code(self, timeout: float | None) -> int | None:
+            try:
+                return self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                return None
+
+    child = subprocess.Popen(["sleep", "60"])  # in this test's process group, as a fork before its setsid is
+    try:
+        agent = NotYetInItsSession(child)
+        agent.kill()
+        assert agent.wait(10) and agent.returncode == -signal.SIGKILL
+    finally:
+        child.kill()
+        child.wait()

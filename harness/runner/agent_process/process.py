@@ -86,8 +86,11 @@ class AgentProcess(abc.ABC):
 
     def kill(self) -> None:
         if self.returncode is None:
-            with suppress(ProcessLookupError):  # it ended meanwhile
+            try:
                 os.killpg(self.pid, signal.SIGKILL)
+            except ProcessLookupError:  # it ended meanwhile, or is a fork not yet in its own session: the fork
+                with suppress(ProcessLookupError):  # server answers with its pid before its `setsid`, and a
+                    os.kill(self.pid, signal.SIGKILL)  # Ctrl-C in between once left an agent running 60 s on
 
     def result(self, *, killed: bool = False) -> AgentResult:
         from harness.runner.agent_process.child import EXIT_CANNOT_WRITE  # here: child.py imports every tool family
