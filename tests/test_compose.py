@@ -30,7 +30,6 @@ from tests.helpers.wait import steady
 
 pytestmark = pytest.mark.docker
 REPO = Path(__file__).resolve().parents[1]
-SMOKE = REPO / "datasets" / "gaia-smoke"
 USER = 4321  # not the caller's id: proves the rows belong to whoever HOST_UID names
 
 
