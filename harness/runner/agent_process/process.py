@@ -85,12 +85,14 @@ class AgentProcess(abc.ABC):
         return self.returncode is not None
 
     def kill(self) -> None:
+        # No group of that id: it ended meanwhile, or it is a fork not yet in its own session (the fork server
+        # answers with the pid before the child's `setsid`), which is then killed alone.
         if self.returncode is None:
             try:
                 os.killpg(self.pid, signal.SIGKILL)
-            except ProcessLookupError:  # it ended meanwhile, or is a fork not yet in its own session: the fork
-                with suppress(ProcessLookupError):  # server answers with its pid before its `setsid`, and a
-                    os.kill(self.pid, signal.SIGKILL)  # Ctrl-C in between once left an agent running 60 s on
+            except ProcessLookupError:
+                with suppress(ProcessLookupError):
+                    os.kill(self.pid, signal.SIGKILL)
 
     def result(self, *, killed: bool = False) -> AgentResult:
         from harness.runner.agent_process.child import EXIT_CANNOT_WRITE  # here: child.py imports every tool family
