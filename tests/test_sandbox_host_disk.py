@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import SocketRefused
+from harness.errors import SandboxDiskLimit, SocketRefused
 from harness.fsutil import tree_hash
 from harness.sandbox.contract import SandboxSpec, parse_size
-from harness.sandbox.docker import engine, sockets, storage
+from harness.sandbox.docker import diskwatch, engine, sockets, storage
 from harness.sandbox.docker.task_images import task_tag
 from harness.sandbox.unix_http import connect
 from tests.helpers.wait import wait_for
@@ -112,6 +112,41 @@ def test_a_task_images_volume_is_a_share_of_disk_not_the_engines_disk(provider, 
     shares = storage.tmpfs_places(root_task, disk)
     assert sum(size for size, _ in shares.values()) == disk
     assert df == ["tmpfs", str(-(-shares["/data"][0] // 4096) * 4)], df  # in whole pages
+
+
+@pytest.mark.docker
+def test_one_file_written_at_full_speed_stops_at_the_writable_layers_bound(provider, root_task, run_id):
+    """A writable root (a Harbor task's) on this engine, which has no storage quota: a file written as fast as the
+    disk takes it stops at the layer's bound (RLIMIT_FSIZE), not wherever the watcher's next look finds it (6.45x
+    the bound before: bench/diskwatch.py), and the sandbox is ended as past its disk limit."""
+    wanted = spec(root_task, run_id, disk="256m", writable_root=True)
+    assert storage.writable_root(wanted), "this test needs an engine without a storage quota (overlay2 on ext4)"
+    bound = storage.writable_root_places(root_task, parse_size("256m"))[1]
+    with provider.open(wanted) as sb:
+        with pytest.raises(SandboxDiskLimit):
+            sb.shell("dd if=/dev/zero of=/opt/big bs=1M count=2048; sleep 60", timeout=120)
+        wait_for(lambda: engine.container_state(sb.id).get("Running") is False, 60, "the sandbox to be ended")
+        assert diskwatch.layer_size(sb.id) <= bound + (1 << 20), (diskwatch.layer_size(sb.id), bound)
+
+
+def test_the_watcher_asks_sooner_as_the_engines_disk_fills():
+    """Without an engine: the layer's size is asked every POLL_S, and sooner once the engine's disk has grown by half
+    the room the layer had left at the last ask, but never sooner than twice that ask's own time after it."""
+    used = [0]
+    mib = 1 << 20
+    schedule = diskwatch.Schedule(100 * mib, 0.5, lambda: used[0], now=0.0)
+    assert not schedule.due(0.1) and schedule.due(0.5)
+    schedule.asked(20 * mib, started=0.49, now=0.5)  # 80 MiB left: due again at 40 MiB more on the disk
+    used[0] = 39 * mib
+    assert not schedule.due(0.6)
+    used[0] = 40 * mib
+    assert schedule.due(0.6)
+    assert not schedule.due(0.51)  # the last ask took 10 ms: not before 20 ms after it
+    schedule.asked(60 * mib, started=0.6, now=0.61)  # 40 MiB left: due at 20 MiB more
+    used[0] = 60 * mib
+    assert schedule.due(0.64)
+    blind = diskwatch.Schedule(100 * mib, 0.5, None, now=0.0)  # a remote engine: the poll alone
+    assert not blind.due(0.49) and blind.due(0.5)
 
 
 @pytest.mark.docker
@@ -234,5 +269,6 @@ def test_a_writable_root_keeps_tmpfs_only_where_it_must_and_watches_the_rest(mon
     options = storage.create_options(spec)
     assert "read_only" not in options and set(options["tmpfs"]) == set(sizes), options
     assert options["mem_limit"] == parse_size("2g") + sum(sizes.values())
+    assert [(u["Name"], u["Soft"], u["Hard"]) for u in options["ulimits"]] == [("fsize", bound, bound)]
     for kept in (spec.model_copy(update={"writable_root": False}), spec.model_copy(update={"image": "plain"})):
         assert not storage.writable_root(kept) and storage.create_options(kept)["read_only"] is True

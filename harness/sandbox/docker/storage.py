@@ -20,8 +20,9 @@ Two backends, chosen per engine from `docker info` and one probe:
 A sandbox of a task's own image with `SandboxSpec.writable_root` (Harbor's tasks: they install anywhere, as in
 Harbor) on the tmpfs backend keeps a writable root filesystem: only /workspace, Harbor's places (/logs, /tests,
 /solution) and the image's VOLUMEs are size-limited tmpfs (a quarter of `disk` between them), and the writable
-layer, which holds everything else (its working directory, /tmp, /usr ...), is bounded at the rest by a watcher
-that polls its size (diskwatch.py: it can be overshot by what is written between two polls).
+layer, which holds everything else (its working directory, /tmp, /usr ...), is bounded at the rest: no one file
+can grow past it (RLIMIT_FSIZE, the kernel's), and the layer as a whole is watched (diskwatch.py: many files
+written at full speed can overshoot it by what is written before the watcher's next look).
 
 Either way the engine's log of the container (sandboxd's stdout, which agent code can
 write through /proc/1/fd/1) is json-file capped at LOG_MAX_SIZE x LOG_MAX_FILES.
@@ -32,6 +33,8 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass
+
+from docker.types import Ulimit
 
 from harness.errors import EngineNotFound, InfraError
 from harness.sandbox.contract import WORKSPACE, SandboxSpec, parse_size
@@ -200,10 +203,12 @@ def create_options(spec: SandboxSpec) -> dict:
             options["tmpfs"] = {path: f"rw,exec,nosuid,nodev,size={size},mode=1777" for path, size in shares.items()}
         return options
     if writable_root(spec):
-        sizes, _ = writable_root_places(spec.image, disk)
+        sizes, bound = writable_root_places(spec.image, disk)
         held = sum(sizes.values())
         options.update(tmpfs={place: f"rw,exec,nosuid,nodev,size={size},mode=1777" for place, size in sizes.items()},
-                       mem_limit=memory + held, memswap_limit=memory + held)
+                       mem_limit=memory + held, memswap_limit=memory + held,
+                       # no file outgrows the layer's bound: the kernel stops its writer there (EFBIG, SIGXFSZ)
+                       ulimits=[Ulimit(name="fsize", soft=bound, hard=bound)])
         return options
     options.update(
         read_only=True,
