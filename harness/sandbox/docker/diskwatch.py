@@ -5,11 +5,11 @@ writes into its writable layer on the engine's disk. The kernel stops any one fi
 (RLIMIT_FSIZE, storage.py); the layer as a whole is watched by the process that started it. The watcher asks the
 engine for the layer's size (`SizeRw` of an inspect with size) at least every POLL_S seconds, and sooner when the
 engine's disk fills: where this host sees the engine's data root (a local engine), one statvfs of it every TICK_S
-seconds, and once the disk has grown by half the room the layer had left at the last ask, it asks again (never
-busier than one ask in three of the engine's time: an ask walks the layer, ~2 ms empty, ~230 ms for 50,000
-files). At or past its share of --disk the container is renamed to DISK_LIMIT_NAME + its id (the mark, kept by
-the engine, that any process attached to it reads: engine.raise_if_dead raises SandboxDiskLimit) and killed, and
-its removal at teardown takes the layer with it.
+seconds, and once the disk has grown by half the room the layer had left at the last ask, it asks again
+(never busier than one ask in three of the engine's time: an ask walks the layer, ~2 ms empty, ~230 ms for
+50,000 files; a watcher at rest costs ~0.2% of a core). At or past its share of --disk the container is renamed
+to DISK_LIMIT_NAME + its id (the mark, kept by the engine, that any process attached to it reads:
+engine.raise_if_dead raises SandboxDiskLimit) and killed, and its removal at teardown takes the layer with it.
 
 What this bounds, measured by bench/diskwatch.py: one file at full speed stops at the bound exactly; many files
 at full speed overshoot it by what is written before the next ask. Where the data root is not seen (a remote
