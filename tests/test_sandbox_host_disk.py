@@ -269,6 +269,6 @@ def test_a_writable_root_keeps_tmpfs_only_where_it_must_and_watches_the_rest(mon
     options = storage.create_options(spec)
     assert "read_only" not in options and set(options["tmpfs"]) == set(sizes), options
     assert options["mem_limit"] == parse_size("2g") + sum(sizes.values())
-    assert [(u["Name"], u["Soft"], u["Hard"]) for u in options["ulimits"]] == [("fsize", bound, bound)]
+    assert options["ulimits"] == [{"name": "fsize", "soft": bound, "hard": bound}]
     for kept in (spec.model_copy(update={"writable_root": False}), spec.model_copy(update={"image": "plain"})):
         assert not storage.writable_root(kept) and storage.create_options(kept)["read_only"] is True

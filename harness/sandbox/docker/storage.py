@@ -34,8 +34,6 @@ import logging
 import threading
 from dataclasses import dataclass
 
-from docker.types import Ulimit
-
 from harness.errors import EngineNotFound, InfraError
 from harness.sandbox.contract import WORKSPACE, SandboxSpec, parse_size
 from harness.sandbox.docker import engine, naming
@@ -207,8 +205,9 @@ def create_options(spec: SandboxSpec) -> dict:
         held = sum(sizes.values())
         options.update(tmpfs={place: f"rw,exec,nosuid,nodev,size={size},mode=1777" for place, size in sizes.items()},
                        mem_limit=memory + held, memswap_limit=memory + held,
-                       # no file outgrows the layer's bound: the kernel stops its writer there (EFBIG, SIGXFSZ)
-                       ulimits=[Ulimit(name="fsize", soft=bound, hard=bound)])
+                       # no file outgrows the layer's bound: the kernel stops its writer there (EFBIG, SIGXFSZ);
+                       # the SDK makes its Ulimit of the dict (docker's own types not imported on the idle path)
+                       ulimits=[{"name": "fsize", "soft": bound, "hard": bound}])
         return options
     options.update(
         read_only=True,
