@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -45,17 +46,12 @@ def layer_size(container_id: str) -> int:
 
 
 def engine_disk_used() -> Callable[[], int] | None:
-    """Bytes in use on the filesystem of the engine's data root, read with one statvfs; None when this host does
-    not see it (a remote engine, or one whose root is not mounted here)."""
+    """Bytes in use on the filesystem of the engine's data root (one statvfs a call); None when this host does not
+    see it (a remote engine, or one whose root is not mounted here)."""
     root = engine.info().get("DockerRootDir") if engine.engine_is_local() else None
     if not root or not os.path.isdir(root):
         return None
-
-    def used() -> int:
-        st = os.statvfs(root)
-        return (st.f_blocks - st.f_bfree) * st.f_frsize
-
-    return used
+    return lambda: shutil.disk_usage(root).used
 
 
 def watch(container_id: str, limit: int, *, poll: float = POLL_S) -> None:
