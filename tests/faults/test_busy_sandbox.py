@@ -103,18 +103,26 @@ def test_nine_hundred_busy_background_processes_leave_the_sandbox_the_agents(tmp
 # filler retries at once (yielding the CPU only), so a slot freed when a command's shell exits is taken
 # again before the next command arrives even on a loaded host (a 10 ms sleep there once lasted long
 # enough for `echo one` to start).
+# The filler and its first 8 children keep forking once the limit is full: the command that filled it frees its
+# own pid (and sandboxd's thread for it) as it ends, and one filler alone, not running at that moment on a loaded
+# machine, let the next command take that room (seen once in a fresh-clone run: `echo one` ran).
 FILL_PIDS = """
 import os, time
-full = False
+full, made = False, 0
 while True:
     try:
-        if os.fork() == 0:
-            time.sleep(10**6)
+        pid = os.fork()
     except OSError:
         if not full:
             open("/tmp/pids-full", "w").close()
             full = True
-        os.sched_yield()
+        time.sleep(0.002)
+        continue
+    made += 1
+    if pid == 0:
+        if made > 8:
+            time.sleep(10**6)
+        made = 10**9
 """
 
 
